@@ -1,0 +1,135 @@
+"""JSON Schemas of every message and record, defined once, validated on send and on receive.
+
+Clause: MSG-1, MSG-2, MSG-7, PLN-1, PLN-2, XPR-5, DESIGN rule 5.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError
+
+from ..errors import ProtocolError
+from ._build import DIALECT, REASON_CODES, Schema
+from ._messages import MESSAGE_TYPES, REPLY_TYPES, message_schema
+from ._records import RECORD_KEYS, RECORD_MACHINES, RECORDS, snapshot_schema
+
+
+class SchemaError(ProtocolError):
+    """A document that does not match its schema (definite: it changed nothing).
+
+    ``subject`` is the message type or record kind, ``path`` a JSON path such as
+    ``$.body.decision``, ``reason`` what was wrong there.
+    """
+
+    def __init__(self, subject: str, path: str, reason: str, record: str | None = None) -> None:
+        self.subject, self.path, self.reason, self.record = subject, path, reason, record
+        where = f" (record {record})" if record else ""
+        super().__init__(f"{subject}{where}: invalid at {path}: {reason}")
+
+
+def _with_dialect(schema: Schema) -> Schema:
+    return {"$schema": DIALECT, **schema}
+
+
+MESSAGE_SCHEMAS: Mapping[str, Schema] = {t: _with_dialect(message_schema(t)) for t in MESSAGE_TYPES}
+RECORD_SCHEMAS: Mapping[str, Schema] = {k: _with_dialect(s) for k, s in RECORDS.items()}
+SNAPSHOT_SCHEMA: Schema = _with_dialect(snapshot_schema())
+
+_MESSAGE_VALIDATORS = {t: Draft202012Validator(s) for t, s in MESSAGE_SCHEMAS.items()}
+_RECORD_VALIDATORS = {k: Draft202012Validator(s) for k, s in RECORD_SCHEMAS.items()}
+_SNAPSHOT_VALIDATOR = Draft202012Validator(SNAPSHOT_SCHEMA)
+
+
+def _json_path(parts: Iterable[Any]) -> str:
+    path = "$"
+    for part in parts:
+        path += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return path
+
+
+def _first_error(validator: Draft202012Validator, doc: object) -> tuple[str, str] | None:
+    """The deepest, then first, error as (path, reason); a missing field is named in the path."""
+    errors = sorted(validator.iter_errors(doc), key=lambda e: (-len(e.absolute_path), str(e.absolute_path)))
+    if not errors:
+        return None
+    error: ValidationError = errors[0]
+    parts = list(error.absolute_path)
+    if error.validator == "required" and isinstance(error.instance, dict):
+        missing = [f for f in error.validator_value if f not in error.instance]
+        return _json_path([*parts, missing[0]]), "required field is missing"
+    if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+        allowed = set(error.schema.get("properties", {}))
+        extra = sorted(f for f in error.instance if f not in allowed)
+        return _json_path([*parts, extra[0]]), "unknown field"
+    return _json_path(parts), error.message
+
+
+def validate_message(doc: object) -> Mapping[str, Any]:
+    """Validate a message (MSG-2) and return it; raise :class:`SchemaError` naming the field."""
+    if not isinstance(doc, Mapping):
+        raise SchemaError("message", "$", f"expected an object, got {type(doc).__name__}")
+    message_type = doc.get("message_type")
+    if not isinstance(message_type, str) or message_type not in _MESSAGE_VALIDATORS:
+        known = ", ".join(MESSAGE_TYPES)
+        raise SchemaError("message", "$.message_type", f"unknown message type {message_type!r}; known: {known}")
+    found = _first_error(_MESSAGE_VALIDATORS[message_type], doc)
+    if found:
+        raise SchemaError(str(message_type), *found)
+    return doc
+
+
+def record_key(kind: str, doc: Mapping[str, Any]) -> str:
+    """The primary key of a record, for error messages and ordering (best effort on bad input)."""
+    value: Any = doc
+    for part in RECORD_KEYS[kind]:
+        value = value.get(part) if isinstance(value, Mapping) else None
+    return f"{kind}/{value}"
+
+
+def validate_record(kind: str, doc: object) -> Mapping[str, Any]:
+    """Validate a persisted record of ``kind`` and return it; raise :class:`SchemaError`."""
+    if kind not in _RECORD_VALIDATORS:
+        raise SchemaError("record", "$", f"unknown record kind {kind!r}; known: {', '.join(RECORDS)}")
+    if not isinstance(doc, Mapping):
+        raise SchemaError(kind, "$", f"expected an object, got {type(doc).__name__}")
+    found = _first_error(_RECORD_VALIDATORS[kind], doc)
+    if found:
+        raise SchemaError(kind, *found, record=record_key(kind, doc))
+    if kind in ("message", "outbox_entry"):
+        try:
+            validate_message(doc["message"])
+        except SchemaError as error:
+            path = "$.message" + error.path[1:]
+            raise SchemaError(kind, path, error.reason, record=record_key(kind, doc)) from None
+    return doc
+
+
+def validate_snapshot(doc: object) -> Mapping[str, Any]:
+    """Validate a whole snapshot: its shape, then every record in it."""
+    found = _first_error(_SNAPSHOT_VALIDATOR, doc)
+    if found:
+        raise SchemaError("snapshot", *found)
+    assert isinstance(doc, Mapping)
+    for kind in RECORDS:
+        for record in doc[kind]:
+            validate_record(kind, record)
+    return doc
+
+
+__all__ = [
+    "MESSAGE_SCHEMAS",
+    "MESSAGE_TYPES",
+    "REASON_CODES",
+    "RECORD_MACHINES",
+    "RECORD_SCHEMAS",
+    "REPLY_TYPES",
+    "SNAPSHOT_SCHEMA",
+    "SchemaError",
+    "record_key",
+    "validate_message",
+    "validate_record",
+    "validate_snapshot",
+]

@@ -1,0 +1,82 @@
+"""pytest plugin: ``@pytest.mark.clause("APR-5", ...)`` and ``--clause-report PATH`` (DESIGN rule 6).
+
+An unknown clause id is a collection error. The report is JSON
+``{clause_id: {"title": ..., "tests": [...], "passed": n, "failed": n, "skipped": n}}`` over every
+clause of :data:`spec.CLAUSES`; clauses that no test cites have an empty ``tests`` list and are
+also listed under the key ``"_uncovered"``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from spec import CLAUSES
+
+
+def clause_ids(item: pytest.Item) -> list[str]:
+    """The clause ids an item's ``clause`` markers cite, in order."""
+    return [clause for mark in item.iter_markers("clause") for clause in mark.args]
+
+
+def build_report(by_test: dict[str, list[str]], outcomes: dict[str, str]) -> dict[str, Any]:
+    """Clause → tests citing it and their outcome counts; pure, so it is unit-tested."""
+    report: dict[str, Any] = {
+        clause: {"title": title, "tests": [], "passed": 0, "failed": 0, "skipped": 0}
+        for clause, title in CLAUSES.items()
+    }
+    for nodeid, ids in by_test.items():
+        outcome = outcomes.get(nodeid)
+        for clause in dict.fromkeys(ids):
+            entry = report[clause]
+            entry["tests"].append(nodeid)
+            if outcome in ("passed", "failed", "skipped"):
+                entry[outcome] += 1
+    report["_uncovered"] = [clause for clause in CLAUSES if not report[clause]["tests"]]
+    return report
+
+
+class ClauseReporter:
+    def __init__(self, path: str | None) -> None:
+        self.path = path
+        self.by_test: dict[str, list[str]] = {}
+        self.outcomes: dict[str, str] = {}
+
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        errors = []
+        for item in items:
+            ids = clause_ids(item)
+            unknown = [clause for clause in ids if clause not in CLAUSES]
+            if unknown:
+                errors.append(f"{item.nodeid}: unknown clause id(s) {', '.join(unknown)}")
+            self.by_test[item.nodeid] = ids
+        if errors:
+            raise pytest.UsageError("clause markers name unknown clauses:\n" + "\n".join(errors))
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        failed_setup = report.when == "setup" and report.outcome != "passed"
+        if (report.when == "call" or failed_setup) and self.outcomes.get(report.nodeid) != "failed":
+            self.outcomes[report.nodeid] = report.outcome
+
+    def pytest_sessionfinish(self) -> None:
+        if self.path:
+            report = build_report(self.by_test, self.outcomes)
+            Path(self.path).write_text(json.dumps(report, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.path:
+            uncovered = build_report(self.by_test, self.outcomes)["_uncovered"]
+            cited = len(CLAUSES) - len(uncovered)
+            terminalreporter.write_line(f"clause report: {cited}/{len(CLAUSES)} clauses cited -> {self.path}")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--clause-report", metavar="PATH", default=None, help="write the per-clause JSON report")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "clause(*ids): the PROTOCOL.md clauses this test checks")
+    config.pluginmanager.register(ClauseReporter(config.getoption("--clause-report")), "clause-reporter")

@@ -1,0 +1,86 @@
+"""The clause registry matches PROTOCOL.md, and the clause plugin refuses unknown ids.
+
+Clause: DESIGN rule 6 (clause ids everywhere).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import spec
+from tests.clause_plugin import build_report
+
+ROOT = Path(__file__).resolve().parents[1]
+PROTOCOL = ROOT.parent / "shared" / "PROTOCOL.md"
+
+
+@pytest.mark.skipif(not PROTOCOL.exists(), reason="shared/PROTOCOL.md is not beside this checkout")
+def test_registry_holds_exactly_the_clauses_of_protocol_md() -> None:
+    """Every clause id in PROTOCOL.md is registered, in order, and nothing else is."""
+    ids = re.findall(r"^- ([A-Z]{3}-\d+) ", PROTOCOL.read_text(encoding="utf-8"), re.M)
+    assert list(spec.CLAUSES) == ids
+
+
+def test_require_clauses_names_the_unknown_id() -> None:
+    with pytest.raises(spec.UnknownClause, match="'APR-99'"):
+        spec.require_clauses("APR-1", "APR-99")
+
+
+def test_report_counts_outcomes_and_lists_uncovered() -> None:
+    report = build_report(
+        {"t::a": ["APR-5", "APR-5"], "t::b": ["APR-5", "INV-1"]}, {"t::a": "passed", "t::b": "failed"}
+    )
+    assert report["APR-5"]["tests"] == ["t::a", "t::b"]
+    assert (report["APR-5"]["passed"], report["APR-5"]["failed"]) == (1, 1)
+    assert "APR-5" not in report["_uncovered"] and "STO-1" in report["_uncovered"]
+
+
+def _run_pytest(tmp_path: Path, body: str) -> subprocess.CompletedProcess[str]:
+    (tmp_path / "test_sample.py").write_text("import pytest\n" + body, encoding="utf-8")
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "tests.clause_plugin",
+            "--rootdir",
+            str(tmp_path),
+            "-c",
+            "/dev/null",
+            "--clause-report",
+            str(tmp_path / "report.json"),
+            str(tmp_path),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+    )
+
+
+def test_plugin_refuses_unknown_clause_at_collection(tmp_path: Path) -> None:
+    result = _run_pytest(tmp_path, "@pytest.mark.clause('APR-99')\ndef test_x():\n    pass\n")
+    assert result.returncode != 0
+    assert "unknown clause id(s) APR-99" in result.stdout + result.stderr
+
+
+def test_plugin_writes_the_report(tmp_path: Path) -> None:
+    body = (
+        "@pytest.mark.clause('APR-5')\ndef test_ok():\n    pass\n"
+        "@pytest.mark.clause('APR-5', 'INV-1')\ndef test_bad():\n    assert False\n"
+    )
+    result = _run_pytest(tmp_path, body)
+    assert result.returncode == 1, result.stdout
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert (report["APR-5"]["passed"], report["APR-5"]["failed"]) == (1, 1)
+    assert report["INV-1"]["failed"] == 1
+    assert len(report["_uncovered"]) == len(spec.CLAUSES) - 2
