@@ -1,3 +1,8 @@
 """Subcommands beyond ``diagrams``; each registers itself with :func:`reference._cli.extra_command`."""
 
 from __future__ import annotations
+
+from . import _check
+from ._cli import extra_command
+
+extra_command("check")(_check.register)

@@ -123,6 +123,7 @@ __all__ = [
     "MESSAGE_SCHEMAS",
     "MESSAGE_TYPES",
     "REASON_CODES",
+    "RECORD_KEYS",
     "RECORD_MACHINES",
     "RECORD_SCHEMAS",
     "REPLY_TYPES",

@@ -43,7 +43,7 @@ _BODIES: dict[str, dict[str, Any]] = {
     },
     "approval_decision": {"protocol_id": _id("approval"), "decision": "approved", "review_summary": "ok"},
     "plan_request": {"plan": _PLAN, "revision": 1, "supersedes": None, "requester_incarnation": 1},
-    "plan_decision": {"decision": "approved", "comment": "go ahead"},
+    "plan_decision": {"decision": "approved", "sequence": 0, "comment": "go ahead"},
     "plan_completion": {"plan_id": _id("plan"), "outcome": "completed", "summary": "done"},
     "plan_abandoned": {"plan_id": _id("plan"), "reason": "expired"},
     "shutdown_request": {
@@ -129,6 +129,7 @@ _RECORDS: dict[str, dict[str, Any]] = {
         "review_summary": None,
         "created_at": 0.0,
         "deadline": 30.0,
+        "consumed_at": None,
         "reason": None,
         "events": [_EVENT],
         "version": 0,
@@ -186,6 +187,8 @@ _RECORDS: dict[str, dict[str, Any]] = {
         "task_id": "t1",
         "tool_name": "shell",
         "arguments_digest": _DIGEST,
+        "profile_version": 1,
+        "attempts": 1,
         "result": {"exit_code": 0},
     },
     "audit_entry": {

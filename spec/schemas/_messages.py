@@ -60,7 +60,11 @@ BODIES: dict[str, Schema] = {
             "requester_incarnation": POSITIVE,
         }
     ),
-    "plan_decision": obj({"decision": {"enum": ["approved", "rejected", "needs_revision"]}}, {"comment": TEXT}),
+    "plan_decision": obj(
+        # sequence: which decision of this plan version (0, then +1 after each retraction, PLN-6)
+        {"decision": {"enum": ["approved", "rejected", "needs_revision"]}, "sequence": COUNT},
+        {"comment": TEXT},
+    ),
     "plan_completion": obj({"plan_id": UUID, "outcome": {"enum": _EXECUTION_OUTCOMES}, "summary": TEXT}),
     "plan_abandoned": obj({"plan_id": UUID, "reason": {"enum": list(REASON_CODES)}}),
     "shutdown_request": obj(

@@ -82,6 +82,7 @@ RECORDS: dict[str, Schema] = {
             "review_summary": nullable(TEXT),
             "created_at": TIME,
             "deadline": TIME,
+            "consumed_at": nullable(TIME),
             "reason": REASON,
             "events": EVENTS,
             "version": COUNT,
@@ -155,6 +156,8 @@ RECORDS: dict[str, Schema] = {
             "task_id": NAME,
             "tool_name": NAME,
             "arguments_digest": DIGEST,
+            "profile_version": POSITIVE,
+            "attempts": COUNT,
             "result": nullable({"type": "object"}),
         }
     ),

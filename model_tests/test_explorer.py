@@ -1,0 +1,100 @@
+"""The explorer on the named configurations: pinned state counts, invariants, coverage, traces.
+
+Clause: REC-1, REC-2, INV-1 … INV-12 (DESIGN "explorer"; TLA+-style manifest of state counts).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import spec
+from spec.explore import _cycle_avoiding, explore, format_trace, trace_json
+from spec.model import CRASH_POINTS, OPERATIONS, WRITE_STEPS, Model, load_config, manifest
+from spec.model._ops import FAMILIES
+
+FAST = ["tiny", "plan", "fencing"]
+
+
+@pytest.fixture(scope="module")
+def reports() -> dict[str, object]:
+    return {name: explore(Model(load_config(name))) for name in FAST}
+
+
+@pytest.mark.clause("REC-1", "REC-2", "INV-1", "INV-3", "INV-6", "INV-7", "INV-10", "INV-11", "INV-12")
+@pytest.mark.parametrize("name", FAST)
+def test_configuration_holds_and_matches_its_pinned_count(reports: dict[str, object], name: str) -> None:
+    """Every invariant holds, nothing deadlocks, liveness holds, and the state count is the pinned one."""
+    report = reports[name]
+    assert report.complete
+    assert not report.violations, [format_trace(v, load_config(name)) for v in report.violations.values()]
+    assert report.deadlocks == 0
+    assert report.liveness_checked == load_config(name).liveness
+    assert report.states == manifest()[name]["states"], "update spec/model/configs/manifest.json in this commit"
+    assert report.transitions == manifest()[name]["transitions"]
+
+
+def test_every_configuration_has_a_pinned_count() -> None:
+    """A configuration file without a manifest entry (or the reverse) is an error."""
+    from spec.model import config_names
+
+    assert sorted(config_names()) == sorted(manifest())
+    for name in manifest():
+        assert set(manifest()[name]) >= {"states", "transitions"}
+
+
+def test_write_steps_are_declared_and_named_by_operation() -> None:
+    """Crash points are `<operation>/<write step>` and enumerable (DESIGN rule 3, STYLE rule 4)."""
+    assert len(set(WRITE_STEPS)) == len(WRITE_STEPS)
+    assert set(CRASH_POINTS) < set(WRITE_STEPS)
+    for step in WRITE_STEPS:
+        operation, _, name = step.partition("/")
+        assert operation in OPERATIONS and name in OPERATIONS[operation]
+    assert FAMILIES
+
+
+@pytest.mark.clause("REC-2")
+def test_every_step_the_model_takes_is_a_declared_write_step(reports: dict[str, object]) -> None:
+    """A crash after an undeclared step name would escape crash-point coverage."""
+    for report in reports.values():
+        assert report.crashed_at <= set(CRASH_POINTS)
+
+
+def test_cycle_detection_finds_a_cycle_and_ignores_goal_states() -> None:
+    """The liveness check can fail: a two-state loop of non-goal states is found."""
+    successors = [[1], [2], [1, 3], []]
+    assert sorted(_cycle_avoiding(successors, [False, False, False, True]) or []) == [1, 2]
+    assert _cycle_avoiding(successors, [False, False, True, True]) is None
+
+
+@pytest.mark.clause("INV-3")
+def test_trace_json_snapshots_validate_against_the_schemas() -> None:
+    """A counterexample's snapshots are the canonical snapshot form (replayable elsewhere)."""
+    config = load_config("tiny")
+    report = explore(Model(config, "consume_without_digest_check"), stop_on="INV-1")
+    violation = report.violations["approval_consumed_at_most_once"]
+    document = trace_json(violation, config)
+    assert document["format"] == "teamproto-trace/1"
+    assert document["steps"][0]["action"] is None
+    for step in document["steps"]:
+        spec.validate_snapshot(step["snapshot"])
+    text = format_trace(violation, config)
+    assert "approval.consume" in text and "changed_arguments=True" in text
+
+
+@pytest.mark.clause("MSG-2", "PLN-2")
+def test_every_snapshot_of_the_plan_configuration_validates() -> None:
+    """The model exports exactly the documents the schemas describe (DESIGN rule 5)."""
+    from collections import deque
+
+    from spec.model import snapshot
+
+    config = load_config("plan")
+    model = Model(config)
+    seen = {model.initial()}
+    queue = deque(seen)
+    while queue and len(seen) < 3000:
+        for _, state in model.successors(queue.popleft()):
+            if not isinstance(state, Exception) and state not in seen:
+                seen.add(state)
+                queue.append(state)
+                spec.validate_snapshot(snapshot(state, config))

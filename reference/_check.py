@@ -1,0 +1,203 @@
+"""``teamproto check``: explore the model's configurations and report (the main job).
+
+Without ``--config`` it runs the default suite — every configuration in the manifest — and
+requires that together they take every edge of every machine and crash at every crash point.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from spec.explore import Report, explore, format_trace, trace_json
+from spec.invariants import INVARIANTS
+from spec.model import CRASH_POINTS, MUTANTS, Model, load_config, manifest
+from spec.model._config import Config
+
+EXTRA_CHECKS = {
+    "INV-3": ["transitions_follow_tables"],
+    "INV-7": ["reconcile_is_idempotent"],
+    "INV-12": ["no_deadlock", "every_request_can_finish", "no_cycle_avoids_finish"],
+}
+
+
+def check_names() -> list[tuple[str, str]]:
+    """(clause, check name) of every check the explorer reports, invariants first."""
+    names = [(inv.clause, inv.name) for inv in INVARIANTS]
+    for clause, extra in EXTRA_CHECKS.items():
+        names.extend((clause, name) for name in extra)
+    return names
+
+
+def peak_memory_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def run_config(
+    config: Config, mutant: str | None, console: Console, max_states: int | None, quiet: bool
+) -> tuple[Report, float]:
+    started = time.perf_counter()
+    stop_on = MUTANTS[mutant].caught_by if mutant else None
+
+    def progress(states: int, queue: int, depth: int) -> None:
+        if not quiet:
+            rate = states / max(time.perf_counter() - started, 1e-9)
+            console.print(
+                f"  [dim]{config.name}: {states:,} states, {queue:,} queued, depth {depth}, {rate:,.0f} states/s[/dim]",
+                highlight=False,
+            )
+
+    report = explore(Model(config, mutant), stop_on=stop_on, max_states=max_states, progress=progress)
+    return report, time.perf_counter() - started
+
+
+def report_json(report: Report, seconds: float, config: Config) -> dict[str, Any]:
+    pinned = manifest().get(config.name, {}).get("states")
+    return {
+        "config": config.name,
+        "mutant": report.mutant,
+        "states": report.states,
+        "transitions": report.transitions,
+        "depth": report.depth,
+        "seconds": round(seconds, 3),
+        "states_per_second": round(report.states / max(seconds, 1e-9)),
+        "complete": report.complete,
+        "pinned_states": pinned,
+        "liveness_checked": report.liveness_checked,
+        "deadlocks": report.deadlocks,
+        "checks": {name: ("violated" if name in report.violations else "held") for _, name in check_names()},
+        "violations": [trace_json(v, config) for v in report.violations.values()],
+        "missing_edges": [list(edge) for edge in report.missing_edges],
+        "crashed_at": sorted(report.crashed_at),
+        "ok": report.ok,
+    }
+
+
+def _print_report(console: Console, report: Report, seconds: float, config: Config) -> None:
+    pinned = manifest().get(config.name, {}).get("states")
+    drift = "" if report.mutant or pinned in (None, report.states) else f" [red](manifest pins {pinned:,})[/red]"
+    console.print(
+        f"[bold]{config.name}[/bold]{' mutant ' + report.mutant if report.mutant else ''}: "
+        f"{report.states:,} states{drift}, {report.transitions:,} transitions, depth {report.depth}, "
+        f"{seconds:.1f} s, {report.states / max(seconds, 1e-9):,.0f} states/s"
+        + ("" if report.complete else " [red]INCOMPLETE (--max-states)[/red]"),
+        highlight=False,
+    )
+    for violation in report.violations.values():
+        console.print(format_trace(violation, config), highlight=False, markup=False)
+
+
+def _summary_table(reports: list[tuple[Report, float, Config]]) -> Table:
+    table = Table(title="checks")
+    table.add_column("clause")
+    table.add_column("check")
+    for _, _, config in reports:
+        table.add_column(config.name)
+    for clause, name in check_names():
+        cells = []
+        for report, _, _ in reports:
+            if name in report.violations:
+                cells.append("[red]violated[/red]")
+            elif name.startswith(("every_request", "no_cycle")) and not report.liveness_checked:
+                cells.append("[dim]n/a[/dim]")
+            else:
+                cells.append("[green]held[/green]")
+        table.add_row(clause, name, *cells)
+    return table
+
+
+def command(args: argparse.Namespace, console: Console) -> int:
+    names = [args.config] if args.config else list(manifest())
+    configs = [load_config(name) for name in names]
+    if args.mutant and args.mutant not in MUTANTS:
+        console.print(f"[red]unknown mutant {args.mutant!r}[/red]; known: {', '.join(MUTANTS)}")
+        return 2
+    runs = []
+    for config in configs:
+        report, seconds = run_config(config, args.mutant, console, args.max_states, args.json)
+        runs.append((report, seconds, config))
+        if not args.json:
+            _print_report(console, report, seconds, config)
+    taken = set().union(*(r.edges_taken for r, _, _ in runs))
+    crashed = set().union(*(r.crashed_at for r, _, _ in runs))
+    coverage_required = args.config is None or any(c.require_coverage for c in configs)
+    missing_edges = sorted({e for r, _, _ in runs for e in r.missing_edges} - taken)
+    missing_crashes = [p for p in CRASH_POINTS if p not in crashed]
+    drift = [
+        c.name
+        for r, _, c in runs
+        if not args.mutant and r.complete and manifest().get(c.name, {}).get("states") not in (None, r.states)
+    ]
+    violated = any(r.violations for r, _, _ in runs)
+    complete = all(r.complete for r, _, _ in runs)
+    ok = (
+        complete
+        and not violated
+        and not drift
+        and (not coverage_required or not (missing_edges or missing_crashes) or bool(args.mutant))
+    )
+    if args.trace_out:
+        first = next((v for r, _, c in runs for v in r.violations.values()), None)
+        if first is not None:
+            config = next(c for r, _, c in runs if first in r.violations.values())
+            Path(args.trace_out).write_text(json.dumps(trace_json(first, config), indent=2) + "\n", encoding="utf-8")
+    if args.json:
+        json.dump(
+            {
+                "runs": [report_json(r, s, c) for r, s, c in runs],
+                "missing_edges": missing_edges,
+                "missing_crash_points": missing_crashes,
+                "manifest_drift": drift,
+                "peak_memory_mib": round(peak_memory_mib(), 1),
+                "ok": ok,
+            },
+            sys.stdout,
+            indent=2,
+        )
+        sys.stdout.write("\n")
+    else:
+        console.print(_summary_table(runs))
+        total_edges = sum(1 for _ in _all_edges())
+        console.print(
+            f"edge coverage: {total_edges - len(missing_edges)}/{total_edges}; crash points: "
+            f"{len(CRASH_POINTS) - len(missing_crashes)}/{len(CRASH_POINTS)}; "
+            f"peak memory {peak_memory_mib():,.0f} MiB",
+            highlight=False,
+        )
+        for edge in missing_edges if coverage_required and not args.mutant else ():
+            console.print(f"[red]edge never taken[/red]: {edge[0]} {edge[1]} -> {edge[2]}")
+        for point in missing_crashes if coverage_required and not args.mutant else ():
+            console.print(f"[red]never crashed after[/red] {point}")
+        for name in drift:
+            console.print(
+                f"[red]state count of {name} drifted from the manifest[/red]: "
+                "update spec/model/configs/manifest.json in the same commit"
+            )
+        console.print("[green]all checks hold[/green]" if ok else "[red]check failed[/red]")
+    if args.mutant:
+        return 0 if violated else 1
+    return 0 if ok else 1
+
+
+def _all_edges() -> list[tuple[str, str, str]]:
+    from spec import MACHINES, edges
+
+    return [(name, e.source, e.target) for name in MACHINES for e in edges(name)]
+
+
+def register(commands: Any) -> Any:
+    parser = commands.add_parser("check", help="explore the abstract model exhaustively and check every invariant")
+    parser.add_argument("--config", help="one configuration (default: every configuration of the manifest)")
+    parser.add_argument("--mutant", help="explore a named mutant; exit 0 when a violation is found")
+    parser.add_argument("--max-states", type=int, default=None, help="stop after this many states (incomplete)")
+    parser.add_argument("--trace-out", help="write the first counterexample as a JSON trace here")
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    return command

@@ -1,0 +1,383 @@
+"""The exhaustive explorer: breadth-first over a bounded configuration (DESIGN "explorer").
+
+It checks every INV-* predicate of :mod:`spec.invariants` on the snapshot of every reachable
+state (state invariants) and of every transition (step invariants), that reconciliation is
+idempotent after every restart (REC-1), that every edge of every machine table is taken, that
+every crash point is crashed, that no state is a deadlock, and — for configurations without
+symmetry reduction — liveness: from every state a state where every request is final is
+reachable, and no cycle avoids such states. Counterexamples are shortest (BFS order).
+
+Pure: no clock and no I/O. The caller times the run and passes a ``progress`` callback.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import invariants
+from ._tables import IllegalTransition, machine_table
+from .machines import MACHINES
+from .model import _model
+from .model._config import Config
+from .model._model import Action, Model
+from .model._ops import CRASH_POINTS, WRITE_STEPS
+from .model._reconcile import reconcile
+from .model._snapshot import snapshot
+from .model._state import State
+from .model._symmetry import canonical
+
+
+@dataclass
+class Violation:
+    clause: str
+    invariant: str
+    message: str
+    trace: list[tuple[Action | None, State]]
+
+    def to_json(self, config: Config) -> dict[str, Any]:
+        return trace_json(self, config)
+
+
+@dataclass
+class Report:
+    config: str
+    mutant: str | None
+    states: int = 0
+    transitions: int = 0
+    depth: int = 0
+    complete: bool = True
+    violations: dict[str, Violation] = field(default_factory=dict)
+    edges_taken: set[tuple[str, str, str]] = field(default_factory=set)
+    crashed_at: set[str] = field(default_factory=set)
+    deadlocks: int = 0
+    liveness_checked: bool = False
+    require_coverage: bool = True
+
+    @property
+    def missing_edges(self) -> list[tuple[str, str, str]]:
+        return sorted(
+            (name, e.source, e.target)
+            for name in MACHINES
+            for e in machine_table(name).edges
+            if (name, e.source, e.target) not in self.edges_taken
+        )
+
+    @property
+    def missing_crash_points(self) -> list[str]:
+        return [point for point in CRASH_POINTS if point not in self.crashed_at]
+
+    @property
+    def ok(self) -> bool:
+        coverage_ok = not self.require_coverage or not (self.missing_edges or self.missing_crash_points)
+        return self.complete and not self.violations and coverage_ok
+
+
+class _Search:
+    def __init__(
+        self,
+        model: Model,
+        stop_on: str | None,
+        max_states: int | None,
+        progress: Callable[[int, int, int], None] | None,
+    ) -> None:
+        self.model, self.stop_on, self.max_states, self.progress = model, stop_on, max_states, progress
+        self.symmetry = model.config.symmetry
+        self.config = model.config
+        self.report = Report(model.config.name, model.mutant, require_coverage=model.config.require_coverage)
+        self.index: dict[State, int] = {}
+        self.states: list[State] = []
+        self.parent: list[int] = []
+        self.via: list[Action | None] = []
+        self.depth: list[int] = []
+        self.successors: list[list[int]] = []  # crash edges (crash + restart) are stored as -target - 1
+        self.crash_prefix: dict[State, State] = {}  # restarted state -> the crashed prefix it came from
+
+    def add(self, state: State, parent: int, action: Action | None) -> tuple[int, bool]:
+        key = canonical(state) if self.symmetry else state
+        known = self.index.get(key)
+        if known is not None:
+            return known, False
+        number = len(self.states)
+        self.index[key] = number
+        self.states.append(state)
+        self.parent.append(parent)
+        self.via.append(action)
+        self.depth.append(0 if parent < 0 else self.depth[parent] + 1)
+        self.successors.append([])
+        return number, True
+
+    def trace(self, number: int, *last: tuple[Action, State]) -> list[tuple[Action | None, State]]:
+        """The path from the initial state to state ``number``, then the ``last`` steps."""
+        path: list[tuple[Action | None, State]] = []
+        while number >= 0:
+            state = self.states[number]
+            action = self.via[number]
+            if action is not None and action.crash_after:
+                path.append((Action("restart"), state))
+                path.append((action, self.crash_prefix[state]))
+            else:
+                path.append((action, state))
+            number = self.parent[number]
+        path.reverse()
+        path.extend(last)
+        return path
+
+    def violate(self, clause: str, name: str, message: str, trace: list[tuple[Action | None, State]]) -> None:
+        if name not in self.report.violations:
+            self.report.violations[name] = Violation(clause, name, message, trace)
+
+    def stopped(self) -> bool:
+        return self.stop_on is not None and self.stop_on in {v.clause for v in self.report.violations.values()}
+
+
+def explore(
+    model: Model,
+    *,
+    stop_on: str | None = None,
+    max_states: int | None = None,
+    progress: Callable[[int, int, int], None] | None = None,
+) -> Report:
+    """Explore every state of ``model`` breadth-first; see the module docstring."""
+    search = _Search(model, stop_on, max_states, progress)
+    _model.EDGE_LOG.append([])
+    try:
+        _bfs(search)
+    finally:
+        edges = _model.EDGE_LOG.pop()
+    search.report.edges_taken |= set(edges)
+    if model.config.liveness and search.report.complete and not search.stopped():
+        _liveness(search)
+    search.report.states = len(search.states)
+    search.report.depth = max(search.depth, default=0)
+    return search.report
+
+
+def _bfs(search: _Search) -> None:
+    model, report = search.model, search.report
+    start, _ = search.add(model.initial(), -1, None)
+    _check_state(search, start, snapshot(search.states[start], search.config))
+    queue = deque([start])
+    while queue and not search.stopped():
+        if search.max_states is not None and len(search.states) >= search.max_states:
+            report.complete = False
+            return
+        number = queue.popleft()
+        state = search.states[number]
+        before = snapshot(state, search.config)
+        outgoing = 0
+        for action, after_state in model.successors(state):
+            if isinstance(after_state, IllegalTransition):
+                search.violate("INV-3", "transitions_follow_tables", str(after_state), search.trace(number))
+                continue
+            outgoing += 1
+            report.transitions += 1
+            after = snapshot(after_state, search.config)
+            _check_step(search, number, [(action, after_state)], before, after)
+            crashed = after_state if after_state.crashed else None
+            if crashed is not None:
+                after_state, after = _restart(search, number, action, crashed, after)
+                if after_state is None:
+                    continue
+            target, new = search.add(after_state, number, action)
+            search.successors[number].append(-target - 1 if crashed is not None else target)
+            if new and crashed is not None:
+                search.crash_prefix[after_state] = crashed
+            if new:
+                _check_state(search, target, after)
+                queue.append(target)
+        if outgoing == 0 and not model.is_goal(state):
+            report.deadlocks += 1
+            search.violate(
+                "INV-12", "no_deadlock", "no action is enabled and some request is not final", search.trace(number)
+            )
+        if search.progress is not None and number % 2000 == 0:
+            search.progress(len(search.states), len(queue), search.depth[number])
+
+
+def _restart(
+    search: _Search, number: int, action: Action, crashed: State, crashed_snap: dict[str, Any]
+) -> tuple[Any, Any]:
+    """A crashed state is transient: check it, then take its only move, the restart (REC-2).
+
+    Crashed states are not stored; the state after the restart is, and its trace shows both.
+    """
+    search.report.crashed_at.add(action.crash_after)
+    prefix = [(action, crashed)]
+    for inv, message in invariants.check_state(crashed_snap, reconciled=False):
+        search.violate(inv.clause, inv.name, message, search.trace(number, *prefix))
+    for restart, restarted in search.model.successors(crashed):
+        if isinstance(restarted, IllegalTransition):
+            search.violate("INV-3", "transitions_follow_tables", str(restarted), search.trace(number, *prefix))
+            return None, None
+        search.report.transitions += 1
+        restarted_snap = snapshot(restarted, search.config)
+        steps = [*prefix, (restart, restarted)]
+        _check_step(search, number, steps, crashed_snap, restarted_snap)
+        return restarted, restarted_snap
+    raise AssertionError("a crashed state must have its restart")
+
+
+def _check_state(search: _Search, number: int, snap: dict[str, Any]) -> None:
+    state = search.states[number]
+    for inv, message in invariants.check_state(snap, reconciled=not state.crashed):
+        search.violate(inv.clause, inv.name, message, search.trace(number))
+
+
+def _check_step(
+    search: _Search, number: int, steps: list[tuple[Action, State]], before: dict[str, Any], after: dict[str, Any]
+) -> None:
+    action, after_state = steps[-1]
+    for inv, message in invariants.check_step(before, after):
+        search.violate(inv.clause, inv.name, message, search.trace(number, *steps))
+    if action.name == "restart":
+        again = snapshot(reconcile(search.model, after_state), search.config)
+        for message in invariants.reconcile_is_idempotent(after, again):
+            search.violate("INV-7", "reconcile_is_idempotent", message, search.trace(number, *steps))
+
+
+def _liveness(search: _Search) -> None:
+    """From every state a goal state is reachable, and no cycle avoids goal states (REC-2, INV-12)."""
+    search.report.liveness_checked = True
+    goal = [search.model.is_goal(s) for s in search.states]
+    predecessors: list[list[int]] = [[] for _ in search.states]
+    for source, targets in enumerate(search.successors):
+        for target in targets:
+            predecessors[target if target >= 0 else -target - 1].append(source)
+    can_finish = list(goal)
+    queue = deque(i for i, g in enumerate(goal) if g)
+    while queue:
+        for source in predecessors[queue.popleft()]:
+            if not can_finish[source]:
+                can_finish[source] = True
+                queue.append(source)
+    stuck = [i for i, ok in enumerate(can_finish) if not ok]
+    if stuck:
+        search.violate(
+            "INV-12",
+            "every_request_can_finish",
+            f"{len(stuck)} state(s) cannot reach a state where every request is final",
+            search.trace(stuck[0]),
+        )
+    # Crashes are finitely many in any fair run: cycles through a crash edge are not livelocks.
+    fair = [[t for t in targets if t >= 0] for targets in search.successors]
+    cycle = _cycle_avoiding(fair, goal)
+    if cycle is not None:
+        search.violate(
+            "INV-12",
+            "no_cycle_avoids_finish",
+            f"a cycle of {len(cycle)} state(s) never reaches a state where every request is final",
+            search.trace(cycle[0]),
+        )
+
+
+def _cycle_avoiding(successors: list[list[int]], goal: list[bool]) -> list[int] | None:
+    """A strongly connected component of more than one non-goal state (iterative Tarjan)."""
+    count = len(successors)
+    number = [-1] * count
+    low = [0] * count
+    on_stack = [False] * count
+    stack: list[int] = []
+    counter = 0
+    for root in range(count):
+        if number[root] >= 0 or goal[root]:
+            continue
+        work = [(root, 0)]
+        while work:
+            node, edge = work.pop()
+            if edge == 0:
+                number[node] = low[node] = counter
+                counter += 1
+                stack.append(node)
+                on_stack[node] = True
+            recurse = False
+            targets = successors[node]
+            while edge < len(targets):
+                target = targets[edge]
+                edge += 1
+                if goal[target]:
+                    continue
+                if number[target] < 0:
+                    work.append((node, edge))
+                    work.append((target, 0))
+                    recurse = True
+                    break
+                if on_stack[target]:
+                    low[node] = min(low[node], number[target])
+            if recurse:
+                continue
+            if low[node] == number[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack[member] = False
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    return component
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
+    return None
+
+
+# ---- traces ----------------------------------------------------------------------------------
+
+
+def _changes(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+    from .schemas import RECORD_KEYS
+
+    lines = []
+    if before["clock"] != after["clock"]:
+        lines.append(f"clock {before['clock']} → {after['clock']}")
+    for kind, path in RECORD_KEYS.items():
+
+        def key(record: dict[str, Any], path: tuple[str, ...] = path) -> Any:
+            value: Any = record
+            for part in path:
+                value = value[part]
+            return value
+
+        old = {key(r): r for r in before[kind]}
+        for record in after[kind]:
+            previous = old.get(key(record))
+            name = f"{kind}/{str(key(record))[:8]}"
+            if previous is None:
+                lines.append(f"+ {name} {record.get('status', '')}".rstrip())
+                continue
+            for fieldname, value in record.items():
+                if previous.get(fieldname) != value and fieldname != "message":
+                    lines.append(f"  {name}.{fieldname}: {previous.get(fieldname)!r} → {value!r}")
+    return lines
+
+
+def format_trace(violation: Violation, config: Config) -> str:
+    """The counterexample as a numbered list of actions with the state changes after each."""
+    out = [f"{violation.clause} {violation.invariant}: {violation.message}", "Shortest trace:"]
+    previous = None
+    for number, (action, state) in enumerate(violation.trace):
+        snap = snapshot(state, config)
+        out.append(f"{number:>3}. {action if action is not None else 'initial state'}")
+        if previous is not None:
+            out.extend(f"       {line}" for line in _changes(previous, snap))
+        previous = snap
+    return "\n".join(out)
+
+
+def trace_json(violation: Violation, config: Config) -> dict[str, Any]:
+    """The counterexample as JSON: each step's action and the full snapshot after it."""
+    return {
+        "format": "teamproto-trace/1",
+        "config": config.name,
+        "violation": {"clause": violation.clause, "invariant": violation.invariant, "message": violation.message},
+        "steps": [
+            {"action": None if action is None else action.to_json(), "snapshot": snapshot(state, config)}
+            for action, state in violation.trace
+        ],
+    }
+
+
+__all__ = ["CRASH_POINTS", "WRITE_STEPS", "Report", "Violation", "explore", "format_trace", "trace_json"]

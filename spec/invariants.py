@@ -1,0 +1,449 @@
+"""INV-1 … INV-12 as pure, named predicates over snapshots (DESIGN rule 5, STYLE rule 3).
+
+A *state* invariant takes one snapshot; a *step* invariant takes the snapshots before and after
+one operation (a crash or restart included). Each returns the list of its violations, as
+sentences naming the record, the field, the expected and the actual value; an empty list means
+it holds. The same functions run in the explorer, the Hypothesis model tests and the conformance
+suite. Invariants marked ``after_reconcile`` (INV-4, INV-7) may be broken by a crash prefix and
+must hold again once reconciliation has run (REC-2).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from . import ids
+from ._tables import final_states, initial_state, transition_table
+from .schemas import RECORD_KEYS, RECORD_MACHINES
+from .secret_corpus import SECRETS
+
+Snapshot = Mapping[str, Any]
+ACTIVE_SHUTDOWN = frozenset({"requested", "draining", "timed_out"})
+BUSY_JOB = frozenset({"running", "cancel_requested"})
+
+
+@dataclass(frozen=True)
+class Invariant:
+    clause: str
+    name: str
+    kind: str  # "state" or "step"
+    after_reconcile: bool
+    check: Callable[..., list[str]]
+
+    @property
+    def doc(self) -> str:
+        return (self.check.__doc__ or "").strip().splitlines()[0]
+
+
+def _index(records: list[Mapping[str, Any]], field: str) -> dict[Any, Mapping[str, Any]]:
+    return {record[field]: record for record in records}
+
+
+def _key(kind: str, record: Mapping[str, Any]) -> Any:
+    value: Any = record
+    for part in RECORD_KEYS[kind]:
+        value = value[part]
+    return value
+
+
+# ---- state invariants ----------------------------------------------------------------------------
+
+
+def approval_consumed_at_most_once(snap: Snapshot) -> list[str]:
+    """INV-1: one consumed approval per executed call, matching requester, task, tool and digest.
+
+    Clauses: APR-5, APR-6, APR-8. Each tool execution is keyed by a consumed approval's id, was
+    called at most once under that key, matches the approval's binding, and was consumed by its
+    deadline.
+    """
+    approvals = _index(snap["operation_approval"], "protocol_id")
+    problems = []
+    for ex in snap["tool_execution"]:
+        key = ex["idempotency_key"]
+        ap = approvals.get(key)
+        if ap is None or ap["status"] != "consumed":
+            problems.append(f"tool_execution/{key}: no consumed approval under its key (found {ap and ap['status']})")
+            continue
+        for field in ("requester_id", "task_id", "tool_name", "arguments_digest"):
+            if ex[field] != ap[field]:
+                problems.append(f"tool_execution/{key}: {field} {ex[field]!r} != approved {ap[field]!r}")
+        if ex["attempts"] > 1:
+            problems.append(f"tool_execution/{key}: called {ex['attempts']} times under one approval")
+        if ap["consumed_at"] is None or ap["consumed_at"] > ap["deadline"]:
+            problems.append(
+                f"operation_approval/{key}: consumed at {ap['consumed_at']} after deadline {ap['deadline']}"
+            )
+    return problems
+
+
+def shutdown_completed_iff_member_stopped(snap: Snapshot) -> list[str]:
+    """INV-4: a completed shutdown ⇔ its member is stopped; a stopped member holds no task.
+
+    Clauses: SHD-5, SHD-7. "Its member" is the incarnation the request was made for; a member
+    restarted since then is a new incarnation and is not that member.
+    """
+    members = _index(snap["member"], "member_id")
+    shutdowns = _index(snap["shutdown_request"], "protocol_id")
+    problems = []
+    for sd in snap["shutdown_request"]:
+        member = members[sd["target_id"]]
+        same_incarnation = member["incarnation"] == sd["target_incarnation"]
+        if sd["status"] == "completed" and same_incarnation and member["status"] not in ("stopped", "retired"):
+            problems.append(f"shutdown_request/{sd['protocol_id']}: completed but member is {member['status']}")
+    for member in snap["member"]:
+        if member["status"] != "stopped":
+            continue
+        sid = member["shutdown_request_id"]
+        if sid is not None and shutdowns[sid]["status"] != "completed":
+            problems.append(f"member/{member['member_id']}: stopped but shutdown {sid} is {shutdowns[sid]['status']}")
+        if member["current_task_id"] is not None:
+            problems.append(f"member/{member['member_id']}: stopped but holds task {member['current_task_id']}")
+        for task in snap["task"]:
+            mine = task["owner_id"] == member["member_id"] and task["owner_incarnation"] == member["incarnation"]
+            if mine and task["status"] == "claimed":
+                problems.append(f"task/{task['task_id']}: claimed by stopped member {member['member_id']}")
+    return problems
+
+
+def _message_content(doc: Mapping[str, Any]) -> str:
+    return ids.canonical_json({k: v for k, v in doc.items() if k not in ("message_id", "timestamp")})
+
+
+def retry_creates_no_duplicate(snap: Snapshot) -> list[str]:
+    """INV-6: a retry never creates a second protocol record or a second distinct message.
+
+    Clauses: MSG-4, STO-2. Approval ids are the stable id of (requester, tool call, kind), so one
+    call has one record; two messages with the same content must have the same id.
+    """
+    problems = []
+    for ap in snap["operation_approval"]:
+        expected = ids.protocol_id(ap["requester_id"], ap["tool_call_id"], "operation_approval")
+        if ap["protocol_id"] != expected:
+            problems.append(f"operation_approval/{ap['protocol_id']}: not the stable id {expected}")
+    by_content: dict[str, set[str]] = defaultdict(set)
+    for kind in ("message", "outbox_entry"):
+        for record in snap[kind]:
+            by_content[_message_content(record["message"])].add(record["message"]["message_id"])
+    for content, message_ids in by_content.items():
+        if len(message_ids) > 1:
+            problems.append(f"one message under {len(message_ids)} ids {sorted(message_ids)}: {content[:120]}")
+    return problems
+
+
+def owed_messages(snap: Snapshot) -> Iterator[tuple[str, str, str]]:
+    """(record, message_type, correlation_id) for every message the persisted records owe."""
+    owes = {
+        "operation_approval": {
+            "requested": "approval_request",
+            "approved": "approval_decision",
+            "rejected": "approval_decision",
+        },
+        "plan_approval": {
+            "pending": "plan_request",
+            "approved": "plan_decision",
+            "rejected": "plan_decision",
+            "needs_revision": "plan_decision",
+            "expired": "plan_abandoned",
+        },
+        "shutdown_request": {"requested": "shutdown_request", "completed": "shutdown_ack"},
+    }
+    for kind, table in owes.items():
+        for record in snap[kind]:
+            if record["status"] in table:
+                yield f"{kind}/{record['protocol_id']}", table[record["status"]], record["protocol_id"]
+    for run in snap["plan_execution"]:
+        if run["status"] in ("completed", "rolled_back"):
+            yield f"plan_execution/{run['plan_id']}", "plan_completion", run["plan_id"]
+    for member in snap["member"]:
+        if member["status"] == "unhealthy":
+            pid = ids.protocol_id(member["member_id"], f"incarnation-{member['incarnation']}", "member_lost")
+            yield f"member/{member['member_id']}", "member_lost", pid
+
+
+def owed_messages_present(snap: Snapshot) -> list[str]:
+    """INV-7: every message a record owes is on the bus or in the outbox under its stable id.
+
+    Clauses: REC-3, MSG-6, SHD-5. Checked after reconciliation; that reconciling again changes
+    nothing is the step invariant ``reconcile_is_idempotent``.
+    """
+    present = {(r["message"]["message_type"], r["message"]["correlation_id"]) for r in snap["message"]}
+    present |= {(r["message"]["message_type"], r["message"]["correlation_id"]) for r in snap["outbox_entry"]}
+    return [
+        f"{record}: owes {message_type}, which is neither on the bus nor in the outbox"
+        for record, message_type, correlation in owed_messages(snap)
+        if (message_type, correlation) not in present
+    ]
+
+
+def plan_executes_once_and_only_approved_steps(snap: Snapshot) -> list[str]:
+    """INV-8: a plan executes at most once and only its approved steps, in order.
+
+    Clauses: PLN-4, PLN-5, PLN-7. An approved or consumed plan was approved by its responder
+    (a timeout never approves); an execution belongs to a consumed plan and its executed step
+    ids are a prefix of the approved steps, none repeated.
+    """
+    plans = _index(snap["plan_approval"], "protocol_id")
+    problems = []
+    for plan in snap["plan_approval"]:
+        if plan["status"] in ("approved", "consumed"):
+            actors = [e["actor"] for e in plan["events"] if e["event"] == "approved"]
+            if not actors or actors[-1] != plan["responder_id"]:
+                problems.append(
+                    f"plan_approval/{plan['protocol_id']}: {plan['status']} without approval by "
+                    f"{plan['responder_id']} (approved by {actors})"
+                )
+    for run in snap["plan_execution"]:
+        plan = plans.get(run["plan_id"])
+        done = run["executed_step_ids"]
+        # PLN-7: the executed marker is written before the plan is marked consumed, so a crash
+        # between the two leaves an approved plan with a marker — but no step may have run yet.
+        if plan is None or plan["status"] not in ("approved", "consumed") or (plan["status"] == "approved" and done):
+            problems.append(
+                f"plan_execution/{run['plan_id']}: ran {done} while its plan is {plan and plan['status']}, not consumed"
+            )
+            continue
+        approved = [step["id"] for step in plan["plan"]["steps"]]
+        if done != approved[: len(done)]:
+            problems.append(f"plan_execution/{run['plan_id']}: executed {done}, approved order {approved}")
+    return problems
+
+
+_SCANNED: dict[int, tuple[Any, tuple[str, ...]]] = {}
+"""id(document) → (document, secret names found). Snapshots share unchanged documents, so each
+document is scanned once; the entry holds the document, so its id cannot be reused meanwhile."""
+
+
+def _secrets_in(document: Any) -> tuple[str, ...]:
+    found = _SCANNED.get(id(document))
+    if found is None:
+        text = json.dumps(document)
+        found = (document, tuple(name for name, secret in SECRETS.items() if secret in text))
+        if len(_SCANNED) > 500_000:
+            _SCANNED.clear()
+        _SCANNED[id(document)] = found
+    return found[1]
+
+
+def no_secret_stored(snap: Snapshot) -> list[str]:
+    """INV-10: no secret from the test corpus appears in any stored record.
+
+    Clauses: AUD-3, APR-4. Every string of every record of every store is searched (through the
+    records' JSON text; the corpus secrets contain nothing that JSON escapes).
+    """
+    problems = []
+    for kind, records in snap.items():
+        if kind == "clock":
+            continue
+        for record in records:
+            parts = [record["message"], record["status"]] if kind in ("message", "outbox_entry") else [record]
+            for name in (n for part in parts for n in _secrets_in(part)):
+                problems.append(f"{kind}/{_key(kind, record)}: stores the {name} secret")
+    return problems
+
+
+_DEADLINED = ("operation_approval", "plan_approval", "shutdown_request")
+
+
+def requests_final_by_deadline(snap: Snapshot) -> list[str]:
+    """INV-12: every request is final within its deadline plus one monitor pass, or timed_out.
+
+    Clauses: SHD-6, PLN-5, APR-5. A draining shutdown held by a non-interruptible job must be
+    ``timed_out``, never silently stuck. Plan executions are outcomes, not requests: that a timed-out
+    run fails and rolls back is PLN-9, checked by the explorer's liveness check.
+    """
+    now = snap["clock"]
+    problems = []
+    for kind in _DEADLINED:
+        finals = final_states(RECORD_MACHINES[kind]) | {"timed_out"}
+        for record in snap[kind]:
+            if record["status"] == "draft":
+                continue  # not yet sent, so not yet a request (PLN-1); ttl runs from submission
+            if record["deadline"] < now - 1 and record["status"] not in finals:
+                problems.append(
+                    f"{kind}/{_key(kind, record)}: still {record['status']} at {now}, deadline was {record['deadline']}"
+                )
+    return problems
+
+
+# ---- step invariants -----------------------------------------------------------------------------
+
+
+def claims_only_by_eligible_members(before: Snapshot, after: Snapshot) -> list[str]:
+    """INV-2: no task is claimed by a member that is not running, not accepting, or targeted by
+    an active shutdown request.
+
+    Clauses: MEM-1, SHD-2. Judged on the state the claim saw (``before``).
+    """
+    members = _index(before["member"], "member_id")
+    old_tokens = {t["task_id"]: t["claim_token"] for t in before["task"]}
+    problems = []
+    for task in after["task"]:
+        if task["status"] != "claimed" or old_tokens.get(task["task_id"]) == task["claim_token"]:
+            continue
+        member = members[task["owner_id"]]
+        targeted = [
+            sd["protocol_id"]
+            for sd in before["shutdown_request"]
+            if sd["status"] in ACTIVE_SHUTDOWN
+            and sd["target_id"] == member["member_id"]
+            and sd["target_incarnation"] == member["incarnation"]
+        ]
+        if member["status"] != "running" or not member["accepting_new_tasks"] or targeted:
+            problems.append(
+                f"task/{task['task_id']}: claimed by {member['member_id']} while {member['status']}, "
+                f"accepting={member['accepting_new_tasks']}, targeted by {targeted}"
+            )
+    return problems
+
+
+def transitions_follow_tables(before: Snapshot, after: Snapshot) -> list[str]:
+    """INV-3: every status change follows its machine's table; nothing is resurrected or lost.
+
+    A new record starts in its initial state or one edge from it (created and moved by one step).
+    """
+    problems = []
+    for kind, machine in RECORD_MACHINES.items():
+        table = transition_table(machine)
+        old = {_key(kind, r): r["status"] for r in before[kind]}
+        new = {_key(kind, r): r["status"] for r in after[kind]}
+        for key in old.keys() - new.keys():
+            problems.append(f"{kind}/{key}: record disappeared (was {old[key]})")
+        start = initial_state(machine)
+        for key, status in new.items():
+            previous = old.get(key)
+            if previous is None and status != start and status not in table[start]:
+                problems.append(f"{kind}/{key}: created as {status!r}, not {start!r}")
+            elif previous is not None and previous != status and status not in table[previous]:
+                problems.append(f"{kind}/{key}: illegal {previous!r} -> {status!r}")
+    return problems
+
+
+def release_only_after_jobs_settle(before: Snapshot, after: Snapshot) -> list[str]:
+    """INV-5: a draining member releases a task only when none of its jobs is running.
+
+    Clauses: SHD-3, SHD-4, JOB-1. A cancel request is not a stopped job.
+    """
+    members = _index(before["member"], "member_id")
+    released_now = {t["task_id"] for t in after["task"] if t["status"] == "pending"}
+    problems = []
+    for task in before["task"]:
+        if task["status"] != "claimed" or task["task_id"] not in released_now:
+            continue
+        owner = members[task["owner_id"]]
+        busy = [j["job_id"] for j in before["job"] if j["owner_id"] == owner["member_id"] and j["status"] in BUSY_JOB]
+        if owner["status"] == "draining" and busy:
+            problems.append(f"task/{task['task_id']}: released by draining {owner['member_id']} while {busy} run")
+    return problems
+
+
+def approval_grants_no_capability(before: Snapshot, after: Snapshot) -> list[str]:
+    """INV-9: approval never grants a tool outside the member's profile (APR-7, XPR-4).
+
+    At consumption the requester's current profile holds the tool and has the version the
+    approval was bound to.
+    """
+    profiles = _index(before["capability_profile"], "member_id")
+    was = {a["protocol_id"]: a["status"] for a in before["operation_approval"]}
+    problems = []
+    for ap in after["operation_approval"]:
+        if ap["status"] != "consumed" or was.get(ap["protocol_id"]) == "consumed":
+            continue
+        profile = profiles[ap["requester_id"]]
+        if ap["tool_name"] not in profile["tools"] or profile["version"] != ap["profile_version"]:
+            problems.append(
+                f"operation_approval/{ap['protocol_id']}: consumed for {ap['tool_name']} under profile "
+                f"v{ap['profile_version']}, but profile is v{profile['version']} {profile['tools']}"
+            )
+    return problems
+
+
+_INCARNATION_FIELDS = {
+    "shutdown_request": "target_incarnation",
+    "approval_request": "requester_incarnation",
+    "plan_request": "requester_incarnation",
+}
+
+
+def stale_incarnation_changes_nothing(before: Snapshot, after: Snapshot) -> list[str]:
+    """INV-11: no message or call for an older member incarnation changes any record (XPR-1).
+
+    A message handled in this step that was made for an older incarnation of its member may only
+    change its own delivery status; an approval may be consumed only by the incarnation it was
+    made for.
+    """
+    members = _index(before["member"], "member_id")
+    was = {r["message"]["message_id"]: r["status"] for r in before["message"]}
+    problems = []
+    for record in after["message"]:
+        message = record["message"]
+        field = _INCARNATION_FIELDS.get(message["message_type"])
+        if field is None or record["status"] == was.get(message["message_id"]) or record["status"] != "delivered":
+            continue
+        member_name = message["target"] if message["message_type"] == "shutdown_request" else message["sender"]
+        member = members.get(member_name)
+        if member is None or message["body"][field] >= member["incarnation"]:
+            continue
+        changed = [kind for kind in RECORD_MACHINES if kind != "message" and before[kind] != after[kind]]
+        if changed:
+            problems.append(
+                f"message/{message['message_id']}: stale {message['message_type']} for incarnation "
+                f"{message['body'][field]} (member at {member['incarnation']}) changed {changed}"
+            )
+    old = {a["protocol_id"]: a["status"] for a in before["operation_approval"]}
+    for ap in after["operation_approval"]:
+        member = members[ap["requester_id"]]
+        newly = ap["status"] == "consumed" and old.get(ap["protocol_id"]) != "consumed"
+        if newly and ap["requester_incarnation"] != member["incarnation"]:
+            problems.append(
+                f"operation_approval/{ap['protocol_id']}: made for incarnation "
+                f"{ap['requester_incarnation']}, consumed by incarnation {member['incarnation']}"
+            )
+    return problems
+
+
+def reconcile_is_idempotent(first: Snapshot, second: Snapshot) -> list[str]:
+    """INV-7 (second half), REC-1: reconciling a reconciled state changes nothing."""
+    return [] if first == second else [f"reconcile changed {_diff_kinds(first, second)} on a second run"]
+
+
+def _diff_kinds(a: Snapshot, b: Snapshot) -> list[str]:
+    return [kind for kind in a if a[kind] != b.get(kind)]
+
+
+INVARIANTS: tuple[Invariant, ...] = (
+    Invariant("INV-1", "approval_consumed_at_most_once", "state", False, approval_consumed_at_most_once),
+    Invariant("INV-2", "claims_only_by_eligible_members", "step", False, claims_only_by_eligible_members),
+    Invariant("INV-3", "transitions_follow_tables", "step", False, transitions_follow_tables),
+    Invariant("INV-4", "shutdown_completed_iff_member_stopped", "state", True, shutdown_completed_iff_member_stopped),
+    Invariant("INV-5", "release_only_after_jobs_settle", "step", False, release_only_after_jobs_settle),
+    Invariant("INV-6", "retry_creates_no_duplicate", "state", False, retry_creates_no_duplicate),
+    Invariant("INV-7", "owed_messages_present", "state", True, owed_messages_present),
+    Invariant(
+        "INV-8",
+        "plan_executes_once_and_only_approved_steps",
+        "state",
+        False,
+        plan_executes_once_and_only_approved_steps,
+    ),
+    Invariant("INV-9", "approval_grants_no_capability", "step", False, approval_grants_no_capability),
+    Invariant("INV-10", "no_secret_stored", "state", False, no_secret_stored),
+    Invariant("INV-11", "stale_incarnation_changes_nothing", "step", False, stale_incarnation_changes_nothing),
+    Invariant("INV-12", "requests_final_by_deadline", "state", False, requests_final_by_deadline),
+)
+"""Every invariant, in clause order. ``reconcile_is_idempotent`` is run by whoever reconciles."""
+
+STATE_INVARIANTS = tuple(i for i in INVARIANTS if i.kind == "state")
+STEP_INVARIANTS = tuple(i for i in INVARIANTS if i.kind == "step")
+
+
+def check_state(snap: Snapshot, *, reconciled: bool = True) -> list[tuple[Invariant, str]]:
+    """Every violated state invariant with its messages; ``after_reconcile`` ones only if reconciled."""
+    return [(inv, p) for inv in STATE_INVARIANTS if reconciled or not inv.after_reconcile for p in inv.check(snap)]
+
+
+def check_step(before: Snapshot, after: Snapshot) -> list[tuple[Invariant, str]]:
+    return [(inv, p) for inv in STEP_INVARIANTS for p in inv.check(before, after)]

@@ -1,0 +1,82 @@
+"""Named model configurations (like TLA+ model configs), read from package data.
+
+Each file in ``spec/model/configs/`` is one small JSON object; ``manifest.json`` pins the expected
+distinct-state count of each, so a change of the model that changes the state space shows up in
+review (tests fail until the manifest is updated in the same commit).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, fields
+from importlib import resources
+from typing import Any
+
+from ..errors import ProtocolError
+
+
+@dataclass(frozen=True)
+class Config:
+    name: str
+    description: str
+    members: int
+    tasks: int
+    approvals: int
+    plans: int
+    shutdowns: int
+    max_ticks: int
+    ttl_ticks: int
+    unit_ticks: int
+    plan_steps: int
+    crashes: bool
+    jobs: bool
+    lapses: bool
+    max_incarnation: int
+    profile_changes: int
+    max_retractions: int
+    symmetry: bool
+    liveness: bool
+    require_coverage: bool
+
+
+class UnknownConfig(ProtocolError):
+    def __init__(self, name: str, known: list[str]) -> None:
+        self.name = name
+        super().__init__(f"unknown model configuration {name!r}; known: {', '.join(known)}")
+
+
+class BadConfig(ProtocolError):
+    def __init__(self, name: str, reason: str) -> None:
+        super().__init__(f"model configuration {name!r}: {reason}")
+
+
+def _folder() -> Any:
+    return resources.files("spec.model") / "configs"
+
+
+def config_names() -> list[str]:
+    return sorted(p.name[:-5] for p in _folder().iterdir() if p.name.endswith(".json") and p.name != "manifest.json")
+
+
+def parse_config(name: str, document: dict[str, Any]) -> Config:
+    expected = {f.name for f in fields(Config)} - {"name"}
+    missing, unknown = expected - set(document), set(document) - expected
+    if missing or unknown:
+        raise BadConfig(name, f"missing {sorted(missing)}, unknown {sorted(unknown)}")
+    config = Config(name=name, **document)
+    if config.symmetry and config.liveness:
+        raise BadConfig(name, "symmetry reduction is not sound for the liveness check; turn one off")
+    return config
+
+
+def load_config(name: str) -> Config:
+    path = _folder() / f"{name}.json"
+    if not path.is_file():
+        raise UnknownConfig(name, config_names())
+    return parse_config(name, json.loads(path.read_text(encoding="utf-8")))
+
+
+def manifest() -> dict[str, dict[str, int]]:
+    """Configuration name → pinned figures (``states``, ``transitions``)."""
+    data: dict[str, dict[str, int]] = json.loads((_folder() / "manifest.json").read_text(encoding="utf-8"))
+    return data

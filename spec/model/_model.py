@@ -1,0 +1,245 @@
+"""The pure system model: one guarded action per protocol step, crashes between write steps.
+
+Each operation yields an :class:`Action` and its list of named write steps. The model applies all
+steps (the operation completes) and, while crashes remain, each proper prefix of them followed by
+a crash: the harness dies with exactly that prefix persisted, and the only move left is
+``restart`` (a new harness over the same stores runs reconciliation, REC-*). In-memory queues are
+not modelled: losing them loses nothing (MSG-6).
+
+What the model abstracts away (and where it is checked instead):
+- names, payloads and free text: members and tasks are indices, a tool call is "same" or
+  "changed" arguments, and one risk summary carries one secret from the corpus;
+- audit events and the hash chain (AUD-1, AUD-5): only the approving actor of a plan is kept;
+- the deadline monitor's pass is one atomic step run once per tick, and reconciliation itself is
+  not crashed (both are idempotent passes that simply run again after a crash);
+- message delivery and acknowledgement except where a handler acts on them (a shutdown_request
+  begins a drain, a plan_decision enables the start): reading a notice changes no record (MSG-3);
+- timestamps other than deadlines, and the claim time unless a unit deadline can pass;
+- SIGTERM handling, heartbeats as timers, processes and their signals: a heartbeat lapse and a
+  forced termination are single actions;
+- one job slot and one claim at a time per member; one protected tool.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+from typing import Any
+
+from .._tables import IllegalTransition, ensure_transition, initial_state
+from ._config import Config
+from ._mutants import MUTANTS
+from ._state import NONE, Approval, Execution, Job, Member, Message, Owed, Plan, PlanRun, Shutdown, State, Task
+
+ACTIVE_SHUTDOWN = frozenset({"requested", "draining", "timed_out"})
+BUSY_JOB = frozenset({"running", "cancel_requested"})
+
+
+@dataclass(frozen=True, order=True)
+class Action:
+    """One labelled move of the model. ``args`` are JSON-able (indices, booleans, strings)."""
+
+    name: str
+    args: tuple[tuple[str, Any], ...] = ()
+    crash_after: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"action": self.name, "args": dict(self.args), "crash_after": self.crash_after or None}
+
+    def __str__(self) -> str:
+        text = f"{self.name}({', '.join(f'{k}={v!r}' for k, v in self.args)})"
+        return f"{text} ⚡ crash after {self.crash_after}" if self.crash_after else text
+
+
+Step = tuple[str, Callable[[State], State]]
+Operation = tuple[Action, list[Step]]
+
+
+EDGE_LOG: list[list[tuple[str, str, str]]] = []
+"""While the explorer runs, the innermost list records every edge taken (machine, source, target)."""
+
+
+def move(machine: str, record: Any, target: str, **changes: Any) -> Any:
+    """Change a record's status through the runtime guard (INV-3): an illegal edge raises."""
+    ensure_transition(machine, record.status, target)
+    if EDGE_LOG:
+        EDGE_LOG[-1].append((machine, record.status, target))
+    return replace(record, status=target, **changes)
+
+
+def create(machine: str, record: Any, **changes: Any) -> Any:
+    """Create a record in a free slot, in its machine's initial state."""
+    assert record.status == "", f"{machine}: slot already holds a record"
+    return replace(record, status=initial_state(machine), **changes)
+
+
+Info = tuple[tuple[str, Any], ...]
+
+
+def message_info(s: State, key: tuple[str, int, int]) -> Info:
+    """The body facts of a message, fixed from the persisted records when it is written."""
+    kind, ref, _ = key
+    if kind == "approval_decision":
+        return (("decision", "rejected" if s.approvals[ref].status == "rejected" else "approved"),)
+    if kind == "plan_decision":
+        status = s.plans[ref].status
+        return (("decision", status if status in ("rejected", "needs_revision") else "approved"),)
+    if kind == "shutdown_ack":
+        return (("released", s.shutdowns[ref].released), ("waited", s.shutdowns[ref].waited))
+    if kind == "member_lost":
+        flagged = tuple(t for t, task in enumerate(s.tasks) if task.status == "needs_inspection" and task.owner == ref)
+        return (("flagged", flagged),)
+    if kind == "task_suspended":
+        return (("member", s.tasks[ref].owner),)
+    if kind == "plan_completion":
+        return (("outcome", s.runs[ref].status),)
+    return ()
+
+
+def owe(state: State, key: tuple[str, int, int]) -> State:
+    """Add an outbox entry for ``key`` unless one exists (SHD-5, REC-3)."""
+    if any(entry.key == key for entry in state.outbox):
+        return state
+    return replace(state, outbox=tuple(sorted([*state.outbox, Owed(key, info=message_info(state, key))])))
+
+
+def post(state: State, key: tuple[str, int, int], info: Info | None = None) -> State:
+    """Put the message with stable key ``key`` on the bus unless it is there (MSG-4, MSG-5)."""
+    if any(message.key == key and message.copy == 0 for message in state.bus):
+        return state
+    message = Message(key, info=message_info(state, key) if info is None else info)
+    return replace(state, bus=tuple(sorted([*state.bus, message])))
+
+
+def set_message(state: State, key: tuple[str, int, int], target: str) -> State:
+    bus = tuple(move("message", m, target) if m.key == key and m.copy == 0 else m for m in state.bus)
+    return replace(state, bus=bus)
+
+
+def message_status(state: State, key: tuple[str, int, int]) -> str:
+    for message in state.bus:
+        if message.key == key and message.copy == 0:
+            return message.status
+    return ""
+
+
+class Model:
+    """The system model for one configuration, optionally with one named mutant."""
+
+    def __init__(self, config: Config, mutant: str | None = None, *, reduce: bool = True) -> None:
+        if mutant is not None and mutant not in MUTANTS:
+            raise KeyError(f"unknown mutant {mutant!r}; known: {', '.join(MUTANTS)}")
+        self.config = config
+        self.mutant = mutant
+        self.reduce = reduce
+
+    def broken(self, name: str) -> bool:
+        return self.mutant == name
+
+    def initial(self) -> State:
+        c = self.config
+        return State(
+            clock=0,
+            members=tuple(Member() for _ in range(c.members)),
+            tasks=tuple(Task() for _ in range(c.tasks)),
+            jobs=tuple(Job() for _ in range(c.members)),
+            approvals=tuple(Approval() for _ in range(c.approvals)),
+            executions=tuple(Execution() for _ in range(c.approvals)),
+            plans=tuple(Plan() for _ in range(c.plans)),
+            runs=tuple(PlanRun() for _ in range(c.plans)),
+            shutdowns=tuple(Shutdown() for _ in range(c.shutdowns)),
+            bus=(),
+            outbox=(),
+        )
+
+    # ---- shared guards -------------------------------------------------------------------
+    def active_shutdown(self, s: State, m: int) -> bool:
+        """MEM-1's last check: a persisted, active shutdown request targets this incarnation."""
+        incarnation = s.members[m].incarnation
+        return any(
+            sd.status in ACTIVE_SHUTDOWN and sd.target == m and sd.target_incarnation == incarnation
+            for sd in s.shutdowns
+        )
+
+    @staticmethod
+    def holds(s: State, m: int) -> int:
+        """The task member ``m`` holds under its current incarnation, or NONE."""
+        member = s.members[m]
+        if member.task == NONE:
+            return NONE
+        task = s.tasks[member.task]
+        if task.status == "claimed" and task.owner == m and task.owner_incarnation == member.incarnation:
+            return member.task
+        return NONE
+
+    @staticmethod
+    def job_busy(s: State, m: int) -> bool:
+        return s.jobs[m].status in BUSY_JOB
+
+    # ---- the transition relation ---------------------------------------------------------
+    def operations(self, s: State) -> Iterator[Operation]:
+        from . import _ops
+
+        if s.crashed:
+            yield from _ops.restart(self, s)
+            return
+        if self.reduce and any(entry.status == "owed" for entry in s.outbox):
+            # Partial-order reduction: sending an owed outbox entry is independent of every other
+            # operation (no guard reads the bus copy of an outbox message, and nothing but the
+            # send changes the entry) and invisible to every invariant (the message is present
+            # before and after, under the same id and content). Each send lowers the number of
+            # owed entries, so no cycle is closed by reduced states alone. Exploring it alone
+            # from such a state therefore preserves every invariant violation, deadlock and
+            # reachable final state.
+            yield from _ops.first_outbox_send(self, s)
+            return
+        for family in _ops.FAMILIES:
+            yield from family(self, s)
+
+    def successors(self, s: State) -> Iterator[tuple[Action, State | IllegalTransition]]:
+        """Every (action, next state), crash variants included.
+
+        An operation whose step breaks its machine's table yields the :class:`IllegalTransition`
+        instead of a state: the explorer reports it as a violation of INV-3.
+        """
+        can_crash = self.config.crashes
+        for action, steps in self.operations(s):
+            state = s
+            crashes = []
+            try:
+                for index, (step_name, apply) in enumerate(steps):
+                    state = apply(state)
+                    if can_crash and index < len(steps) - 1 and state != s:
+                        # A crash before the first effective write leaves a consistent state: it is
+                        # a plain restart, not a crash point of this operation.
+                        crashes.append((replace(action, crash_after=step_name), replace(state, crashed=True)))
+            except IllegalTransition as error:
+                yield action, error
+                continue
+            if state != s:
+                yield action, state
+            yield from crashes  # after the whole operation, so that shortest traces prefer no crash
+
+    def is_goal(self, s: State) -> bool:
+        """Every request is final (the liveness target): approvals, plans, runs, shutdowns.
+
+        At the clock bound a request that only the passing of time would end (a requested or
+        approved approval, a pending or approved plan, a requested shutdown: the deadline monitor
+        expires them at the next tick) also counts as settled — the model stops time, the
+        protocol does not. A draining shutdown is never settled by time alone: it only times out.
+        """
+        from .._tables import final_states
+
+        at_bound = s.clock >= self.config.max_ticks
+        groups = (
+            ("operation_approval", s.approvals, ("requested", "approved")),
+            ("plan_approval", s.plans, ("pending", "approved")),
+            ("plan_execution", s.runs, ()),
+            ("shutdown_request", s.shutdowns, ("requested",)),
+        )
+        for machine, records, by_time in groups:
+            finals = final_states(machine)
+            for record in records:
+                if record.status and record.status not in finals and not (at_bound and record.status in by_time):
+                    return False
+        return not s.crashed

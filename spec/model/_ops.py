@@ -1,0 +1,788 @@
+"""The model's operations, one generator per protocol family. Each yields (Action, write steps).
+
+Step names are ``<operation>/<write step>`` (STYLE rule 4) and are listed in ``WRITE_STEPS``; the
+reference harness uses the same names for its fault hook.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import replace
+
+from ..redaction import redact
+from ..secret_corpus import carrier
+from ._model import Action, Model, Operation, Step, create, message_status, move, owe, post, set_message
+from ._state import NONE, Message, State, put
+
+RISK_TEXT = "deploy to staging: " + carrier("openai_key")
+"""The risk summary the model's requester writes; it carries a secret that must be redacted."""
+
+
+def A(name: str, **args: object) -> Action:
+    return Action(name, tuple(sorted(args.items())))
+
+
+# ---- tasks, jobs, members ----------------------------------------------------------------------
+
+
+def task_ops(model: Model, s: State) -> Iterator[Operation]:
+    for m, member in enumerate(s.members):
+        free = member.status == "running" and member.accepting and member.task == NONE
+        if free and (model.broken("claim_ignores_shutdown_request") or not model.active_shutdown(s, m)):
+            for t, task in enumerate(s.tasks):
+                if task.status == "pending":
+                    track = model.config.unit_ticks <= model.config.max_ticks
+                    yield A("task.claim", member=m, task=t), _claim_steps(m, t, track)
+        t = model.holds(s, m)
+        if t != NONE and member.status == "running" and not model.job_busy(s, m):
+            for outcome in ("completed", "failed"):
+                yield A("task.finish", member=m, outcome=outcome), _finish_task_steps(m, t, outcome)
+        if t != NONE and s.clock >= s.tasks[t].claimed_at + model.config.unit_ticks and not model.job_busy(s, m):
+            yield A("task.suspend", member=m), _suspend_steps(m, t)
+    for t, task in enumerate(s.tasks):
+        if task.status == "suspended":
+            yield A("task.resume", task=t), [("task.resume/task", lambda x, t=t: _task(x, t, "pending"))]
+        owner_live = task.owner != NONE and _member_live(s, task.owner, task.owner_incarnation)
+        if task.status == "needs_inspection" and not owner_live:
+            for target in ("pending", "failed"):
+                yield (
+                    A("task.inspect", task=t, outcome=target),
+                    [("task.inspect/task", lambda x, t=t, g=target: _task(x, t, g, owner=NONE))],
+                )
+
+
+def _member_live(s: State, m: int, incarnation: int) -> bool:
+    member = s.members[m]
+    return member.incarnation == incarnation and member.status in ("running", "draining")
+
+
+def _task(s: State, t: int, target: str, **changes: object) -> State:
+    return replace(s, tasks=put(s.tasks, t, move("task", s.tasks[t], target, **changes)))
+
+
+def _member_task(s: State, m: int, task: int) -> State:
+    return replace(s, members=put(s.members, m, replace(s.members[m], task=task)))
+
+
+def _claim_steps(m: int, t: int, track_time: bool) -> list[Step]:
+    def claim(s: State) -> State:
+        task, member = s.tasks[t], s.members[m]
+        claimed = move(
+            "task",
+            task,
+            "claimed",
+            owner=m,
+            owner_incarnation=member.incarnation,
+            claims=task.claims + 1,
+            claimed_at=s.clock if track_time else 0,
+        )
+        return replace(s, tasks=put(s.tasks, t, claimed))
+
+    return [("task.claim/task", claim), ("task.claim/member", lambda s: _member_task(s, m, t))]
+
+
+def _finish_task_steps(m: int, t: int, outcome: str) -> list[Step]:
+    return [
+        ("task.finish/task", lambda s: _task(s, t, outcome)),
+        ("task.finish/member", lambda s: _member_task(s, m, NONE)),
+    ]
+
+
+def _suspend_steps(m: int, t: int) -> list[Step]:
+    return [
+        ("task.suspend/task", lambda s: _task(s, t, "suspended")),
+        ("task.suspend/member", lambda s: _member_task(s, m, NONE)),
+        ("task.suspend/outbox", lambda s: owe(s, ("task_suspended", t, s.tasks[t].claims))),
+    ]
+
+
+def job_ops(model: Model, s: State) -> Iterator[Operation]:
+    if not model.config.jobs:
+        return
+    for m, job in enumerate(s.jobs):
+        if job.status == "" and s.members[m].status == "running" and model.holds(s, m) != NONE:
+            for cancellable in (True, False):
+                yield (
+                    A("job.start", member=m, cancellable=cancellable),
+                    [("job.start/job", lambda x, m=m, c=cancellable: _job_start(x, m, c))],
+                )
+        exits = {"running": ("succeeded", "failed"), "cancel_requested": ("succeeded", "failed", "cancelled")}
+        for outcome in exits.get(job.status, ()):
+            yield A("job.exit", member=m, outcome=outcome), [("job.exit/job", lambda x, m=m, o=outcome: _job(x, m, o))]
+
+
+def _job_start(s: State, m: int, cancellable: bool) -> State:
+    job = create("job", s.jobs[m], task=s.members[m].task, cancellable=cancellable)
+    return replace(s, jobs=put(s.jobs, m, job))
+
+
+def _job(s: State, m: int, target: str) -> State:
+    return replace(s, jobs=put(s.jobs, m, move("job", s.jobs[m], target)))
+
+
+def member_ops(model: Model, s: State) -> Iterator[Operation]:
+    c = model.config
+    for m, member in enumerate(s.members):
+        if c.lapses and member.status in ("running", "draining"):
+            yield A("member.lapse", member=m), _lapse_steps(m)
+        if member.status == "unhealthy":
+            yield A("member.inspect", member=m), _inspect_steps(m)
+        if member.status == "stopped" and not model.job_busy(s, m):
+            if member.incarnation < c.max_incarnation:
+                yield A("member.restart", member=m), [("member.restart/member", lambda x, m=m: _restart(x, m))]
+            yield A("member.retire", member=m), [("member.retire/member", lambda x, m=m: _member(x, m, "retired"))]
+        if s.profile_changes < c.profile_changes and member.status != "retired":
+            for keep_tool in (True, False):
+                yield (
+                    A("profile.change", member=m, keep_tool=keep_tool),
+                    [("profile.change/profile", lambda x, m=m, k=keep_tool: _profile(x, m, k))],
+                )
+
+
+def _member(s: State, m: int, target: str, **changes: object) -> State:
+    return replace(s, members=put(s.members, m, move("member", s.members[m], target, **changes)))
+
+
+def _restart(s: State, m: int) -> State:
+    member = s.members[m]
+    return _member(s, m, "running", incarnation=member.incarnation + 1, accepting=True, shutdown=NONE, task=NONE)
+
+
+def _profile(s: State, m: int, keep_tool: bool) -> State:
+    member = s.members[m]
+    changed = replace(member, profile_version=member.profile_version + 1, has_tool=keep_tool)
+    return replace(s, members=put(s.members, m, changed), profile_changes=s.profile_changes + 1)
+
+
+def _flag_task(s: State, m: int) -> State:
+    member = s.members[m]
+    for t, task in enumerate(s.tasks):
+        if task.status == "claimed" and task.owner == m and task.owner_incarnation == member.incarnation:
+            s = _task(s, t, "needs_inspection")
+    return s
+
+
+def _lapse_steps(m: int) -> list[Step]:
+    """SHD-10: the heartbeat lapsed; the team is told on the member's behalf, its claims flagged."""
+    return [
+        ("member.lapse/member", lambda s: _member(s, m, "unhealthy", accepting=False)),
+        ("member.lapse/task", lambda s: _flag_task(s, m)),
+        ("member.lapse/outbox", lambda s: owe(s, ("member_lost", m, s.members[m].incarnation))),
+    ]
+
+
+def _inspect_steps(m: int) -> list[Step]:
+    """SHD-7: after inspection the member is stopped; a shutdown it drained for completes (INV-4)."""
+
+    def complete_shutdown(s: State) -> State:
+        slot = s.members[m].shutdown
+        if slot != NONE and s.shutdowns[slot].status in ("draining", "timed_out"):
+            s = _shutdown(s, slot, "completed")
+            s = owe(s, ("shutdown_ack", slot, 0))
+        return s
+
+    return [
+        ("member.inspect/task", lambda s: _flag_task(s, m)),
+        ("member.inspect/member", lambda s: _member(s, m, "stopped", accepting=False, task=NONE)),
+        ("member.inspect/shutdown", complete_shutdown),
+    ]
+
+
+# ---- shutdown ------------------------------------------------------------------------------------
+
+
+def _shutdown(s: State, slot: int, target: str, **changes: object) -> State:
+    return replace(s, shutdowns=put(s.shutdowns, slot, move("shutdown_request", s.shutdowns[slot], target, **changes)))
+
+
+def shutdown_ops(model: Model, s: State) -> Iterator[Operation]:
+    free = [i for i, sd in enumerate(s.shutdowns) if sd.status == ""]
+    if free:
+        for m, member in enumerate(s.members):
+            if member.status == "running":
+                yield A("shutdown.request", member=m), _request_shutdown_steps(free[0], m, model.config.ttl_ticks)
+    for slot, sd in enumerate(s.shutdowns):
+        if sd.status == "requested":
+            yield (
+                A("shutdown.cancel", slot=slot),
+                [("shutdown.cancel/record", lambda x, i=slot: _shutdown(x, i, "cancelled", reason="cancelled"))],
+            )
+        if message_status(s, ("shutdown_request", slot, 0)) == "pending":
+            yield A("shutdown.begin_drain", slot=slot), _begin_drain_steps(model, s, slot)
+        if sd.status == "timed_out" and s.members[sd.target].status == "draining":
+            yield A("shutdown.force_terminate", slot=slot), _force_steps(sd.target)
+    for m, member in enumerate(s.members):
+        drains = member.status == "draining" and member.shutdown != NONE
+        if drains and s.shutdowns[member.shutdown].status in ("draining", "timed_out"):
+            yield from _drain_ops(model, s, m, member.shutdown)
+
+
+def _request_shutdown_steps(slot: int, m: int, ttl: int) -> list[Step]:
+    def record(s: State) -> State:
+        sd = create(
+            "shutdown_request",
+            s.shutdowns[slot],
+            target=m,
+            target_incarnation=s.members[m].incarnation,
+            deadline=s.clock + ttl,
+        )
+        return replace(s, shutdowns=put(s.shutdowns, slot, sd))
+
+    return [
+        ("shutdown.request/record", record),
+        ("shutdown.request/message", lambda s: post(s, ("shutdown_request", slot, 0))),
+    ]
+
+
+def _begin_drain_steps(model: Model, s: State, slot: int) -> list[Step]:
+    """SHD-2 on delivery of shutdown_request; the dedup result is recorded last (MSG-5)."""
+    sd = s.shutdowns[slot]
+    m = sd.target
+    member = s.members[m]
+    fenced = sd.target_incarnation == member.incarnation or model.broken("stale_incarnation_accepted")
+    fresh = sd.status == "requested" and s.clock <= sd.deadline and member.status == "running"
+    resuming = sd.status == "draining" and member.shutdown in (NONE, slot)
+    deliver = ("shutdown.begin_drain/message", lambda x: set_message(x, ("shutdown_request", slot, 0), "delivered"))
+    if not (fenced and (fresh or resuming)):
+        return [deliver]  # refused: recorded, nothing else changes (XPR-1, SHD-2)
+
+    def record(x: State) -> State:
+        return _shutdown(x, slot, "draining") if x.shutdowns[slot].status == "requested" else x
+
+    def member_half(x: State) -> State:
+        if x.members[m].status == "running":
+            return _member(x, m, "draining", accepting=False, shutdown=slot)
+        return x
+
+    return [
+        ("shutdown.begin_drain/record", record),
+        ("shutdown.begin_drain/member", member_half),
+        ("shutdown.begin_drain/cancel_requests", lambda x: cancel_own_requests(x, m)),
+        deliver,
+    ]
+
+
+def cancel_own_requests(s: State, m: int) -> State:
+    """XPR-2: a draining member's requested approvals are cancelled, its pending plans withdrawn."""
+    incarnation = s.members[m].incarnation
+    for a, approval in enumerate(s.approvals):
+        if approval.status == "requested" and approval.requester == m and approval.incarnation == incarnation:
+            s = replace(
+                s,
+                approvals=put(
+                    s.approvals, a, move("operation_approval", approval, "cancelled", reason="member_draining")
+                ),
+            )
+    for p, plan in enumerate(s.plans):
+        if plan.status in ("draft", "pending") and plan.requester == m and plan.incarnation == incarnation:
+            s = replace(s, plans=put(s.plans, p, move("plan_approval", plan, "withdrawn", reason="member_draining")))
+    return s
+
+
+def _drain_ops(model: Model, s: State, m: int, slot: int) -> Iterator[Operation]:
+    """SHD-3 drain pass, SHD-5 finish."""
+    job = s.jobs[m]
+    if job.status == "running" and job.cancellable:
+
+        def cancel(x: State) -> State:
+            return _job(x, m, "cancel_requested")
+
+        def waited(x: State) -> State:
+            sd = x.shutdowns[slot]
+            return replace(x, shutdowns=put(x.shutdowns, slot, replace(sd, waited=tuple(sorted({*sd.waited, m})))))
+
+        yield (
+            A("shutdown.drain_jobs", member=m),
+            [("shutdown.drain_jobs/jobs", cancel), ("shutdown.drain_jobs/record", waited)],
+        )
+    settled = not model.job_busy(s, m)
+    t = s.members[m].task
+    if t != NONE and (settled or model.broken("release_before_jobs_settle")):
+        yield A("shutdown.release_task", member=m), _release_steps(m, t, slot)
+    if settled and (t == NONE or model.broken("finish_keeps_task")):
+        yield (
+            A("shutdown.finish", member=m),
+            [
+                ("shutdown.finish/record", lambda x: _shutdown(x, slot, "completed")),
+                ("shutdown.finish/member", lambda x: _member(x, m, "stopped", accepting=False)),
+                ("shutdown.finish/outbox", lambda x: owe(x, ("shutdown_ack", slot, 0))),
+                ("shutdown.finish/message", lambda x: _acknowledge_request(x, slot)),
+            ],
+        )
+
+
+def _acknowledge_request(s: State, slot: int) -> State:
+    """The drained member acknowledges the shutdown_request; this completes nothing (MSG-3)."""
+    key = ("shutdown_request", slot, 0)
+    return set_message(s, key, "acknowledged") if message_status(s, key) == "delivered" else s
+
+
+def _release_steps(m: int, t: int, slot: int) -> list[Step]:
+    def release(x: State) -> State:
+        task = x.tasks[t]
+        if task.status == "claimed" and task.owner == m:
+            return _task(x, t, "pending", owner=NONE, checkpoint=True)
+        return x
+
+    def record(x: State) -> State:
+        sd = x.shutdowns[slot]
+        return replace(x, shutdowns=put(x.shutdowns, slot, replace(sd, released=t)))
+
+    return [
+        ("shutdown.release_task/task", release),
+        ("shutdown.release_task/member", lambda x: _member_task(x, m, NONE)),
+        ("shutdown.release_task/record", record),
+    ]
+
+
+def _force_steps(m: int) -> list[Step]:
+    """SHD-7's last rung: terminate the member's jobs and process; its task needs inspection."""
+
+    def terminate_job(x: State) -> State:
+        return _job(x, m, "cancelled") if x.jobs[m].status in ("running", "cancel_requested") else x
+
+    return [
+        ("shutdown.force_terminate/jobs", terminate_job),
+        ("shutdown.force_terminate/task", lambda x: _flag_task(x, m)),
+        ("shutdown.force_terminate/member", lambda x: _member(x, m, "unhealthy", accepting=False)),
+        ("shutdown.force_terminate/outbox", lambda x: owe(x, ("member_lost", m, x.members[m].incarnation))),
+    ]
+
+
+# ---- operation approval --------------------------------------------------------------------------
+
+
+def _approval(s: State, a: int, target: str, **changes: object) -> State:
+    return replace(s, approvals=put(s.approvals, a, move("operation_approval", s.approvals[a], target, **changes)))
+
+
+def approval_ops(model: Model, s: State) -> Iterator[Operation]:
+    free = [i for i, ap in enumerate(s.approvals) if ap.status == ""]
+    for m, member in enumerate(s.members):
+        t = model.holds(s, m)
+        if free and t != NONE and member.status == "running" and member.has_tool:
+            raw = model.broken("secret_not_redacted")
+            yield A("approval.request", member=m), _request_approval_steps(free[0], m, t, model.config.ttl_ticks, raw)
+    for a, ap in enumerate(s.approvals):
+        if ap.status == "requested" and s.clock <= ap.deadline:
+            for decision in ("approved", "rejected"):
+                yield (
+                    A("approval.review", slot=a, decision=decision),
+                    [
+                        ("approval.review/record", lambda x, a=a, d=decision: _review(x, a, d)),
+                        ("approval.review/message", lambda x, a=a: post(x, ("approval_decision", a, 0))),
+                    ],
+                )
+        if ap.status == "requested" and s.members[ap.requester].status == "running":
+            resend = _post_copy if model.broken("retry_new_message_id") else _post_request
+            yield A("approval.retry", slot=a), [("approval.request/message", lambda x, a=a, f=resend: f(x, a))]
+        cancellable = (
+            ("requested", "approved", "consumed") if model.broken("cancel_after_consume") else ("requested", "approved")
+        )
+        if ap.status in cancellable and s.members[ap.requester].status == "running":
+            yield (
+                A("approval.cancel", slot=a),
+                [("approval.cancel/record", lambda x, a=a: _approval(x, a, "cancelled", reason="cancelled"))],
+            )
+        for m in range(len(s.members)):
+            for changed in (False, True):
+                if consume_allowed(model, s, a, m, changed):
+                    yield (
+                        A("approval.consume", slot=a, member=m, changed_arguments=changed),
+                        _consume_steps(a, m, changed),
+                    )
+
+
+def _review(s: State, a: int, decision: str) -> State:
+    return _approval(s, a, decision, reason="rejected" if decision == "rejected" else "")
+
+
+def _post_request(s: State, a: int) -> State:
+    """APR-1 retried with the same tool_call_id: same protocol id, same message id (MSG-4)."""
+    return post(s, ("approval_request", a, 0))
+
+
+def _post_copy(s: State, a: int) -> State:
+    """Mutant retry_new_message_id: the retry's message gets a fresh id (at most one extra copy)."""
+    if any(msg.copy for msg in s.bus if msg.key == ("approval_request", a, 0)):
+        return s
+    return replace(s, bus=tuple(sorted([*s.bus, Message(("approval_request", a, 0), copy=1)])))
+
+
+def _request_approval_steps(a: int, m: int, t: int, ttl: int, raw_summary: bool) -> list[Step]:
+    summary = RISK_TEXT if raw_summary else redact(RISK_TEXT)
+
+    def record(s: State) -> State:
+        member = s.members[m]
+        ap = create(
+            "operation_approval",
+            s.approvals[a],
+            requester=m,
+            incarnation=member.incarnation,
+            task=t,
+            profile_version=member.profile_version,
+            deadline=s.clock + ttl,
+            risk_summary=summary,
+        )
+        return replace(s, approvals=put(s.approvals, a, ap))
+
+    return [
+        ("approval.request/record", record),
+        ("approval.request/message", lambda s: post(s, ("approval_request", a, 0))),
+    ]
+
+
+def consume_allowed(model: Model, s: State, a: int, m: int, changed: bool) -> bool:
+    """APR-5's checks, each one removable by exactly one mutant (DESIGN rule 7)."""
+    ap, member = s.approvals[a], s.members[m]
+    if ap.status == "" or member.status != "running":
+        return False
+    checks = (
+        ("approval_active", ap.status == "approved"),
+        ("consume_by_other_member", ap.requester == m),
+        ("owner", model.holds(s, m) == ap.task),
+        ("consume_without_digest_check", not changed),
+        ("consume_after_deadline", s.clock <= ap.deadline),
+        ("approval_grants_capability", member.has_tool and member.profile_version == ap.profile_version),
+        ("fencing", member.incarnation == ap.incarnation),
+    )
+    return all(ok or model.broken(name) for name, ok in checks)
+
+
+def _consume_steps(a: int, m: int, changed: bool) -> list[Step]:
+    def record(s: State) -> State:
+        return _approval(s, a, "consumed", consumed_at=s.clock)
+
+    def execution(s: State) -> State:
+        ex = create(
+            "tool_execution",
+            s.executions[a],
+            requester=m,
+            task=s.members[m].task,
+            changed_arguments=changed,
+            profile_version=s.members[m].profile_version,
+            attempts=1,
+        )
+        return replace(s, executions=put(s.executions, a, ex))
+
+    def call(s: State) -> State:
+        ex = s.executions[a]
+        return replace(s, executions=put(s.executions, a, replace(ex, world_calls=ex.world_calls + 1)))
+
+    def outcome(s: State) -> State:
+        return replace(s, executions=put(s.executions, a, move("tool_execution", s.executions[a], "succeeded")))
+
+    return [
+        ("approval.consume/record", record),
+        ("approval.consume/execution", execution),
+        ("approval.consume/call", call),
+        ("approval.consume/outcome", outcome),
+    ]
+
+
+# ---- plan approval ------------------------------------------------------------------------------
+
+
+def _plan(s: State, p: int, target: str, **changes: object) -> State:
+    return replace(s, plans=put(s.plans, p, move("plan_approval", s.plans[p], target, **changes)))
+
+
+def _run(s: State, p: int, target: str, **changes: object) -> State:
+    return replace(s, runs=put(s.runs, p, move("plan_execution", s.runs[p], target, **changes)))
+
+
+def plan_ops(model: Model, s: State) -> Iterator[Operation]:
+    free = [i for i, plan in enumerate(s.plans) if plan.status == ""]
+    for m, member in enumerate(s.members):
+        t = model.holds(s, m)
+        if free and t != NONE and member.status == "running":
+            yield A("plan.draft", member=m), _draft_plan_steps(free[0], m, t)
+    for p, plan in enumerate(s.plans):
+        if plan.status == "draft" and s.members[plan.requester].status == "running":
+            yield A("plan.submit", slot=p), _submit_plan_steps(p, model.config.ttl_ticks)
+        yield from _plan_decisions(model, s, p)
+        yield from _plan_requester(model, s, p)
+        yield from _plan_run(model, s, p)
+
+
+def _draft_plan_steps(p: int, m: int, t: int) -> list[Step]:
+    def record(s: State) -> State:
+        plan = create("plan_approval", s.plans[p], requester=m, incarnation=s.members[m].incarnation, task=t)
+        return replace(s, plans=put(s.plans, p, plan))
+
+    return [("plan.draft/record", record)]
+
+
+def _submit_plan_steps(p: int, ttl: int) -> list[Step]:
+    """PLN-1, MSG-6: the request message with its stable id first, then the record goes pending;
+    ttl_seconds runs from the submission (PLN-5)."""
+
+    def sent(s: State) -> State:
+        return _plan(s, p, "pending", deadline=s.clock + ttl) if s.plans[p].status == "draft" else s
+
+    return [
+        ("plan.submit/message", lambda s: post(s, ("plan_request", p, 0))),
+        ("plan.submit/record", sent),
+    ]
+
+
+def _plan_decisions(model: Model, s: State, p: int) -> Iterator[Operation]:
+    plan = s.plans[p]
+    if plan.status == "pending" and s.clock <= plan.deadline:
+        for decision in ("approved", "rejected", "needs_revision"):
+            yield (
+                A("plan.decide", slot=p, decision=decision),
+                [
+                    (
+                        "plan.decide/record",
+                        lambda x, d=decision: _plan(
+                            x,
+                            p,
+                            d,
+                            approved_by="lead" if d == "approved" else "",
+                            reason="rejected" if d == "rejected" else "",
+                        ),
+                    ),
+                    ("plan.decide/message", lambda x: post(x, ("plan_decision", p, x.plans[p].retractions))),
+                ],
+            )
+    if plan.status == "approved" and not plan.delivered and plan.retractions < model.config.max_retractions:
+        for target in ("pending", "rejected"):
+            yield (
+                A("plan.retract", slot=p, to=target),
+                [
+                    (
+                        "plan.retract/record",
+                        lambda x, g=target: _plan(
+                            x,
+                            p,
+                            g,
+                            retractions=x.plans[p].retractions + 1,
+                            approved_by="",
+                            reason="rejected" if g == "rejected" else "",
+                        ),
+                    ),
+                    ("plan.retract/message", lambda x: _expire_decision(x, p)),
+                ],
+            )
+    key = ("plan_decision", p, plan.retractions)
+    if message_status(s, key) == "pending":
+
+        def deliver(x: State) -> State:
+            if x.plans[p].status == "approved":
+                return replace(x, plans=put(x.plans, p, replace(x.plans[p], delivered=True)))
+            return x
+
+        yield (
+            A("plan.deliver_decision", slot=p),
+            [
+                ("plan.deliver_decision/record", deliver),
+                ("plan.deliver_decision/message", lambda x: set_message(x, key, "delivered")),
+            ],
+        )
+
+
+def _expire_decision(s: State, p: int) -> State:
+    """PLN-6: the undelivered decision is withdrawn; a retraction into rejected is a new decision."""
+    key = ("plan_decision", p, s.plans[p].retractions - 1)
+    if message_status(s, key) == "pending":
+        s = set_message(s, key, "expired")
+    if s.plans[p].status == "rejected":
+        s = post(s, ("plan_decision", p, s.plans[p].retractions))
+    return s
+
+
+def _plan_requester(model: Model, s: State, p: int) -> Iterator[Operation]:
+    plan, run = s.plans[p], s.runs[p]
+    requester_running = plan.status != "" and s.members[plan.requester].status == "running"
+    if plan.status in ("draft", "pending", "approved") and requester_running:
+        yield (
+            A("plan.withdraw", slot=p),
+            [("plan.withdraw/record", lambda x: _plan(x, p, "withdrawn", reason="cancelled"))],
+        )
+    startable = plan.status == "approved" and plan.delivered and s.clock <= plan.deadline and run.status == ""
+    duplicate = (
+        model.broken("execute_plan_twice") and plan.status == "consumed" and run.status == "running" and run.starts < 2
+    )  # a second delivery of the decision starts the steps again
+    if requester_running and (startable or duplicate):
+        ttl = model.config.ttl_ticks
+
+        def start(x: State) -> State:
+            r = x.runs[p]
+            if r.status == "":  # PLN-7: the executed marker, written before the first step
+                r = create("plan_execution", r, deadline=x.clock + ttl)
+            return replace(x, runs=put(x.runs, p, replace(r, starts=r.starts + 1, cursor=0)))
+
+        def consumed(x: State) -> State:
+            return _plan(x, p, "consumed") if x.plans[p].status == "approved" else x
+
+        def acknowledge(x: State) -> State:
+            key = ("plan_decision", p, x.plans[p].retractions)
+            return set_message(x, key, "acknowledged") if message_status(x, key) == "delivered" else x
+
+        yield (
+            A("plan.start", slot=p),
+            [("plan.start/execution", start), ("plan.start/record", consumed), ("plan.start/message", acknowledge)],
+        )
+
+
+def _plan_run(model: Model, s: State, p: int) -> Iterator[Operation]:
+    plan, run = s.plans[p], s.runs[p]
+    if run.status == "running" and s.members[plan.requester].status == "running":
+        if run.cursor < model.config.plan_steps:
+
+            def step(x: State) -> State:
+                r = x.runs[p]
+                return replace(
+                    x, runs=put(x.runs, p, replace(r, steps=(*r.steps, f"s{r.cursor + 1}"), cursor=r.cursor + 1))
+                )
+
+            yield A("plan.step", slot=p), [("plan.step/execution", step)]
+        else:
+            yield (
+                A("plan.complete", slot=p),
+                [
+                    ("plan.complete/execution", lambda x: _run(x, p, "completed")),
+                    ("plan.complete/outbox", lambda x: owe(x, ("plan_completion", p, 0))),
+                ],
+            )
+        yield A("plan.fail", slot=p), [("plan.fail/execution", lambda x: _run(x, p, "failed"))]
+    if run.status == "failed":
+        yield (
+            A("plan.rollback", slot=p),
+            [
+                ("plan.rollback/execution", lambda x: _run(x, p, "rolled_back")),
+                ("plan.rollback/outbox", lambda x: owe(x, ("plan_completion", p, 0))),
+            ],
+        )
+
+
+# ---- messages, outbox, clock --------------------------------------------------------------------
+
+
+def first_outbox_send(model: Model, s: State) -> Iterator[Operation]:
+    """The ample set of the partial-order reduction: the first owed entry's send alone."""
+    yield next(message_ops(model, s))
+
+
+def message_ops(model: Model, s: State) -> Iterator[Operation]:
+    for entry in s.outbox:
+        if entry.status == "owed":
+            kind, ref, phase = entry.key
+
+            def sent(x: State, k: tuple[str, int, int] = entry.key) -> State:
+                outbox = tuple(move("outbox_entry", o, "sent") if o.key == k else o for o in x.outbox)
+                return replace(x, outbox=outbox)
+
+            yield (
+                A("outbox.send", type=kind, ref=ref, phase=phase),
+                [
+                    ("outbox.send/message", lambda x, k=entry.key, i=entry.info: post(x, k, i)),
+                    ("outbox.send/entry", sent),
+                ],
+            )
+
+
+def clock_ops(model: Model, s: State) -> Iterator[Operation]:
+    if not s.monitor_done:
+        yield A("monitor.pass"), [("monitor.pass/records", lambda x: monitor_pass(model, x))]
+    elif s.clock < model.config.max_ticks:
+        yield A("tick"), [("tick/clock", lambda x: replace(x, clock=x.clock + 1, monitor_done=False))]
+
+
+def monitor_pass(model: Model, s: State) -> State:
+    """SHD-6, PLN-5, PLN-9, INV-12: everything past its deadline moves on; a timeout never approves."""
+    now = s.clock
+    for a, ap in enumerate(s.approvals):
+        if ap.status in ("requested", "approved") and now > ap.deadline:
+            s = _approval(s, a, "expired", reason="expired")
+    for p, plan in enumerate(s.plans):
+        if plan.status in ("pending", "approved") and now > plan.deadline:
+            if plan.status == "pending" and model.broken("timeout_approves_plan"):
+                s = _plan(s, p, "approved", approved_by="monitor", delivered=True)
+                continue
+            s = owe(_plan(s, p, "expired", reason="expired"), ("plan_abandoned", p, 0))
+        if s.runs[p].status == "running" and now > s.runs[p].deadline:
+            s = _run(s, p, "failed")
+    for slot, sd in enumerate(s.shutdowns):
+        if model.broken("monitor_skips_shutdown") or now <= sd.deadline:
+            continue
+        if sd.status == "requested":
+            s = _shutdown(s, slot, "expired", reason="expired")
+        elif sd.status == "draining":
+            s = _shutdown(s, slot, "timed_out", reason="timed_out")
+    for message in s.bus:
+        kind, ref, _ = message.key
+        if message.status == "pending" and message.copy == 0 and _request_deadline(s, kind, ref) < now:
+            s = set_message(s, message.key, "expired")
+    return replace(s, monitor_done=True)
+
+
+def _request_deadline(s: State, kind: str, ref: int) -> int:
+    if kind == "approval_request":
+        return s.approvals[ref].deadline
+    if kind == "plan_request":
+        return s.plans[ref].deadline
+    if kind == "shutdown_request":
+        return s.shutdowns[ref].deadline
+    return 1 << 30  # notices and replies do not expire in the model
+
+
+def restart(model: Model, s: State) -> Iterator[Operation]:
+    from ._reconcile import reconcile
+
+    yield A("restart"), [("restart/reconcile", lambda x: reconcile(model, replace(x, crashed=False)))]
+
+
+FAMILIES = (task_ops, job_ops, member_ops, shutdown_ops, approval_ops, plan_ops, message_ops, clock_ops)
+
+
+OPERATIONS: dict[str, tuple[str, ...]] = {
+    "task.claim": ("task", "member"),
+    "task.finish": ("task", "member"),
+    "task.suspend": ("task", "member", "outbox"),
+    "task.resume": ("task",),
+    "task.inspect": ("task",),
+    "job.start": ("job",),
+    "job.exit": ("job",),
+    "member.lapse": ("member", "task", "outbox"),
+    "member.inspect": ("task", "member", "shutdown"),
+    "member.restart": ("member",),
+    "member.retire": ("member",),
+    "profile.change": ("profile",),
+    "shutdown.request": ("record", "message"),
+    "shutdown.cancel": ("record",),
+    "shutdown.begin_drain": ("record", "member", "cancel_requests", "message"),
+    "shutdown.drain_jobs": ("jobs", "record"),
+    "shutdown.release_task": ("task", "member", "record"),
+    "shutdown.finish": ("record", "member", "outbox", "message"),
+    "shutdown.force_terminate": ("jobs", "task", "member", "outbox"),
+    "approval.request": ("record", "message"),
+    "approval.retry": (),
+    "approval.review": ("record", "message"),
+    "approval.cancel": ("record",),
+    "approval.consume": ("record", "execution", "call", "outcome"),
+    "plan.draft": ("record",),
+    "plan.submit": ("message", "record"),
+    "plan.decide": ("record", "message"),
+    "plan.retract": ("record", "message"),
+    "plan.deliver_decision": ("record", "message"),
+    "plan.withdraw": ("record",),
+    "plan.start": ("execution", "record", "message"),
+    "plan.step": ("execution",),
+    "plan.complete": ("execution", "outbox"),
+    "plan.fail": ("execution",),
+    "plan.rollback": ("execution", "outbox"),
+    "outbox.send": ("message", "entry"),
+    "monitor.pass": ("records",),
+    "tick": ("clock",),
+    "restart": ("reconcile",),
+}
+"""Every operation of the model and its write steps, in order (DESIGN rule 3). ``approval.retry``
+re-runs ``approval.request/message`` with the same stable id."""
+
+WRITE_STEPS: tuple[str, ...] = tuple(f"{op}/{step}" for op, steps in OPERATIONS.items() for step in steps)
+"""Every named write step: ``<operation>/<write step>``."""
+
+CRASH_POINTS: tuple[str, ...] = tuple(f"{op}/{step}" for op, steps in OPERATIONS.items() for step in steps[:-1])
+"""The write steps after which the harness can die with work still to do (the crash points)."""

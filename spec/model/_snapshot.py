@@ -1,0 +1,357 @@
+"""Model state → the canonical snapshot (DESIGN rule 5): the same JSON documents, validated by the
+same schemas, that the reference harness and foreign implementations export.
+
+Names are derived from indices (``m0``, ``t1``); ids are the stable name-based ids of MSG-4; the
+one protected tool is ``deploy`` with arguments ``{"target": "staging"}`` (or ``"production"``
+for a call with changed arguments). Audit events are abstracted away except the approving actor
+of a plan.
+"""
+
+from __future__ import annotations
+
+from functools import cache, lru_cache
+from typing import Any
+
+from .. import ids
+from ._config import Config
+from ._state import NONE, Approval, Execution, Job, Member, Message, Plan, PlanRun, Shutdown, State, Task
+
+TOOL = "deploy"
+LEAD = "lead"
+DIGEST_SAME = ids.arguments_digest(TOOL, {"target": "staging"})
+DIGEST_CHANGED = ids.arguments_digest(TOOL, {"target": "production"})
+TTL_SECONDS = 60
+
+
+def member_id(m: int) -> str:
+    return f"m{m}"
+
+
+def task_id(t: int) -> str:
+    return f"t{t}"
+
+
+def job_id(m: int) -> str:
+    return f"job-m{m}"
+
+
+@cache
+def approval_id(a: int, requester: int) -> str:
+    return ids.protocol_id(member_id(requester), f"call-{a}", "operation_approval")
+
+
+@cache
+def plan_id(p: int, requester: int) -> str:
+    return ids.protocol_id(member_id(requester), f"plan-{p}", "plan_approval")
+
+
+@cache
+def shutdown_id(slot: int) -> str:
+    return ids.protocol_id(LEAD, f"shutdown-{slot}", "shutdown_request")
+
+
+def _nullable(index: int, name: Any) -> Any:
+    return None if index == NONE else name(index)
+
+
+@lru_cache(maxsize=65536)
+def member_doc(m: int, member: Member) -> dict[str, Any]:
+    return {
+        "member_id": member_id(m),
+        "status": member.status,
+        "incarnation": member.incarnation,
+        "accepting_new_tasks": member.accepting,
+        "shutdown_request_id": _nullable(member.shutdown, shutdown_id),
+        "current_task_id": _nullable(member.task, task_id),
+        "last_heartbeat_at": None,
+        "version": 0,
+    }
+
+
+@lru_cache(maxsize=65536)
+def profile_doc(m: int, member: Member) -> dict[str, Any]:
+    return {"member_id": member_id(m), "version": member.profile_version, "tools": [TOOL] if member.has_tool else []}
+
+
+@lru_cache(maxsize=65536)
+def task_doc(t: int, task: Task) -> dict[str, Any]:
+    claimed = task.owner != NONE
+    return {
+        "task_id": task_id(t),
+        "status": task.status,
+        "owner_id": member_id(task.owner) if claimed else None,
+        "owner_incarnation": task.owner_incarnation if claimed else None,
+        "claim_token": ids.message_id(task_id(t), f"claim-{task.claims}") if claimed else None,
+        "checkpoint": {"released": True} if task.checkpoint else None,
+        "history": [],
+        "version": 0,
+    }
+
+
+_EXIT_CODES = {"succeeded": 0, "failed": 1, "cancelled": -15}
+
+
+@lru_cache(maxsize=65536)
+def job_doc(m: int, job: Job) -> dict[str, Any]:
+    return {
+        "job_id": job_id(m),
+        "status": job.status,
+        "owner_id": member_id(m),
+        "task_id": _nullable(job.task, task_id),
+        "cancellable": job.cancellable,
+        "command": "make deploy",
+        "exit_code": _EXIT_CODES.get(job.status),
+        "version": 0,
+    }
+
+
+@lru_cache(maxsize=65536)
+def approval_doc(a: int, ap: Approval, ttl: int) -> dict[str, Any]:
+    return {
+        "protocol_id": approval_id(a, ap.requester),
+        "kind": "operation_approval",
+        "status": ap.status,
+        "requester_id": member_id(ap.requester),
+        "requester_incarnation": ap.incarnation,
+        "responder_id": LEAD,
+        "task_id": task_id(ap.task),
+        "tool_name": TOOL,
+        "tool_call_id": f"call-{a}",
+        "arguments_digest": DIGEST_SAME,
+        "profile_version": ap.profile_version,
+        "risk_summary": ap.risk_summary,
+        "review_summary": None,
+        "created_at": max(ap.deadline - ttl, 0),
+        "deadline": ap.deadline,
+        "consumed_at": None if ap.consumed_at == NONE else ap.consumed_at,
+        "reason": ap.reason or None,
+        "events": [],
+        "version": 0,
+    }
+
+
+@lru_cache(maxsize=65536)
+def execution_doc(a: int, requester: int, ex: Execution) -> dict[str, Any]:
+    return {
+        "idempotency_key": approval_id(a, requester),
+        "status": ex.status,
+        "requester_id": member_id(ex.requester),
+        "task_id": task_id(ex.task),
+        "tool_name": TOOL,
+        "arguments_digest": DIGEST_CHANGED if ex.changed_arguments else DIGEST_SAME,
+        "profile_version": ex.profile_version,
+        "attempts": ex.attempts,
+        "result": None if ex.status == "started" else {"ok": ex.status == "succeeded"},
+    }
+
+
+def plan_body(p: int, plan: Plan, steps: int) -> dict[str, Any]:
+    return {
+        "goal": "migrate the orders table",
+        "steps": [{"id": f"s{i}", "action": "migrate", "params": {"part": i}} for i in range(1, steps + 1)],
+        "estimated_cost": 1.0,
+        "rollback": "restore the backup",
+        "risks": ["lock contention"],
+        "ttl_seconds": TTL_SECONDS,
+        "correlation_id": plan_id(p, plan.requester),
+    }
+
+
+@lru_cache(maxsize=65536)
+def plan_doc(p: int, plan: Plan, steps: int, ttl: int) -> dict[str, Any]:
+    events = [{"actor": plan.approved_by, "event": "approved", "summary": "", "at": 0}] if plan.approved_by else []
+    return {
+        "protocol_id": plan_id(p, plan.requester),
+        "kind": "plan_approval",
+        "status": plan.status,
+        "requester_id": member_id(plan.requester),
+        "requester_incarnation": plan.incarnation,
+        "responder_id": LEAD,
+        "task_id": task_id(plan.task),
+        "plan": plan_body(p, plan, steps),
+        "revision": 1,
+        "supersedes": None,
+        "decision_delivered": plan.delivered,
+        "comment": None,
+        "created_at": max(plan.deadline - ttl, 0),
+        "deadline": plan.deadline,
+        "reason": plan.reason or None,
+        "events": events,
+        "version": 0,
+    }
+
+
+@lru_cache(maxsize=65536)
+def run_doc(p: int, requester: int, run: PlanRun, ttl: int) -> dict[str, Any]:
+    return {
+        "plan_id": plan_id(p, requester),
+        "status": run.status,
+        "executed_step_ids": list(run.steps),
+        "started_at": max(run.deadline - ttl, 0),
+        "deadline": run.deadline,
+        "reason": None,
+        "events": [],
+        "version": 0,
+    }
+
+
+@lru_cache(maxsize=65536)
+def shutdown_doc(slot: int, sd: Shutdown, ttl: int) -> dict[str, Any]:
+    return {
+        "protocol_id": shutdown_id(slot),
+        "kind": "shutdown_request",
+        "status": sd.status,
+        "requester_id": LEAD,
+        "target_id": member_id(sd.target),
+        "target_incarnation": sd.target_incarnation,
+        "responder_id": member_id(sd.target),
+        "reason_text": "scale down",
+        "created_at": max(sd.deadline - ttl, 0),
+        "deadline": sd.deadline,
+        "released_task_id": _nullable(sd.released, task_id),
+        "waited_job_ids": [job_id(m) for m in sd.waited],
+        "reason": sd.reason or None,
+        "events": [],
+        "version": 0,
+    }
+
+
+def message_doc(
+    s: State, key: tuple[str, int, int], info: tuple[tuple[str, Any], ...], copy: int, steps: int
+) -> dict[str, Any]:
+    """The whole message document of a bus entry or outbox entry."""
+    kind, ref, _ = key
+    source: Any = None
+    if kind.startswith("approval_"):
+        source = s.approvals[ref]
+    elif kind.startswith("plan_"):
+        source = s.plans[ref]
+    elif kind.startswith("shutdown_"):
+        source = s.shutdowns[ref]
+    return _message_doc(key, info, copy, steps, source)
+
+
+@lru_cache(maxsize=65536)
+def _message_doc(
+    key: tuple[str, int, int], info: tuple[tuple[str, Any], ...], copy: int, steps: int, source: Any
+) -> dict[str, Any]:
+    kind, ref, phase = key
+    facts = dict(info)
+    correlation, sender, target, body, phase_name, reply_to = _message_parts(source, kind, ref, phase, facts, steps)
+    doc: dict[str, Any] = {
+        "message_type": kind,
+        "message_id": ids.message_id(correlation, phase_name + (f"#retry{copy}" if copy else "")),
+        "correlation_id": correlation,
+        "sender": sender,
+        "target": target,
+        "timestamp": 0,
+        "ttl_seconds": TTL_SECONDS,
+        "body": body,
+    }
+    if reply_to is not None:
+        doc["reply_to"] = ids.message_id(correlation, reply_to)
+    return doc
+
+
+def _message_parts(source: Any, kind: str, ref: int, phase: int, facts: dict[str, Any], steps: int) -> tuple[Any, ...]:
+    """(correlation id, sender, target, body, phase name, reply-to phase); ``source`` is the record
+    the message belongs to (fields of it that a message uses never change after creation)."""
+    if kind in ("approval_request", "approval_decision"):
+        ap = source
+        pid = approval_id(ref, ap.requester)
+        if kind == "approval_request":
+            body = {
+                "protocol_id": pid,
+                "requester_id": member_id(ap.requester),
+                "requester_incarnation": ap.incarnation,
+                "task_id": task_id(ap.task),
+                "tool_name": TOOL,
+                "arguments_digest": DIGEST_SAME,
+                "profile_version": ap.profile_version,
+                "risk_summary": ap.risk_summary,
+                "deadline": ap.deadline,
+            }
+            return pid, member_id(ap.requester), LEAD, body, "request", None
+        body = {"protocol_id": pid, "decision": facts["decision"], "review_summary": ""}
+        return pid, LEAD, member_id(ap.requester), body, "decision", "request"
+    if kind in ("plan_request", "plan_decision", "plan_completion", "plan_abandoned"):
+        plan = source
+        pid = plan_id(ref, plan.requester)
+        requester = member_id(plan.requester)
+        if kind == "plan_request":
+            body = {
+                "plan": plan_body(ref, plan, steps),
+                "revision": 1,
+                "supersedes": None,
+                "requester_incarnation": plan.incarnation,
+            }
+            return pid, requester, LEAD, body, "request", None
+        if kind == "plan_decision":
+            body = {"decision": facts["decision"], "sequence": phase}
+            return pid, LEAD, requester, body, f"decision-{phase}", "request"
+        if kind == "plan_completion":
+            body = {"plan_id": pid, "outcome": facts["outcome"], "summary": ""}
+            return pid, requester, LEAD, body, "completion", None
+        return pid, requester, LEAD, {"plan_id": pid, "reason": "expired"}, "abandoned", None
+    if kind in ("shutdown_request", "shutdown_ack"):
+        sd = source
+        pid = shutdown_id(ref)
+        if kind == "shutdown_request":
+            body = {
+                "protocol_id": pid,
+                "target_incarnation": sd.target_incarnation,
+                "reason_text": "scale down",
+                "deadline": sd.deadline,
+            }
+            return pid, LEAD, member_id(sd.target), body, "request", None
+        body = {
+            "protocol_id": pid,
+            "released_task_id": _nullable(facts["released"], task_id),
+            "waited_job_ids": [job_id(m) for m in facts["waited"]],
+        }
+        return pid, member_id(sd.target), LEAD, body, "ack", "request"
+    if kind == "member_lost":
+        pid = ids.protocol_id(member_id(ref), f"incarnation-{phase}", "member_lost")
+        body = {
+            "member_id": member_id(ref),
+            "incarnation": phase,
+            "last_heartbeat_at": 0,
+            "flagged_task_ids": [task_id(t) for t in facts["flagged"]],
+        }
+        return pid, LEAD, "team", body, "lost", None
+    assert kind == "task_suspended", kind
+    pid = ids.protocol_id(task_id(ref), f"claim-{phase}", "task_suspended")
+    body = {"task_id": task_id(ref), "member_id": member_id(facts["member"]), "reason_text": "unit deadline"}
+    return pid, member_id(facts["member"]), LEAD, body, "suspended", None
+
+
+def _message_record(s: State, message: Message, steps: int) -> dict[str, Any]:
+    doc = message_doc(s, message.key, message.info, message.copy, steps)
+    return {"message": doc, "status": message.status, "recorded_result": None}
+
+
+def snapshot(state: State, config: Config) -> dict[str, Any]:
+    """The canonical snapshot of a model state. Creation times are not kept by the model; the
+    snapshot shows ``deadline - ttl_ticks``."""
+    s, plan_steps, ttl = state, config.plan_steps, config.ttl_ticks
+    return {
+        "clock": s.clock,
+        "member": [member_doc(m, x) for m, x in enumerate(s.members)],
+        "capability_profile": [profile_doc(m, x) for m, x in enumerate(s.members)],
+        "task": [task_doc(t, x) for t, x in enumerate(s.tasks)],
+        "job": [job_doc(m, x) for m, x in enumerate(s.jobs) if x.status],
+        "operation_approval": [approval_doc(a, x, ttl) for a, x in enumerate(s.approvals) if x.status],
+        "tool_execution": [
+            execution_doc(a, s.approvals[a].requester, x) for a, x in enumerate(s.executions) if x.status
+        ],
+        "plan_approval": [plan_doc(p, x, plan_steps, ttl) for p, x in enumerate(s.plans) if x.status],
+        "plan_execution": [run_doc(p, s.plans[p].requester, x, ttl) for p, x in enumerate(s.runs) if x.status],
+        "shutdown_request": [shutdown_doc(i, x, ttl) for i, x in enumerate(s.shutdowns) if x.status],
+        "message": [_message_record(s, msg, plan_steps) for msg in s.bus],
+        "outbox_entry": [
+            {"message_id": doc["message_id"], "status": o.status, "message": doc}
+            for o in s.outbox
+            for doc in (message_doc(s, o.key, o.info, 0, plan_steps),)
+        ],
+        "audit_entry": [],
+    }
