@@ -1,0 +1,320 @@
+"""Operation approval: one approval, one call (APR-1 … APR-9, XPR-2 … XPR-5, MSG-6, AUD-1).
+
+Write steps, in order (the same names as the model's, plus the team audit log):
+
+- request: ``approval.request/record`` → ``approval.request/message`` → ``approval.request/audit``
+- review:  ``approval.review/record`` → ``approval.review/message`` → ``approval.review/audit``
+- call:    ``approval.consume/record`` → ``approval.consume/execution`` → ``approval.consume/call``
+           (the external call) → ``approval.consume/outcome`` → ``approval.consume/audit``
+- cancel:  ``approval.cancel/record`` → ``approval.cancel/audit``
+- monitor: ``approval.expire/record``; reconcile: ``approval.reconcile/*``
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import spec
+from spec.ids import protocol_id
+from spec.redaction import redact
+
+from . import _audit
+from ._errors import (
+    AlreadyExists,
+    ApprovalExpired,
+    ApprovalNotActive,
+    ApprovalOtherAgent,
+    ApprovalOtherTask,
+    ApprovalRefused,
+    ArgumentsChanged,
+    CancelRefused,
+    FailClosed,
+    MemberNotRunning,
+    NotResponder,
+    NotTaskOwner,
+    ProfileChanged,
+    ProtocolConflict,
+    ReviewConflict,
+    StaleIncarnation,
+    StorageError,
+    ToolMismatch,
+    ToolNotInProfile,
+    UnknownApproval,
+)
+from ._storage import Document, Stored
+from ._tools import Arguments, Tool
+
+if TYPE_CHECKING:
+    from ._harness import CallContext, Harness
+
+KIND = "operation_approval"
+BINDING = ("requester_id", "requester_incarnation", "responder_id", "task_id", "tool_name", "tool_call_id",
+           "arguments_digest", "profile_version")
+"""What a request is bound to; a retry with the same id must match all of it (STO-2)."""
+
+APPROVAL_STEPS = (
+    "approval.request/record", "approval.request/message", "approval.request/audit",
+    "approval.review/record", "approval.review/message", "approval.review/audit",
+    "approval.consume/record", "approval.consume/execution", "approval.consume/call",
+    "approval.consume/outcome", "approval.consume/audit",
+    "approval.cancel/record", "approval.cancel/audit",
+)
+"""The write steps of the approval operations, in order (introspectable, DESIGN rule 3)."""
+
+
+class ApprovalProtocol:
+    def __init__(self, harness: Harness) -> None:
+        self.h = harness
+
+    # ---- APR-1: request ----------------------------------------------------------------------
+    def request(self, ctx: CallContext, tool_name: str, arguments: Arguments, risk_summary: str = "",
+                ttl_seconds: float = 300.0) -> str:
+        """Create (or find again) the approval for this call; the call itself executes nothing."""
+        tool = self.h.tool(tool_name)
+        member = self._running_member(ctx)
+        profile = self._profile(ctx.actor_id)
+        if tool_name not in profile["tools"]:
+            raise ToolNotInProfile(ctx.actor_id, tool_name, profile["version"])
+        task_id = self._owned_task(ctx)
+        now = self.h.clock.now()
+        pid = protocol_id(ctx.actor_id, ctx.tool_call_id, KIND)
+        doc = {
+            "protocol_id": pid, "kind": KIND, "status": "requested",
+            "requester_id": ctx.actor_id, "requester_incarnation": member["incarnation"],
+            "responder_id": self.h.lead_id, "task_id": task_id, "tool_name": tool_name,
+            "tool_call_id": ctx.tool_call_id, "arguments_digest": tool.digest(arguments),
+            "profile_version": profile["version"], "risk_summary": redact(risk_summary),
+            "review_summary": None, "created_at": now, "deadline": now + ttl_seconds, "consumed_at": None,
+            "reason": None, "events": [self.h.event(ctx.actor_id, "requested", risk_summary)], "version": 0,
+        }
+        stored = self._put_if_absent(doc)
+        self._post_request(stored.doc)
+        if stored.version == 1 and len(stored.doc["events"]) == 1:
+            self._audit_missing(stored.doc, "approval.request/audit")
+        return pid
+
+    def _put_if_absent(self, doc: Document) -> Stored:
+        """STO-2: an identical request returns the stored record; a different one is a conflict."""
+        try:
+            return self.h.storage.insert("approval.request/record", KIND, doc["protocol_id"], doc)
+        except AlreadyExists:
+            stored = self._require(doc["protocol_id"])
+        for field in BINDING:
+            if stored.doc[field] != doc[field]:
+                raise ProtocolConflict(doc["protocol_id"], field, stored.doc[field], doc[field]) from None
+        old_ttl = stored.doc["deadline"] - stored.doc["created_at"]
+        new_ttl = doc["deadline"] - doc["created_at"]
+        if abs(old_ttl - new_ttl) > 1e-9:
+            raise ProtocolConflict(doc["protocol_id"], "ttl_seconds", old_ttl, new_ttl) from None
+        return stored
+
+    def _post_request(self, doc: Document) -> None:
+        body = {k: doc[k] for k in ("protocol_id", "requester_id", "requester_incarnation", "task_id", "tool_name",
+                                     "arguments_digest", "profile_version", "risk_summary", "deadline")}
+        ttl = max(doc["deadline"] - doc["created_at"], 1e-6)
+        message = self.h.envelope("approval_request", doc["protocol_id"], "request", doc["requester_id"],
+                                  doc["responder_id"], body, ttl)
+        self.h.post("approval.request/message", message)
+
+    # ---- APR-4: review -----------------------------------------------------------------------
+    def review(self, actor_id: str, pid: str, decision: str, summary: str = "") -> Document:
+        if decision not in ("approved", "rejected"):
+            raise spec.SchemaError("team_review_approval", "$.decision", f"{decision!r} is not approved or rejected")
+        stored = self._require(pid)
+        doc = stored.doc
+        if actor_id != doc["responder_id"]:
+            raise NotResponder(pid, doc["responder_id"], actor_id)
+        if doc["status"] == decision:  # the same outcome twice is idempotent
+            self._post_decision(doc)
+            return doc
+        if doc["status"] != "requested":
+            raise ReviewConflict(pid, doc["status"], decision)
+        now = self.h.clock.now()
+        if now > doc["deadline"]:
+            raise ApprovalExpired(pid, doc["deadline"], now)
+        spec.ensure_transition(KIND, doc["status"], decision)
+        reviewed = {**doc, "status": decision, "review_summary": redact(summary),
+                    "reason": "rejected" if decision == "rejected" else None,
+                    "events": [*doc["events"], self.h.event(actor_id, decision, summary)]}
+        self.h.storage.update("approval.review/record", KIND, pid, reviewed, stored.version)
+        self._post_decision(reviewed)
+        self._audit_missing(reviewed, "approval.review/audit")
+        return reviewed
+
+    def _post_decision(self, doc: Document) -> None:
+        decision = "rejected" if doc["status"] == "rejected" else "approved"
+        body = {"protocol_id": doc["protocol_id"], "decision": decision, "review_summary": doc["review_summary"] or ""}
+        message = self.h.envelope("approval_decision", doc["protocol_id"], "decision", doc["responder_id"],
+                                  doc["requester_id"], body, max(doc["deadline"] - self.h.clock.now(), 1e-6),
+                                  reply_to="request")
+        self.h.post("approval.review/message", message)
+
+    # ---- APR-5 … APR-8: consume and call -----------------------------------------------------
+    def call(self, ctx: CallContext, tool_name: str, arguments: Arguments, approval_id: str | None = None,
+             risk_summary: str = "") -> dict[str, Any]:
+        """Run a tool. A protected tool without an approval id executes nothing: it requests one."""
+        tool = self.h.tool(tool_name)
+        if not tool.protected:
+            return {"status": "done", "result": tool.run(ctx.tool_call_id, arguments)}
+        if approval_id is None:
+            pid = self.request(ctx, tool_name, arguments, risk_summary)
+            return {"status": "approval_required", "protocol_id": pid}
+        key = self.consume(ctx, approval_id, tool, arguments)
+        return {"status": "done", "idempotency_key": key, "result": self._execute(key, tool, arguments)}
+
+    def consume(self, ctx: CallContext, pid: str, tool: Tool, arguments: Arguments) -> str:
+        """APR-5: re-check everything under the assignment lock, then approved → consumed."""
+        with self.h.assignment_lock:
+            try:
+                stored = self._checked(ctx, pid, tool, arguments)
+            except (ApprovalRefused, spec.SchemaError):
+                raise
+            except (StorageError, KeyError, spec.ProtocolError) as error:
+                raise FailClosed("the consumption check", error) from error
+            doc = stored.doc
+            spec.ensure_transition(KIND, doc["status"], "consumed")
+            consumed = {**doc, "status": "consumed", "consumed_at": self.h.clock.now(),
+                        "events": [*doc["events"], self.h.event(ctx.actor_id, "consumed")]}
+            self.h.storage.update("approval.consume/record", KIND, pid, consumed, stored.version)
+        return pid
+
+    def _checked(self, ctx: CallContext, pid: str, tool: Tool, arguments: Arguments) -> Stored:
+        stored = self._require(pid)
+        doc = stored.doc
+        member = self._running_member(ctx)
+        task_id = self._owned_task(ctx)
+        profile = self._profile(ctx.actor_id)
+        if tool.name not in profile["tools"]:
+            raise ToolNotInProfile(ctx.actor_id, tool.name, profile["version"])
+        if doc["status"] != "approved":
+            raise ApprovalNotActive(pid, doc["status"])
+        if doc["requester_id"] != ctx.actor_id:
+            raise ApprovalOtherAgent(pid, doc["requester_id"], ctx.actor_id)
+        if doc["requester_incarnation"] != member["incarnation"]:
+            raise StaleIncarnation(f"approval {pid}", doc["requester_incarnation"], member["incarnation"])
+        if doc["task_id"] != task_id:
+            raise ApprovalOtherTask(pid, doc["task_id"], task_id)
+        if doc["tool_name"] != tool.name:
+            raise ToolMismatch(pid, doc["tool_name"], tool.name)
+        digest = tool.digest(arguments)
+        if digest != doc["arguments_digest"]:
+            raise ArgumentsChanged(pid, doc["arguments_digest"], digest)
+        now = self.h.clock.now()
+        if now > doc["deadline"]:
+            raise ApprovalExpired(pid, doc["deadline"], now)
+        if profile["version"] != doc["profile_version"]:
+            raise ProfileChanged(pid, doc["profile_version"], profile["version"])
+        return stored
+
+    def _execute(self, key: str, tool: Tool, arguments: Arguments) -> dict[str, Any]:
+        approval = self._require(key).doc
+        execution = {"idempotency_key": key, "status": "started", "requester_id": approval["requester_id"],
+                     "task_id": approval["task_id"], "tool_name": tool.name,
+                     "arguments_digest": approval["arguments_digest"], "profile_version": approval["profile_version"],
+                     "attempts": 1, "result": None}
+        stored = self.h.storage.insert("approval.consume/execution", "tool_execution", key, execution)
+        faults = self.h.storage.faults
+        faults.before("approval.consume/call")
+        try:
+            result, status = tool.run(key, arguments), "succeeded"
+        except Exception as error:  # the tool failed: the approval stays consumed (APR-6)
+            result, status = {"ok": False, "error": redact(str(error))}, "failed"
+        faults.after("approval.consume/call")
+        self.h.storage.update("approval.consume/outcome", "tool_execution", key,
+                              {**execution, "status": status, "result": result}, stored.version)
+        self._audit_missing(self._require(key).doc, "approval.consume/audit")
+        return result
+
+    # ---- APR-9: cancel; monitor --------------------------------------------------------------
+    def cancel(self, ctx: CallContext, pid: str) -> Document:
+        stored = self._require(pid)
+        doc = stored.doc
+        if doc["requester_id"] != ctx.actor_id:
+            raise ApprovalOtherAgent(pid, doc["requester_id"], ctx.actor_id)
+        if doc["status"] == "consumed":
+            raise CancelRefused(pid, "it was consumed; cancel the job or tool call instead (APR-9)")
+        if doc["status"] not in ("requested", "approved"):
+            raise CancelRefused(pid, f"it is already {doc['status']}")
+        cancelled = {**doc, "status": "cancelled", "reason": "cancelled",
+                     "events": [*doc["events"], self.h.event(ctx.actor_id, "cancelled")]}
+        self.h.storage.update("approval.cancel/record", KIND, pid, cancelled, stored.version)
+        self._audit_missing(cancelled, "approval.cancel/audit")
+        return cancelled
+
+    def expire_due(self) -> list[str]:
+        """The deadline monitor's pass over approvals (INV-12)."""
+        expired = []
+        now = self.h.clock.now()
+        for stored in self.h.storage.scan(KIND):
+            doc = stored.doc
+            if doc["status"] in ("requested", "approved") and now > doc["deadline"]:
+                gone = {**doc, "status": "expired", "reason": "expired",
+                        "events": [*doc["events"], self.h.event("monitor", "expired")]}
+                self.h.storage.update("approval.expire/record", KIND, doc["protocol_id"], gone, stored.version)
+                expired.append(doc["protocol_id"])
+        return expired
+
+    # ---- REC: reconciliation -----------------------------------------------------------------
+    def reconcile(self) -> None:
+        """PROTOCOL §5 rows for approvals; idempotent (REC-1)."""
+        self.expire_due()
+        for stored in self.h.storage.scan(KIND):
+            doc = stored.doc
+            if doc["status"] == "requested":
+                self._post_request(doc)
+            elif doc["status"] in ("approved", "rejected"):
+                self._post_decision(doc)
+            elif doc["status"] == "consumed":
+                self._look_up_outcome(doc)
+            self._audit_missing(self._require(doc["protocol_id"]).doc, "approval.reconcile/audit")
+
+    def _look_up_outcome(self, approval: Document) -> None:
+        """APR-8: never re-approve, never repeat the call blindly: ask the tool by key."""
+        key = approval["protocol_id"]
+        stored = self.h.storage.read("tool_execution", key)
+        tool = self.h.tools.get(approval["tool_name"])
+        outcome = tool.lookup(key) if tool is not None and tool.lookup is not None else None
+        base = {"idempotency_key": key, "requester_id": approval["requester_id"], "task_id": approval["task_id"],
+                "tool_name": approval["tool_name"], "arguments_digest": approval["arguments_digest"],
+                "profile_version": approval["profile_version"]}
+        if stored is None:  # consumed, but the write-ahead record is missing: the call never ran
+            doc = {**base, "status": "failed", "attempts": 0, "result": {"ok": False, "error": "crashed before the call"}}
+            self.h.storage.insert("approval.reconcile/execution", "tool_execution", key, doc)
+        elif stored.doc["status"] == "started":
+            status = "failed" if outcome is None or not outcome.get("ok") else "succeeded"
+            result = outcome or {"ok": False, "error": "the call never happened (crashed before it)"}
+            self.h.storage.update("approval.reconcile/outcome", "tool_execution", key,
+                                  {**stored.doc, "status": status, "result": result}, stored.version)
+
+    def _audit_missing(self, doc: Document, step: str) -> None:
+        """Append the record's events that the team log does not have yet (AUD-1, AUD-5)."""
+        logged = sum(1 for row in self.h.storage.scan(_audit.TABLE) if row.doc["subject_id"] == doc["protocol_id"])
+        for event in doc["events"][logged:]:
+            _audit.append(self.h.storage, step, event["actor"], f"approval.{event['event']}", doc["protocol_id"],
+                          event["summary"], event["at"])
+
+    # ---- helpers -----------------------------------------------------------------------------
+    def _require(self, pid: str) -> Stored:
+        stored = self.h.storage.read(KIND, pid)
+        if stored is None:
+            raise UnknownApproval(pid)
+        return stored
+
+    def _running_member(self, ctx: CallContext) -> Document:
+        member = self.h.check_incarnation(ctx)
+        if member["status"] != "running":
+            raise MemberNotRunning(ctx.actor_id, member["status"])
+        return member
+
+    def _profile(self, member_id: str) -> Document:
+        stored = self.h.storage.read("capability_profile", member_id)
+        return stored.doc if stored is not None else {"version": 0, "tools": []}
+
+    def _owned_task(self, ctx: CallContext) -> str:
+        if ctx.task_id is None:
+            raise NotTaskOwner(ctx.actor_id, "<none>")
+        task = self.h.storage.read("task", ctx.task_id)
+        owned = task is not None and task.doc["status"] == "claimed" and task.doc["owner_id"] == ctx.actor_id
+        if not owned or task is None or task.doc["owner_incarnation"] != ctx.incarnation:
+            raise NotTaskOwner(ctx.actor_id, ctx.task_id)
+        return ctx.task_id

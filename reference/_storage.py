@@ -1,0 +1,272 @@
+"""The storage interface and its two backends: in-memory and SQLite (STO-1 … STO-4).
+
+Contract (every backend passes ``tests/test_storage_contract.py``):
+
+- A store is a set of tables of JSON records, each under a string key with a version number.
+- Each write is atomic for one record: it happens whole or not at all. No write spans records,
+  so a multi-record operation is a sequence of writes, and a crash can fall between any two.
+- ``insert`` creates version 1 and raises :class:`AlreadyExists` (definite) if the key exists.
+- ``update`` is a compare-and-set: it succeeds only if the stored version equals
+  ``expected_version`` and then stores version + 1; otherwise :class:`VersionConflict`
+  (definite: nothing changed). This is what makes the stores safe for several processes.
+- ``read`` and ``scan`` validate what they load: a row that is not JSON, fails its record schema
+  or has an unknown status raises :class:`CorruptRecord` naming table, key and reason. A corrupt
+  row is never skipped, repaired or overwritten silently.
+- Every write names its *write step* (``approval.request/record``, …). The fault hook is called
+  before and after the write and may raise :class:`Crash` there — a crash *after* a step means
+  the write is durable. :attr:`Storage.steps_written` lists the steps seen, for coverage.
+- I/O failures raise :class:`StorageUnavailable`: definite for reads, indefinite for writes.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import spec
+from spec.schemas import RECORD_MACHINES
+
+from ._errors import AlreadyExists, CorruptRecord, Crash, StorageUnavailable, VersionConflict
+
+Document = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Stored:
+    key: str
+    version: int
+    doc: Document
+
+
+@dataclass
+class FaultPlan:
+    """Where to crash: ``crash_before`` / ``crash_after`` hold write-step names (each fires once)."""
+
+    crash_before: set[str] = field(default_factory=set)
+    crash_after: set[str] = field(default_factory=set)
+    fired: list[tuple[str, str]] = field(default_factory=list)
+
+    def before(self, step: str) -> None:
+        if step in self.crash_before:
+            self.crash_before.discard(step)
+            self.fired.append(("before", step))
+            raise Crash(step, "before")
+
+    def after(self, step: str) -> None:
+        if step in self.crash_after:
+            self.crash_after.discard(step)
+            self.fired.append(("after", step))
+            raise Crash(step, "after")
+
+
+def _validate(table: str, key: str, text: str) -> Document:
+    try:
+        doc = json.loads(text)
+    except (json.JSONDecodeError, TypeError) as error:
+        raise CorruptRecord(table, key, f"not JSON ({error})") from None
+    try:
+        spec.validate_record(table, doc)
+    except spec.SchemaError as error:
+        raise CorruptRecord(table, key, f"{error.path}: {error.reason}") from None
+    if table in RECORD_MACHINES:
+        try:
+            spec.validate_status(RECORD_MACHINES[table], doc.get("status"), record=f"{table}/{key}")
+        except spec.UnknownStatus as error:
+            raise CorruptRecord(table, key, str(error)) from None
+    assert isinstance(doc, dict)
+    return doc
+
+
+class Storage:
+    """Base: the write-step bookkeeping and fault hook; backends implement the ``_`` methods."""
+
+    def __init__(self) -> None:
+        self.faults = FaultPlan()
+        self.steps_written: list[str] = []
+        self.writes = 0
+        self.on_write: Callable[[str], None] | None = None
+
+    # ---- the contract ----------------------------------------------------------------------
+    def read(self, table: str, key: str) -> Stored | None:
+        row = self._read(table, key)
+        if row is None:
+            return None
+        version, text = row
+        return Stored(key, version, _validate(table, key, text))
+
+    def scan(self, table: str) -> list[Stored]:
+        return [Stored(key, version, _validate(table, key, text)) for key, version, text in self._scan(table)]
+
+    def last(self, table: str) -> Stored | None:
+        """The record with the greatest key (for append-only tables keyed by sequence)."""
+        row = self._last(table)
+        return None if row is None else Stored(row[0], row[1], _validate(table, row[0], row[2]))
+
+    def insert(self, step: str, table: str, key: str, doc: Document) -> Stored:
+        return self._write(step, lambda: self._insert(table, key, json.dumps(doc, sort_keys=True)), table, key, doc)
+
+    def update(self, step: str, table: str, key: str, doc: Document, expected_version: int) -> Stored:
+        text = json.dumps(doc, sort_keys=True)
+        return self._write(step, lambda: self._update(table, key, text, expected_version), table, key, doc)
+
+    def _write(self, step: str, action: Callable[[], int], table: str, key: str, doc: Document) -> Stored:
+        spec.validate_record(table, doc)  # never persist what could not be loaded again
+        self.faults.before(step)
+        version = action()
+        self.writes += 1
+        self.steps_written.append(step)
+        self.faults.after(step)
+        return Stored(key, version, doc)
+
+    # ---- backend hooks ---------------------------------------------------------------------
+    def _read(self, table: str, key: str) -> tuple[int, str] | None:
+        raise NotImplementedError
+
+    def _scan(self, table: str) -> list[tuple[str, int, str]]:
+        raise NotImplementedError
+
+    def _last(self, table: str) -> tuple[str, int, str] | None:
+        rows = self._scan(table)
+        return rows[-1] if rows else None
+
+    def _insert(self, table: str, key: str, text: str) -> int:
+        raise NotImplementedError
+
+    def _update(self, table: str, key: str, text: str, expected_version: int) -> int:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release resources; the data stays."""
+
+
+class MemoryStorage(Storage):
+    """In-process storage (for model tests): a dict under a lock; rows kept as JSON text."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._rows: dict[tuple[str, str], tuple[int, str]] = {}
+        self._lock = threading.Lock()
+
+    def _read(self, table: str, key: str) -> tuple[int, str] | None:
+        with self._lock:
+            return self._rows.get((table, key))
+
+    def _scan(self, table: str) -> list[tuple[str, int, str]]:
+        with self._lock:
+            return sorted((k, v, t) for (tb, k), (v, t) in self._rows.items() if tb == table)
+
+    def _insert(self, table: str, key: str, text: str) -> int:
+        with self._lock:
+            if (table, key) in self._rows:
+                raise AlreadyExists(table, key)
+            self._rows[(table, key)] = (1, text)
+            return 1
+
+    def _update(self, table: str, key: str, text: str, expected_version: int) -> int:
+        with self._lock:
+            current = self._rows.get((table, key))
+            if current is None or current[0] != expected_version:
+                raise VersionConflict(table, key, expected_version, current and current[0])
+            self._rows[(table, key)] = (expected_version + 1, text)
+            return expected_version + 1
+
+    def corrupt(self, table: str, key: str, text: str) -> None:
+        """Test helper: overwrite a row's raw text, as a torn write or a bad disk would."""
+        version = self._rows.get((table, key), (1, ""))[0]
+        self._rows[(table, key)] = (version, text)
+
+
+class SQLiteStorage(Storage):
+    """The durable default: one SQLite file, WAL journal, one transaction per record write.
+
+    ``synchronous=FULL``: every commit is on disk before the call returns, so an acknowledged
+    protocol decision survives power loss (WAL with NORMAL could lose the last commits). Each
+    write is ``BEGIN IMMEDIATE`` … ``COMMIT``; the compare-and-set is ``UPDATE … WHERE version =
+    ?`` so that several processes can share the file (STO-4).
+    """
+
+    SCHEMA = (
+        "CREATE TABLE IF NOT EXISTS records (tbl TEXT NOT NULL, key TEXT NOT NULL, version INTEGER NOT NULL, "
+        "doc TEXT NOT NULL, PRIMARY KEY (tbl, key)) WITHOUT ROWID"
+    )
+
+    def __init__(self, path: str | Path) -> None:
+        super().__init__()
+        self.path = str(path)
+        try:
+            self._db = sqlite3.connect(self.path, isolation_level=None, timeout=30, check_same_thread=False)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=FULL")
+            self._db.execute(self.SCHEMA)
+        except sqlite3.Error as error:
+            raise StorageUnavailable(f"cannot open {self.path}: {error}") from None
+        self._lock = threading.Lock()
+
+    def _query(self, sql: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        try:
+            with self._lock:
+                return self._db.execute(sql, args).fetchall()
+        except sqlite3.Error as error:
+            raise StorageUnavailable(f"{self.path}: {error}") from None
+
+    def _read(self, table: str, key: str) -> tuple[int, str] | None:
+        rows = self._query("SELECT version, doc FROM records WHERE tbl = ? AND key = ?", (table, key))
+        return (rows[0][0], rows[0][1]) if rows else None
+
+    def _scan(self, table: str) -> list[tuple[str, int, str]]:
+        return [tuple(r) for r in self._query(  # type: ignore[misc]
+            "SELECT key, version, doc FROM records WHERE tbl = ? ORDER BY key", (table,))]
+
+    def _last(self, table: str) -> tuple[str, int, str] | None:
+        rows = self._query("SELECT key, version, doc FROM records WHERE tbl = ? ORDER BY key DESC LIMIT 1", (table,))
+        return (rows[0][0], rows[0][1], rows[0][2]) if rows else None
+
+    def _transaction(self, table: str, key: str, body: Callable[[sqlite3.Connection], int]) -> int:
+        with self._lock:
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+                try:
+                    version = body(self._db)
+                except BaseException:
+                    self._db.execute("ROLLBACK")
+                    raise
+                self._db.execute("COMMIT")
+                return version
+            except sqlite3.Error as error:
+                error_kind = StorageUnavailable(f"{self.path}: write of {table}/{key} failed: {error}")
+                raise error_kind from None
+
+    def _insert(self, table: str, key: str, text: str) -> int:
+        def body(db: sqlite3.Connection) -> int:
+            if db.execute("SELECT 1 FROM records WHERE tbl = ? AND key = ?", (table, key)).fetchone():
+                raise AlreadyExists(table, key)
+            db.execute("INSERT INTO records (tbl, key, version, doc) VALUES (?, ?, 1, ?)", (table, key, text))
+            return 1
+
+        return self._transaction(table, key, body)
+
+    def _update(self, table: str, key: str, text: str, expected_version: int) -> int:
+        def body(db: sqlite3.Connection) -> int:
+            cursor = db.execute(
+                "UPDATE records SET version = version + 1, doc = ? WHERE tbl = ? AND key = ? AND version = ?",
+                (text, table, key, expected_version),
+            )
+            if cursor.rowcount != 1:
+                row = db.execute("SELECT version FROM records WHERE tbl = ? AND key = ?", (table, key)).fetchone()
+                raise VersionConflict(table, key, expected_version, row and row[0])
+            return expected_version + 1
+
+        return self._transaction(table, key, body)
+
+    def corrupt(self, table: str, key: str, text: str) -> None:
+        """Test helper: overwrite a row's raw text, bypassing validation."""
+        self._query("UPDATE records SET doc = ? WHERE tbl = ? AND key = ?", (text, table, key))
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
