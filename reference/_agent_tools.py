@@ -67,9 +67,12 @@ def _status(h: Harness, ctx: CallContext, args: dict[str, Any]) -> dict[str, Any
     for row in h.storage.scan("operation_approval"):
         doc = row.doc
         if ctx.actor_id in (doc["requester_id"], doc["responder_id"]) and args.get("protocol_id") in (
-                None, doc["protocol_id"]):
-            mine.append({k: doc[k] for k in ("protocol_id", "kind", "status", "tool_name", "task_id", "deadline",
-                                             "reason")})
+            None,
+            doc["protocol_id"],
+        ):
+            mine.append(
+                {k: doc[k] for k in ("protocol_id", "kind", "status", "tool_name", "task_id", "deadline", "reason")}
+            )
     return {"records": mine}
 
 
@@ -81,17 +84,43 @@ def _cancel(h: Harness, ctx: CallContext, args: dict[str, Any]) -> dict[str, Any
 AGENT_TOOLS: dict[str, AgentTool] = {
     tool.name: tool
     for tool in (
-        AgentTool("team_request_approval", "Ask the Lead to approve one protected tool call with these arguments.",
-                  _object({"tool_name": _ID, "arguments": {"type": "object"},
-                           "risk_summary": {"type": "string", "maxLength": 2000}}, ["tool_name", "arguments"]),
-                  _request),
-        AgentTool("team_review_approval", "Approve or reject an approval request addressed to you.",
-                  _object({"protocol_id": _ID, "decision": {"enum": ["approved", "rejected"]},
-                           "summary": {"type": "string", "maxLength": 2000}}, ["protocol_id", "decision"]),
-                  _review),
-        AgentTool("team_protocol_status", "Show the protocol records you take part in.",
-                  _object({"protocol_id": _ID}, []), _status),
-        AgentTool("team_cancel_protocol", "Cancel your own request before it is used.",
-                  _object({"protocol_id": _ID}, ["protocol_id"]), _cancel),
+        AgentTool(
+            "team_request_approval",
+            "Ask the Lead to approve one protected tool call with these arguments.",
+            _object(
+                {
+                    "tool_name": _ID,
+                    "arguments": {"type": "object"},
+                    "risk_summary": {"type": "string", "maxLength": 2000},
+                },
+                ["tool_name", "arguments"],
+            ),
+            _request,
+        ),
+        AgentTool(
+            "team_review_approval",
+            "Approve or reject an approval request addressed to you.",
+            _object(
+                {
+                    "protocol_id": _ID,
+                    "decision": {"enum": ["approved", "rejected"]},
+                    "summary": {"type": "string", "maxLength": 2000},
+                },
+                ["protocol_id", "decision"],
+            ),
+            _review,
+        ),
+        AgentTool(
+            "team_protocol_status",
+            "Show the protocol records you take part in.",
+            _object({"protocol_id": _ID}, []),
+            _status,
+        ),
+        AgentTool(
+            "team_cancel_protocol",
+            "Cancel your own request before it is used.",
+            _object({"protocol_id": _ID}, ["protocol_id"]),
+            _cancel,
+        ),
     )
 }

@@ -48,16 +48,32 @@ if TYPE_CHECKING:
     from ._harness import CallContext, Harness
 
 KIND = "operation_approval"
-BINDING = ("requester_id", "requester_incarnation", "responder_id", "task_id", "tool_name", "tool_call_id",
-           "arguments_digest", "profile_version")
+BINDING = (
+    "requester_id",
+    "requester_incarnation",
+    "responder_id",
+    "task_id",
+    "tool_name",
+    "tool_call_id",
+    "arguments_digest",
+    "profile_version",
+)
 """What a request is bound to; a retry with the same id must match all of it (STO-2)."""
 
 APPROVAL_STEPS = (
-    "approval.request/record", "approval.request/message", "approval.request/audit",
-    "approval.review/record", "approval.review/message", "approval.review/audit",
-    "approval.consume/record", "approval.consume/execution", "approval.consume/call",
-    "approval.consume/outcome", "approval.consume/audit",
-    "approval.cancel/record", "approval.cancel/audit",
+    "approval.request/record",
+    "approval.request/message",
+    "approval.request/audit",
+    "approval.review/record",
+    "approval.review/message",
+    "approval.review/audit",
+    "approval.consume/record",
+    "approval.consume/execution",
+    "approval.consume/call",
+    "approval.consume/outcome",
+    "approval.consume/audit",
+    "approval.cancel/record",
+    "approval.cancel/audit",
 )
 """The write steps of the approval operations, in order (introspectable, DESIGN rule 3)."""
 
@@ -67,8 +83,9 @@ class ApprovalProtocol:
         self.h = harness
 
     # ---- APR-1: request ----------------------------------------------------------------------
-    def request(self, ctx: CallContext, tool_name: str, arguments: Arguments, risk_summary: str = "",
-                ttl_seconds: float = 300.0) -> str:
+    def request(
+        self, ctx: CallContext, tool_name: str, arguments: Arguments, risk_summary: str = "", ttl_seconds: float = 300.0
+    ) -> str:
         """Create (or find again) the approval for this call; the call itself executes nothing."""
         tool = self.h.tool(tool_name)
         member = self._running_member(ctx)
@@ -79,24 +96,36 @@ class ApprovalProtocol:
         now = self.h.clock.now()
         pid = protocol_id(ctx.actor_id, ctx.tool_call_id, KIND)
         doc = {
-            "protocol_id": pid, "kind": KIND, "status": "requested",
-            "requester_id": ctx.actor_id, "requester_incarnation": member["incarnation"],
-            "responder_id": self.h.lead_id, "task_id": task_id, "tool_name": tool_name,
-            "tool_call_id": ctx.tool_call_id, "arguments_digest": tool.digest(arguments),
-            "profile_version": profile["version"], "risk_summary": redact(risk_summary),
-            "review_summary": None, "created_at": now, "deadline": now + ttl_seconds, "consumed_at": None,
-            "reason": None, "events": [self.h.event(ctx.actor_id, "requested", risk_summary)], "version": 0,
+            "protocol_id": pid,
+            "kind": KIND,
+            "status": "requested",
+            "requester_id": ctx.actor_id,
+            "requester_incarnation": member["incarnation"],
+            "responder_id": self.h.lead_id,
+            "task_id": task_id,
+            "tool_name": tool_name,
+            "tool_call_id": ctx.tool_call_id,
+            "arguments_digest": tool.digest(arguments),
+            "profile_version": profile["version"],
+            "risk_summary": redact(risk_summary),
+            "review_summary": None,
+            "created_at": now,
+            "deadline": now + ttl_seconds,
+            "consumed_at": None,
+            "reason": None,
+            "events": [self.h.event(ctx.actor_id, "requested", risk_summary)],
+            "version": 0,
         }
-        stored = self._put_if_absent(doc)
+        stored, created = self._put_if_absent(doc)
         self._post_request(stored.doc)
-        if stored.version == 1 and len(stored.doc["events"]) == 1:
-            self._audit_missing(stored.doc, "approval.request/audit")
+        if created:
+            self._audit_last(stored.doc, "approval.request/audit")
         return pid
 
-    def _put_if_absent(self, doc: Document) -> Stored:
+    def _put_if_absent(self, doc: Document) -> tuple[Stored, bool]:
         """STO-2: an identical request returns the stored record; a different one is a conflict."""
         try:
-            return self.h.storage.insert("approval.request/record", KIND, doc["protocol_id"], doc)
+            return self.h.storage.insert("approval.request/record", KIND, doc["protocol_id"], doc), True
         except AlreadyExists:
             stored = self._require(doc["protocol_id"])
         for field in BINDING:
@@ -106,14 +135,27 @@ class ApprovalProtocol:
         new_ttl = doc["deadline"] - doc["created_at"]
         if abs(old_ttl - new_ttl) > 1e-9:
             raise ProtocolConflict(doc["protocol_id"], "ttl_seconds", old_ttl, new_ttl) from None
-        return stored
+        return stored, False
 
     def _post_request(self, doc: Document) -> None:
-        body = {k: doc[k] for k in ("protocol_id", "requester_id", "requester_incarnation", "task_id", "tool_name",
-                                     "arguments_digest", "profile_version", "risk_summary", "deadline")}
+        body = {
+            k: doc[k]
+            for k in (
+                "protocol_id",
+                "requester_id",
+                "requester_incarnation",
+                "task_id",
+                "tool_name",
+                "arguments_digest",
+                "profile_version",
+                "risk_summary",
+                "deadline",
+            )
+        }
         ttl = max(doc["deadline"] - doc["created_at"], 1e-6)
-        message = self.h.envelope("approval_request", doc["protocol_id"], "request", doc["requester_id"],
-                                  doc["responder_id"], body, ttl)
+        message = self.h.envelope(
+            "approval_request", doc["protocol_id"], "request", doc["requester_id"], doc["responder_id"], body, ttl
+        )
         self.h.post("approval.request/message", message)
 
     # ---- APR-4: review -----------------------------------------------------------------------
@@ -133,25 +175,42 @@ class ApprovalProtocol:
         if now > doc["deadline"]:
             raise ApprovalExpired(pid, doc["deadline"], now)
         spec.ensure_transition(KIND, doc["status"], decision)
-        reviewed = {**doc, "status": decision, "review_summary": redact(summary),
-                    "reason": "rejected" if decision == "rejected" else None,
-                    "events": [*doc["events"], self.h.event(actor_id, decision, summary)]}
+        reviewed = {
+            **doc,
+            "status": decision,
+            "review_summary": redact(summary),
+            "reason": "rejected" if decision == "rejected" else None,
+            "events": [*doc["events"], self.h.event(actor_id, decision, summary)],
+        }
         self.h.storage.update("approval.review/record", KIND, pid, reviewed, stored.version)
         self._post_decision(reviewed)
-        self._audit_missing(reviewed, "approval.review/audit")
+        self._audit_last(reviewed, "approval.review/audit")
         return reviewed
 
     def _post_decision(self, doc: Document) -> None:
         decision = "rejected" if doc["status"] == "rejected" else "approved"
         body = {"protocol_id": doc["protocol_id"], "decision": decision, "review_summary": doc["review_summary"] or ""}
-        message = self.h.envelope("approval_decision", doc["protocol_id"], "decision", doc["responder_id"],
-                                  doc["requester_id"], body, max(doc["deadline"] - self.h.clock.now(), 1e-6),
-                                  reply_to="request")
+        message = self.h.envelope(
+            "approval_decision",
+            doc["protocol_id"],
+            "decision",
+            doc["responder_id"],
+            doc["requester_id"],
+            body,
+            max(doc["deadline"] - self.h.clock.now(), 1e-6),
+            reply_to="request",
+        )
         self.h.post("approval.review/message", message)
 
     # ---- APR-5 … APR-8: consume and call -----------------------------------------------------
-    def call(self, ctx: CallContext, tool_name: str, arguments: Arguments, approval_id: str | None = None,
-             risk_summary: str = "") -> dict[str, Any]:
+    def call(
+        self,
+        ctx: CallContext,
+        tool_name: str,
+        arguments: Arguments,
+        approval_id: str | None = None,
+        risk_summary: str = "",
+    ) -> dict[str, Any]:
         """Run a tool. A protected tool without an approval id executes nothing: it requests one."""
         tool = self.h.tool(tool_name)
         if not tool.protected:
@@ -173,8 +232,12 @@ class ApprovalProtocol:
                 raise FailClosed("the consumption check", error) from error
             doc = stored.doc
             spec.ensure_transition(KIND, doc["status"], "consumed")
-            consumed = {**doc, "status": "consumed", "consumed_at": self.h.clock.now(),
-                        "events": [*doc["events"], self.h.event(ctx.actor_id, "consumed")]}
+            consumed = {
+                **doc,
+                "status": "consumed",
+                "consumed_at": self.h.clock.now(),
+                "events": [*doc["events"], self.h.event(ctx.actor_id, "consumed")],
+            }
             self.h.storage.update("approval.consume/record", KIND, pid, consumed, stored.version)
         return pid
 
@@ -208,10 +271,17 @@ class ApprovalProtocol:
 
     def _execute(self, key: str, tool: Tool, arguments: Arguments) -> dict[str, Any]:
         approval = self._require(key).doc
-        execution = {"idempotency_key": key, "status": "started", "requester_id": approval["requester_id"],
-                     "task_id": approval["task_id"], "tool_name": tool.name,
-                     "arguments_digest": approval["arguments_digest"], "profile_version": approval["profile_version"],
-                     "attempts": 1, "result": None}
+        execution = {
+            "idempotency_key": key,
+            "status": "started",
+            "requester_id": approval["requester_id"],
+            "task_id": approval["task_id"],
+            "tool_name": tool.name,
+            "arguments_digest": approval["arguments_digest"],
+            "profile_version": approval["profile_version"],
+            "attempts": 1,
+            "result": None,
+        }
         stored = self.h.storage.insert("approval.consume/execution", "tool_execution", key, execution)
         faults = self.h.storage.faults
         faults.before("approval.consume/call")
@@ -220,9 +290,14 @@ class ApprovalProtocol:
         except Exception as error:  # the tool failed: the approval stays consumed (APR-6)
             result, status = {"ok": False, "error": redact(str(error))}, "failed"
         faults.after("approval.consume/call")
-        self.h.storage.update("approval.consume/outcome", "tool_execution", key,
-                              {**execution, "status": status, "result": result}, stored.version)
-        self._audit_missing(self._require(key).doc, "approval.consume/audit")
+        self.h.storage.update(
+            "approval.consume/outcome",
+            "tool_execution",
+            key,
+            {**execution, "status": status, "result": result},
+            stored.version,
+        )
+        self._audit_last(self._require(key).doc, "approval.consume/audit")
         return result
 
     # ---- APR-9: cancel; monitor --------------------------------------------------------------
@@ -235,10 +310,14 @@ class ApprovalProtocol:
             raise CancelRefused(pid, "it was consumed; cancel the job or tool call instead (APR-9)")
         if doc["status"] not in ("requested", "approved"):
             raise CancelRefused(pid, f"it is already {doc['status']}")
-        cancelled = {**doc, "status": "cancelled", "reason": "cancelled",
-                     "events": [*doc["events"], self.h.event(ctx.actor_id, "cancelled")]}
+        cancelled = {
+            **doc,
+            "status": "cancelled",
+            "reason": "cancelled",
+            "events": [*doc["events"], self.h.event(ctx.actor_id, "cancelled")],
+        }
         self.h.storage.update("approval.cancel/record", KIND, pid, cancelled, stored.version)
-        self._audit_missing(cancelled, "approval.cancel/audit")
+        self._audit_last(cancelled, "approval.cancel/audit")
         return cancelled
 
     def expire_due(self) -> list[str]:
@@ -248,8 +327,12 @@ class ApprovalProtocol:
         for stored in self.h.storage.scan(KIND):
             doc = stored.doc
             if doc["status"] in ("requested", "approved") and now > doc["deadline"]:
-                gone = {**doc, "status": "expired", "reason": "expired",
-                        "events": [*doc["events"], self.h.event("monitor", "expired")]}
+                gone = {
+                    **doc,
+                    "status": "expired",
+                    "reason": "expired",
+                    "events": [*doc["events"], self.h.event("monitor", "expired")],
+                }
                 self.h.storage.update("approval.expire/record", KIND, doc["protocol_id"], gone, stored.version)
                 expired.append(doc["protocol_id"])
         return expired
@@ -258,6 +341,9 @@ class ApprovalProtocol:
     def reconcile(self) -> None:
         """PROTOCOL §5 rows for approvals; idempotent (REC-1)."""
         self.expire_due()
+        logged: dict[str, int] = {}
+        for row in self.h.storage.scan(_audit.TABLE):
+            logged[row.doc["subject_id"]] = logged.get(row.doc["subject_id"], 0) + 1
         for stored in self.h.storage.scan(KIND):
             doc = stored.doc
             if doc["status"] == "requested":
@@ -266,7 +352,8 @@ class ApprovalProtocol:
                 self._post_decision(doc)
             elif doc["status"] == "consumed":
                 self._look_up_outcome(doc)
-            self._audit_missing(self._require(doc["protocol_id"]).doc, "approval.reconcile/audit")
+            for event in doc["events"][logged.get(doc["protocol_id"], 0) :]:
+                self._audit_event(doc, event, "approval.reconcile/audit")
 
     def _look_up_outcome(self, approval: Document) -> None:
         """APR-8: never re-approve, never repeat the call blindly: ask the tool by key."""
@@ -274,24 +361,48 @@ class ApprovalProtocol:
         stored = self.h.storage.read("tool_execution", key)
         tool = self.h.tools.get(approval["tool_name"])
         outcome = tool.lookup(key) if tool is not None and tool.lookup is not None else None
-        base = {"idempotency_key": key, "requester_id": approval["requester_id"], "task_id": approval["task_id"],
-                "tool_name": approval["tool_name"], "arguments_digest": approval["arguments_digest"],
-                "profile_version": approval["profile_version"]}
+        base = {
+            "idempotency_key": key,
+            "requester_id": approval["requester_id"],
+            "task_id": approval["task_id"],
+            "tool_name": approval["tool_name"],
+            "arguments_digest": approval["arguments_digest"],
+            "profile_version": approval["profile_version"],
+        }
         if stored is None:  # consumed, but the write-ahead record is missing: the call never ran
-            doc = {**base, "status": "failed", "attempts": 0, "result": {"ok": False, "error": "crashed before the call"}}
+            doc = {
+                **base,
+                "status": "failed",
+                "attempts": 0,
+                "result": {"ok": False, "error": "crashed before the call"},
+            }
             self.h.storage.insert("approval.reconcile/execution", "tool_execution", key, doc)
         elif stored.doc["status"] == "started":
             status = "failed" if outcome is None or not outcome.get("ok") else "succeeded"
             result = outcome or {"ok": False, "error": "the call never happened (crashed before it)"}
-            self.h.storage.update("approval.reconcile/outcome", "tool_execution", key,
-                                  {**stored.doc, "status": status, "result": result}, stored.version)
+            self.h.storage.update(
+                "approval.reconcile/outcome",
+                "tool_execution",
+                key,
+                {**stored.doc, "status": status, "result": result},
+                stored.version,
+            )
 
-    def _audit_missing(self, doc: Document, step: str) -> None:
-        """Append the record's events that the team log does not have yet (AUD-1, AUD-5)."""
-        logged = sum(1 for row in self.h.storage.scan(_audit.TABLE) if row.doc["subject_id"] == doc["protocol_id"])
-        for event in doc["events"][logged:]:
-            _audit.append(self.h.storage, step, event["actor"], f"approval.{event['event']}", doc["protocol_id"],
-                          event["summary"], event["at"])
+    def _audit_last(self, doc: Document, step: str) -> None:
+        """Append the record's newest event to the team log (AUD-5). A crash before this leaves
+        the event in the record only; reconciliation appends what the log is missing."""
+        self._audit_event(doc, doc["events"][-1], step)
+
+    def _audit_event(self, doc: Document, event: Document, step: str) -> None:
+        _audit.append(
+            self.h.storage,
+            step,
+            event["actor"],
+            f"approval.{event['event']}",
+            doc["protocol_id"],
+            event["summary"],
+            event["at"],
+        )
 
     # ---- helpers -----------------------------------------------------------------------------
     def _require(self, pid: str) -> Stored:

@@ -63,7 +63,9 @@ def verify(storage: Storage) -> ChainReport:
     for index, row in enumerate(rows):
         entry = row.doc
         if entry["sequence"] != index or row.key != _key(index):
-            return ChainReport(False, len(rows), index, f"entry {index} is missing (found sequence {entry['sequence']})")
+            return ChainReport(
+                False, len(rows), index, f"entry {index} is missing (found sequence {entry['sequence']})"
+            )
         if entry["previous_hash"] != previous:
             return ChainReport(False, len(rows), index, f"entry {index} does not link to entry {index - 1}")
         if entry_hash(entry) != entry["hash"]:

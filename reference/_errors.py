@@ -61,8 +61,10 @@ class ProtocolConflict(ProtocolError):
 
     def __init__(self, protocol_id: str, field: str, stored: object, offered: object) -> None:
         self.protocol_id, self.field, self.stored, self.offered = protocol_id, field, stored, offered
-        super().__init__(f"{protocol_id}: a request with this id exists with {field}={stored!r}, "
-                         f"not {offered!r}; use a new tool_call_id for a different request")
+        super().__init__(
+            f"{protocol_id}: a request with this id exists with {field}={stored!r}, "
+            f"not {offered!r}; use a new tool_call_id for a different request"
+        )
 
 
 class ApprovalRefused(ProtocolError):
@@ -81,15 +83,18 @@ class NotTaskOwner(ApprovalRefused):
 
 class ToolNotInProfile(ApprovalRefused):
     def __init__(self, actor: str, tool: str, version: int) -> None:
-        super().__init__(f"{tool} is not in the capability profile v{version} of {actor}; approval never adds "
-                         "capability (APR-7)")
+        super().__init__(
+            f"{tool} is not in the capability profile v{version} of {actor}; approval never adds capability (APR-7)"
+        )
 
 
 class ApprovalNotActive(ApprovalRefused):
     def __init__(self, protocol_id: str, status: str) -> None:
         self.status = status
-        super().__init__(f"approval {protocol_id} is {status}, not approved; a consumed approval is never reused "
-                         "(APR-6) — request a new one")
+        super().__init__(
+            f"approval {protocol_id} is {status}, not approved; a consumed approval is never reused "
+            "(APR-6) — request a new one"
+        )
 
 
 class ApprovalOtherAgent(ApprovalRefused):
@@ -110,8 +115,10 @@ class ToolMismatch(ApprovalRefused):
 class ArgumentsChanged(ApprovalRefused):
     def __init__(self, protocol_id: str, expected_digest: str, actual_digest: str) -> None:
         self.expected_digest, self.actual_digest = expected_digest, actual_digest
-        super().__init__(f"approval {protocol_id}: arguments changed since approval (approved digest "
-                         f"{expected_digest[:12]}…, call digest {actual_digest[:12]}…); request a new approval")
+        super().__init__(
+            f"approval {protocol_id}: arguments changed since approval (approved digest "
+            f"{expected_digest[:12]}…, call digest {actual_digest[:12]}…); request a new approval"
+        )
 
 
 class ApprovalExpired(ApprovalRefused):
@@ -121,14 +128,15 @@ class ApprovalExpired(ApprovalRefused):
 
 class ProfileChanged(ApprovalRefused):
     def __init__(self, protocol_id: str, approved: int, current: int) -> None:
-        super().__init__(f"approval {protocol_id} was made under profile v{approved}; the profile is now "
-                         f"v{current} (XPR-4) — request a new approval")
+        super().__init__(
+            f"approval {protocol_id} was made under profile v{approved}; the profile is now "
+            f"v{current} (XPR-4) — request a new approval"
+        )
 
 
 class StaleIncarnation(ApprovalRefused):
     def __init__(self, what: str, made_for: int, current: int) -> None:
-        super().__init__(f"{what} was made for incarnation {made_for}; the member is now incarnation {current} "
-                         "(XPR-1)")
+        super().__init__(f"{what} was made for incarnation {made_for}; the member is now incarnation {current} (XPR-1)")
 
 
 class MemberNotRunning(ApprovalRefused):

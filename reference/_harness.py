@@ -64,9 +64,16 @@ class Harness:
 
     # ---- team set-up (members, profiles, tasks) ----------------------------------------------
     def add_member(self, member_id: str, tools: list[str], incarnation: int = 1) -> None:
-        member = {"member_id": member_id, "status": "running", "incarnation": incarnation,
-                  "accepting_new_tasks": True, "shutdown_request_id": None, "current_task_id": None,
-                  "last_heartbeat_at": None, "version": 0}
+        member = {
+            "member_id": member_id,
+            "status": "running",
+            "incarnation": incarnation,
+            "accepting_new_tasks": True,
+            "shutdown_request_id": None,
+            "current_task_id": None,
+            "last_heartbeat_at": None,
+            "version": 0,
+        }
         self.storage.insert("member.add/member", "member", member_id, member)
         profile = {"member_id": member_id, "version": 1, "tools": sorted(tools)}
         self.storage.insert("member.add/profile", "capability_profile", member_id, profile)
@@ -74,8 +81,14 @@ class Harness:
     def restart_member(self, member_id: str) -> int:
         """A new incarnation of a member (XPR-1); returns it."""
         stored = self._require("member", member_id)
-        member = {**stored.doc, "incarnation": stored.doc["incarnation"] + 1, "status": "running",
-                  "accepting_new_tasks": True, "current_task_id": None, "shutdown_request_id": None}
+        member = {
+            **stored.doc,
+            "incarnation": stored.doc["incarnation"] + 1,
+            "status": "running",
+            "accepting_new_tasks": True,
+            "current_task_id": None,
+            "shutdown_request_id": None,
+        }
         self.storage.update("member.restart/member", "member", member_id, member, stored.version)
         return int(member["incarnation"])
 
@@ -87,8 +100,16 @@ class Harness:
         return int(profile["version"])
 
     def add_task(self, task_id: str) -> None:
-        task = {"task_id": task_id, "status": "pending", "owner_id": None, "owner_incarnation": None,
-                "claim_token": None, "checkpoint": None, "history": [], "version": 0}
+        task: Document = {
+            "task_id": task_id,
+            "status": "pending",
+            "owner_id": None,
+            "owner_incarnation": None,
+            "claim_token": None,
+            "checkpoint": None,
+            "history": [],
+            "version": 0,
+        }
         self.storage.insert("task.add/task", "task", task_id, task)
 
     def claim(self, member_id: str, task_id: str) -> str:
@@ -98,13 +119,19 @@ class Harness:
             task = self._require("task", task_id)
             spec.ensure_transition("task", task.doc["status"], "claimed")
             token = str(uuid.uuid4())
-            claimed = {**task.doc, "status": "claimed", "owner_id": member_id,
-                       "owner_incarnation": member.doc["incarnation"], "claim_token": token,
-                       "history": [*task.doc["history"], self.event(member_id, "claimed")]}
+            claimed = {
+                **task.doc,
+                "status": "claimed",
+                "owner_id": member_id,
+                "owner_incarnation": member.doc["incarnation"],
+                "claim_token": token,
+                "history": [*task.doc["history"], self.event(member_id, "claimed")],
+            }
             self.storage.update("task.claim/task", "task", task_id, claimed, task.version)
             current = self._require("member", member_id)
-            self.storage.update("task.claim/member", "member", member_id,
-                                {**current.doc, "current_task_id": task_id}, current.version)
+            self.storage.update(
+                "task.claim/member", "member", member_id, {**current.doc, "current_task_id": task_id}, current.version
+            )
             return token
 
     def _require(self, table: str, key: str) -> Stored:
@@ -130,11 +157,27 @@ class Harness:
             return
         self.wake.put(message["message_id"])  # MSG-6 (3): only lowers latency
 
-    def envelope(self, message_type: str, protocol_id: str, phase: str, sender: str, target: str,
-                 body: Document, ttl_seconds: float, reply_to: str | None = None) -> Document:
-        message = {"message_type": message_type, "message_id": message_id(protocol_id, phase),
-                   "correlation_id": protocol_id, "sender": sender, "target": target,
-                   "timestamp": self.clock.now(), "ttl_seconds": ttl_seconds, "body": body}
+    def envelope(
+        self,
+        message_type: str,
+        protocol_id: str,
+        phase: str,
+        sender: str,
+        target: str,
+        body: Document,
+        ttl_seconds: float,
+        reply_to: str | None = None,
+    ) -> Document:
+        message = {
+            "message_type": message_type,
+            "message_id": message_id(protocol_id, phase),
+            "correlation_id": protocol_id,
+            "sender": sender,
+            "target": target,
+            "timestamp": self.clock.now(),
+            "ttl_seconds": ttl_seconds,
+            "body": body,
+        }
         if reply_to is not None:
             message["reply_to"] = message_id(protocol_id, reply_to)
         return message
@@ -149,15 +192,25 @@ class Harness:
             return dict(stored.doc["recorded_result"])
         result = {"delivered_at": self.clock.now()}
         status = "delivered" if stored.doc["status"] == "pending" else stored.doc["status"]
-        self.storage.update("message.deliver/message", "message", message_id_,
-                            {**stored.doc, "status": status, "recorded_result": result}, stored.version)
+        self.storage.update(
+            "message.deliver/message",
+            "message",
+            message_id_,
+            {**stored.doc, "status": status, "recorded_result": result},
+            stored.version,
+        )
         return result
 
     def acknowledge(self, message_id_: str) -> None:
         stored = self._require("message", message_id_)
         spec.ensure_transition("message", stored.doc["status"], "acknowledged")
-        self.storage.update("message.acknowledge/message", "message", message_id_,
-                            {**stored.doc, "status": "acknowledged"}, stored.version)
+        self.storage.update(
+            "message.acknowledge/message",
+            "message",
+            message_id_,
+            {**stored.doc, "status": "acknowledged"},
+            stored.version,
+        )
 
     # ---- snapshot (DESIGN rule 5) ------------------------------------------------------------
     def snapshot(self) -> dict[str, Any]:

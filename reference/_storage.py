@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -64,11 +65,23 @@ class FaultPlan:
             raise Crash(step, "after")
 
 
+_VALIDATED: OrderedDict[tuple[str, str], None] = OrderedDict()
+"""(table, exact JSON text) already validated: unchanged rows are not validated again."""
+
+
+def _remember(table: str, text: str) -> None:
+    _VALIDATED[(table, text)] = None
+    if len(_VALIDATED) > 8192:
+        _VALIDATED.popitem(last=False)
+
+
 def _validate(table: str, key: str, text: str) -> Document:
     try:
         doc = json.loads(text)
     except (json.JSONDecodeError, TypeError) as error:
         raise CorruptRecord(table, key, f"not JSON ({error})") from None
+    if (table, text) in _VALIDATED:
+        return doc  # type: ignore[no-any-return]
     try:
         spec.validate_record(table, doc)
     except spec.SchemaError as error:
@@ -79,6 +92,7 @@ def _validate(table: str, key: str, text: str) -> Document:
         except spec.UnknownStatus as error:
             raise CorruptRecord(table, key, str(error)) from None
     assert isinstance(doc, dict)
+    _remember(table, text)
     return doc
 
 
@@ -108,14 +122,17 @@ class Storage:
         return None if row is None else Stored(row[0], row[1], _validate(table, row[0], row[2]))
 
     def insert(self, step: str, table: str, key: str, doc: Document) -> Stored:
-        return self._write(step, lambda: self._insert(table, key, json.dumps(doc, sort_keys=True)), table, key, doc)
+        text = json.dumps(doc, sort_keys=True)
+        return self._write(step, lambda: self._insert(table, key, text), table, key, doc, text)
 
     def update(self, step: str, table: str, key: str, doc: Document, expected_version: int) -> Stored:
         text = json.dumps(doc, sort_keys=True)
-        return self._write(step, lambda: self._update(table, key, text, expected_version), table, key, doc)
+        return self._write(step, lambda: self._update(table, key, text, expected_version), table, key, doc, text)
 
-    def _write(self, step: str, action: Callable[[], int], table: str, key: str, doc: Document) -> Stored:
-        spec.validate_record(table, doc)  # never persist what could not be loaded again
+    def _write(self, step: str, action: Callable[[], int], table: str, key: str, doc: Document, text: str) -> Stored:
+        if (table, text) not in _VALIDATED:
+            spec.validate_record(table, doc)  # never persist what could not be loaded again
+            _remember(table, text)
         self.faults.before(step)
         version = action()
         self.writes += 1
@@ -186,8 +203,9 @@ class SQLiteStorage(Storage):
 
     ``synchronous=FULL``: every commit is on disk before the call returns, so an acknowledged
     protocol decision survives power loss (WAL with NORMAL could lose the last commits). Each
-    write is ``BEGIN IMMEDIATE`` … ``COMMIT``; the compare-and-set is ``UPDATE … WHERE version =
-    ?`` so that several processes can share the file (STO-4).
+    write is one statement in autocommit mode — its own transaction; the compare-and-set is
+    ``UPDATE … WHERE version = ?`` and an insert relies on the primary key, so several processes
+    can share the file (STO-4).
     """
 
     SCHEMA = (
@@ -219,49 +237,40 @@ class SQLiteStorage(Storage):
         return (rows[0][0], rows[0][1]) if rows else None
 
     def _scan(self, table: str) -> list[tuple[str, int, str]]:
-        return [tuple(r) for r in self._query(  # type: ignore[misc]
-            "SELECT key, version, doc FROM records WHERE tbl = ? ORDER BY key", (table,))]
+        rows = self._query("SELECT key, version, doc FROM records WHERE tbl = ? ORDER BY key", (table,))
+        return [(str(key), int(version), str(doc)) for key, version, doc in rows]
 
     def _last(self, table: str) -> tuple[str, int, str] | None:
         rows = self._query("SELECT key, version, doc FROM records WHERE tbl = ? ORDER BY key DESC LIMIT 1", (table,))
         return (rows[0][0], rows[0][1], rows[0][2]) if rows else None
 
-    def _transaction(self, table: str, key: str, body: Callable[[sqlite3.Connection], int]) -> int:
-        with self._lock:
-            try:
-                self._db.execute("BEGIN IMMEDIATE")
-                try:
-                    version = body(self._db)
-                except BaseException:
-                    self._db.execute("ROLLBACK")
-                    raise
-                self._db.execute("COMMIT")
-                return version
-            except sqlite3.Error as error:
-                error_kind = StorageUnavailable(f"{self.path}: write of {table}/{key} failed: {error}")
-                raise error_kind from None
+    def _execute(self, table: str, key: str, sql: str, args: tuple[Any, ...]) -> sqlite3.Cursor:
+        """One statement in autocommit mode: its own transaction, atomic and durable on return."""
+        try:
+            with self._lock:
+                return self._db.execute(sql, args)
+        except sqlite3.IntegrityError:
+            raise AlreadyExists(table, key) from None
+        except sqlite3.Error as error:
+            raise StorageUnavailable(f"{self.path}: write of {table}/{key} failed: {error}") from None
 
     def _insert(self, table: str, key: str, text: str) -> int:
-        def body(db: sqlite3.Connection) -> int:
-            if db.execute("SELECT 1 FROM records WHERE tbl = ? AND key = ?", (table, key)).fetchone():
-                raise AlreadyExists(table, key)
-            db.execute("INSERT INTO records (tbl, key, version, doc) VALUES (?, ?, 1, ?)", (table, key, text))
-            return 1
-
-        return self._transaction(table, key, body)
+        self._execute(
+            table, key, "INSERT INTO records (tbl, key, version, doc) VALUES (?, ?, 1, ?)", (table, key, text)
+        )
+        return 1
 
     def _update(self, table: str, key: str, text: str, expected_version: int) -> int:
-        def body(db: sqlite3.Connection) -> int:
-            cursor = db.execute(
-                "UPDATE records SET version = version + 1, doc = ? WHERE tbl = ? AND key = ? AND version = ?",
-                (text, table, key, expected_version),
-            )
-            if cursor.rowcount != 1:
-                row = db.execute("SELECT version FROM records WHERE tbl = ? AND key = ?", (table, key)).fetchone()
-                raise VersionConflict(table, key, expected_version, row and row[0])
-            return expected_version + 1
-
-        return self._transaction(table, key, body)
+        cursor = self._execute(
+            table,
+            key,
+            "UPDATE records SET version = version + 1, doc = ? WHERE tbl = ? AND key = ? AND version = ?",
+            (text, table, key, expected_version),
+        )
+        if cursor.rowcount != 1:  # compare-and-set lost, or no such row (STO-4)
+            row = self._read(table, key)
+            raise VersionConflict(table, key, expected_version, row and row[0])
+        return expected_version + 1
 
     def corrupt(self, table: str, key: str, text: str) -> None:
         """Test helper: overwrite a row's raw text, bypassing validation."""

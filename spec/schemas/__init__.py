@@ -52,6 +52,8 @@ def _json_path(parts: Iterable[Any]) -> str:
 
 def _first_error(validator: Draft202012Validator, doc: object) -> tuple[str, str] | None:
     """The deepest, then first, error as (path, reason); a missing field is named in the path."""
+    if validator.is_valid(doc):
+        return None
     errors = sorted(validator.iter_errors(doc), key=lambda e: (-len(e.absolute_path), str(e.absolute_path)))
     if not errors:
         return None

@@ -1,0 +1,81 @@
+"""Crash before and after every write step of the approval operations, then restart and finish.
+
+Clause: STO-1, REC-1, REC-2, REC-3, APR-8, MSG-6, INV-1, INV-6, INV-7.
+After each crash a new harness is built over the same storage (a restart), reconciliation runs,
+and the operation is retried with the same ids. The outcome must be exactly one call at most,
+every invariant must hold, reconciling again must change nothing, and the audit chain must be
+intact.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import reference as r
+import spec
+from spec import invariants
+from tests.conftest import Team
+
+ARGS = {"path": "srv/app"}
+
+
+def finish_call(team: Team) -> str:
+    """Request, approve and call — each step skipped when the stores say it is done."""
+    h = team.harness
+    pid = h.approvals.request(team.ctx(), "deploy", ARGS)
+    if h.read("operation_approval", pid).doc["status"] == "requested":
+        h.approvals.review("lead", pid, "approved")
+    if h.read("operation_approval", pid).doc["status"] == "approved":
+        h.approvals.call(team.ctx(), "deploy", ARGS, approval_id=pid)
+    return pid
+
+
+def finish_cancel(team: Team) -> str:
+    h = team.harness
+    pid = h.approvals.request(team.ctx(), "deploy", ARGS)
+    if h.read("operation_approval", pid).doc["status"] == "requested":
+        h.approvals.cancel(team.ctx(), pid)
+    return pid
+
+
+@pytest.mark.clause("STO-1", "REC-1", "REC-2", "REC-3", "APR-8", "MSG-6", "INV-1", "INV-6", "INV-7")
+@pytest.mark.parametrize("when", ["before", "after"])
+@pytest.mark.parametrize("step", r.APPROVAL_STEPS)
+def test_crash_at_every_write_step_converges(team: Team, step: str, when: str) -> None:
+    scenario = finish_cancel if step.startswith("approval.cancel") else finish_call
+    (team.storage.faults.crash_before if when == "before" else team.storage.faults.crash_after).add(step)
+    with pytest.raises(r.Crash):
+        scenario(team)
+    assert team.storage.faults.fired == [(when, step)], "the armed step was never reached"
+    team = team.restart()
+    restarted = team.harness.snapshot()
+    assert invariants.check_state(restarted) == [], "reconciliation alone must restore every invariant"
+    pid = scenario(team)
+    record = team.harness.read("operation_approval", pid).doc
+    assert len(team.world.calls) <= 1
+    if scenario is finish_call:
+        assert record["status"] == "consumed"
+        execution = team.harness.read("tool_execution", pid).doc
+        ran = len(team.world.calls) == 1
+        assert execution["status"] == ("succeeded" if ran else "failed")
+    else:
+        assert record["status"] == "cancelled" and team.world.calls == []
+    snap = team.harness.snapshot()
+    spec.validate_snapshot(snap)
+    assert invariants.check_state(snap) == []
+    team.harness.reconcile()
+    assert team.harness.snapshot() == snap, "reconcile is not idempotent"
+    assert r.verify_audit_log(team.storage).ok
+
+
+@pytest.mark.clause("APR-8")
+def test_crash_after_the_call_is_looked_up_not_repeated(team: Team) -> None:
+    """The call happened, its outcome was not recorded: recovery asks the tool by key."""
+    team.storage.faults.crash_after.add("approval.consume/call")
+    with pytest.raises(r.Crash):
+        finish_call(team)
+    assert len(team.world.calls) == 1
+    team = team.restart()
+    pid = finish_call(team)
+    assert len(team.world.calls) == 1
+    assert team.harness.read("tool_execution", pid).doc["status"] == "succeeded"
