@@ -12,6 +12,7 @@ Write steps, in order (the same names as the model's, plus the team audit log):
 
 from __future__ import annotations
 
+import uuid
 from typing import TYPE_CHECKING, Any
 
 import spec
@@ -41,6 +42,7 @@ from ._errors import (
     ToolNotInProfile,
     UnknownApproval,
 )
+from ._mutants import broken
 from ._storage import Document, Stored
 from ._tools import Arguments, Tool
 
@@ -107,7 +109,7 @@ class ApprovalProtocol:
             "tool_call_id": ctx.tool_call_id,
             "arguments_digest": tool.digest(arguments),
             "profile_version": profile["version"],
-            "risk_summary": redact(risk_summary),
+            "risk_summary": risk_summary if broken("secret_not_redacted") else redact(risk_summary),
             "review_summary": None,
             "created_at": now,
             "deadline": now + ttl_seconds,
@@ -116,6 +118,8 @@ class ApprovalProtocol:
             "events": [self.h.event(ctx.actor_id, "requested", risk_summary)],
             "version": 0,
         }
+        if broken("message_before_record"):
+            self._post_request(doc)
         stored, created = self._put_if_absent(doc)
         self._post_request(stored.doc)
         if created:
@@ -153,8 +157,9 @@ class ApprovalProtocol:
             )
         }
         ttl = max(doc["deadline"] - doc["created_at"], 1e-6)
+        phase = f"request-{uuid.uuid4()}" if broken("unstable_message_id") else "request"
         message = self.h.envelope(
-            "approval_request", doc["protocol_id"], "request", doc["requester_id"], doc["responder_id"], body, ttl
+            "approval_request", doc["protocol_id"], phase, doc["requester_id"], doc["responder_id"], body, ttl
         )
         self.h.post("approval.request/message", message)
 
@@ -231,6 +236,8 @@ class ApprovalProtocol:
             except (StorageError, KeyError, spec.ProtocolError) as error:
                 raise FailClosed("the consumption check", error) from error
             doc = stored.doc
+            if broken("consume_twice") and doc["status"] == "consumed":
+                return pid
             spec.ensure_transition(KIND, doc["status"], "consumed")
             consumed = {
                 **doc,
@@ -247,25 +254,25 @@ class ApprovalProtocol:
         member = self._running_member(ctx)
         task_id = self._owned_task(ctx)
         profile = self._profile(ctx.actor_id)
-        if tool.name not in profile["tools"]:
+        if tool.name not in profile["tools"] and not broken("profile_version_ignored"):
             raise ToolNotInProfile(ctx.actor_id, tool.name, profile["version"])
-        if doc["status"] != "approved":
+        if doc["status"] != "approved" and not (broken("consume_twice") and doc["status"] == "consumed"):
             raise ApprovalNotActive(pid, doc["status"])
-        if doc["requester_id"] != ctx.actor_id:
+        if doc["requester_id"] != ctx.actor_id and not broken("skip_ownership_check"):
             raise ApprovalOtherAgent(pid, doc["requester_id"], ctx.actor_id)
         if doc["requester_incarnation"] != member["incarnation"]:
             raise StaleIncarnation(f"approval {pid}", doc["requester_incarnation"], member["incarnation"])
-        if doc["task_id"] != task_id:
+        if doc["task_id"] != task_id and not broken("skip_ownership_check"):
             raise ApprovalOtherTask(pid, doc["task_id"], task_id)
         if doc["tool_name"] != tool.name:
             raise ToolMismatch(pid, doc["tool_name"], tool.name)
         digest = tool.digest(arguments)
-        if digest != doc["arguments_digest"]:
+        if digest != doc["arguments_digest"] and not broken("skip_digest_check"):
             raise ArgumentsChanged(pid, doc["arguments_digest"], digest)
         now = self.h.clock.now()
-        if now > doc["deadline"]:
+        if now > doc["deadline"] and not broken("skip_deadline_on_consume"):
             raise ApprovalExpired(pid, doc["deadline"], now)
-        if profile["version"] != doc["profile_version"]:
+        if profile["version"] != doc["profile_version"] and not broken("profile_version_ignored"):
             raise ProfileChanged(pid, doc["profile_version"], profile["version"])
         return stored
 
@@ -282,6 +289,11 @@ class ApprovalProtocol:
             "attempts": 1,
             "result": None,
         }
+        existing = self.h.storage.read("tool_execution", key) if broken("consume_twice") else None
+        if existing is not None:  # mutant: the second use calls the tool again under the same key
+            again = {**existing.doc, "attempts": existing.doc["attempts"] + 1}
+            self.h.storage.update("approval.consume/execution", "tool_execution", key, again, existing.version)
+            return tool.run(key, arguments)
         stored = self.h.storage.insert("approval.consume/execution", "tool_execution", key, execution)
         faults = self.h.storage.faults
         faults.before("approval.consume/call")
@@ -306,10 +318,12 @@ class ApprovalProtocol:
         doc = stored.doc
         if doc["requester_id"] != ctx.actor_id:
             raise ApprovalOtherAgent(pid, doc["requester_id"], ctx.actor_id)
-        if doc["status"] == "consumed":
+        if doc["status"] == "consumed" and not broken("cancel_after_consume"):
             raise CancelRefused(pid, "it was consumed; cancel the job or tool call instead (APR-9)")
-        if doc["status"] not in ("requested", "approved"):
+        if doc["status"] not in ("requested", "approved", "consumed"):
             raise CancelRefused(pid, f"it is already {doc['status']}")
+        if not broken("cancel_after_consume"):
+            spec.ensure_transition(KIND, doc["status"], "cancelled")
         cancelled = {
             **doc,
             "status": "cancelled",
@@ -325,28 +339,35 @@ class ApprovalProtocol:
         expired = []
         now = self.h.clock.now()
         for stored in self.h.storage.scan(KIND):
-            doc = stored.doc
-            if doc["status"] in ("requested", "approved") and now > doc["deadline"]:
-                gone = {
-                    **doc,
-                    "status": "expired",
-                    "reason": "expired",
-                    "events": [*doc["events"], self.h.event("monitor", "expired")],
-                }
-                self.h.storage.update("approval.expire/record", KIND, doc["protocol_id"], gone, stored.version)
-                expired.append(doc["protocol_id"])
+            if stored.doc["status"] in ("requested", "approved") and now > stored.doc["deadline"]:
+                expired.append(self._expire(stored)["protocol_id"])
         return expired
+
+    def _expire(self, stored: Stored) -> Document:
+        doc = stored.doc
+        gone = {
+            **doc,
+            "status": "expired",
+            "reason": "expired",
+            "events": [*doc["events"], self.h.event("monitor", "expired")],
+        }
+        self.h.storage.update("approval.expire/record", KIND, doc["protocol_id"], gone, stored.version)
+        return gone
 
     # ---- REC: reconciliation -----------------------------------------------------------------
     def reconcile(self) -> None:
-        """PROTOCOL §5 rows for approvals; idempotent (REC-1)."""
-        self.expire_due()
+        """PROTOCOL §5 rows for approvals; idempotent (REC-1). Expiring an *approved* one past its
+        deadline is the monitor's job (:meth:`expire_due`), not reconciliation's."""
         logged: dict[str, int] = {}
         for row in self.h.storage.scan(_audit.TABLE):
             logged[row.doc["subject_id"]] = logged.get(row.doc["subject_id"], 0) + 1
         for stored in self.h.storage.scan(KIND):
             doc = stored.doc
-            if doc["status"] == "requested":
+            if doc["status"] == "requested" and self.h.clock.now() > doc["deadline"]:
+                doc = self._expire(stored)  # "requested: re-deliver; check the deadline"
+            if broken("reconcile_skips_redelivery"):
+                pass
+            elif doc["status"] == "requested":
                 self._post_request(doc)
             elif doc["status"] in ("approved", "rejected"):
                 self._post_decision(doc)
@@ -377,6 +398,10 @@ class ApprovalProtocol:
                 "result": {"ok": False, "error": "crashed before the call"},
             }
             self.h.storage.insert("approval.reconcile/execution", "tool_execution", key, doc)
+        elif stored.doc["status"] == "started" and broken("recovery_repeats_call"):
+            result = tool.run(key, {}) if tool is not None else {"ok": False}
+            repeated = {**stored.doc, "status": "succeeded", "attempts": stored.doc["attempts"] + 1, "result": result}
+            self.h.storage.update("approval.reconcile/outcome", "tool_execution", key, repeated, stored.version)
         elif stored.doc["status"] == "started":
             status = "failed" if outcome is None or not outcome.get("ok") else "succeeded"
             result = outcome or {"ok": False, "error": "the call never happened (crashed before it)"}

@@ -6,3 +6,6 @@ from . import _check
 from ._cli import extra_command
 
 extra_command("check")(_check.register)
+from . import _mutants_cli  # noqa: E402
+
+extra_command("mutants")(_mutants_cli.register)

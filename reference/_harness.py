@@ -20,6 +20,7 @@ from spec.schemas import RECORD_SCHEMAS
 from . import _audit
 from ._clock import Clock
 from ._errors import AlreadyExists, StaleIncarnation, UnknownTool
+from ._mutants import broken
 from ._storage import Document, Storage, Stored
 from ._tools import Tool
 
@@ -188,7 +189,7 @@ class Harness:
         stored = self._require("message", message_id_)
         if stored.doc["message"]["correlation_id"] != correlation_id:
             raise KeyError(f"message {message_id_} does not belong to {correlation_id}")
-        if stored.doc["recorded_result"] is not None:
+        if stored.doc["recorded_result"] is not None and not broken("dedup_disabled"):
             return dict(stored.doc["recorded_result"])
         result = {"delivered_at": self.clock.now()}
         status = "delivered" if stored.doc["status"] == "pending" else stored.doc["status"]

@@ -373,7 +373,14 @@ def approval_ops(model: Model, s: State) -> Iterator[Operation]:
                         ("approval.review/message", lambda x, a=a: post(x, ("approval_decision", a, 0))),
                     ],
                 )
-        if ap.status == "requested" and s.members[ap.requester].status == "running":
+        requester = s.members[ap.requester] if ap.status else None
+        retry_ok = (
+            requester is not None
+            and requester.status == "running"
+            and requester.has_tool
+            and requester.profile_version == ap.profile_version
+        )  # else a different request (STO-2)
+        if ap.status == "requested" and retry_ok and model.holds(s, ap.requester) == ap.task:
             resend = _post_copy if model.broken("retry_new_message_id") else _post_request
             yield A("approval.retry", slot=a), [("approval.request/message", lambda x, a=a, f=resend: f(x, a))]
         cancellable = (

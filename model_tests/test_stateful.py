@@ -1,0 +1,379 @@
+"""Hypothesis drives the reference's approval protocol against the abstract model, crashing it
+between write steps (DESIGN "model tests"; Hypothesis ``DatabaseComparison`` pattern).
+
+After every rule the reference's snapshot must abstract to the model's state (refinement) and
+satisfy every state invariant; every step must satisfy the step invariants. A rule arms a crash
+after a named write step of the next operation: the reference dies there, a new harness is built
+over the same storage and reconciles; the model takes the same crash and restart.
+
+Clause: APR-1 … APR-9, MSG-4 … MSG-6, REC-1 … REC-3, INV-1, INV-3, INV-6, INV-7, INV-9, INV-10.
+Backends: memory by default; ``TEAMPROTO_BACKEND=sqlite`` (or the ``Sqlite`` case below) for SQLite.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, event, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+
+import reference as r
+import spec
+from spec import invariants
+from spec.model import Model, parse_config, snapshot
+from spec.model._model import Action
+from spec.model._ops import RISK_TEXT
+from spec.model._reconcile import reconcile
+
+CONFIG = parse_config(
+    "stateful",
+    {
+        "description": "the model side of the Hypothesis approval tests",
+        "members": 2,
+        "tasks": 2,
+        "approvals": 3,
+        "plans": 0,
+        "shutdowns": 0,
+        "max_ticks": 10_000,
+        "ttl_ticks": 2,
+        "unit_ticks": 10**9,
+        "plan_steps": 1,
+        "crashes": True,
+        "jobs": False,
+        "lapses": False,
+        "max_incarnation": 1,
+        "profile_changes": 10_000,
+        "max_retractions": 0,
+        "symmetry": False,
+        "liveness": False,
+        "require_coverage": False,
+    },
+)
+SAME, CHANGED = {"target": "staging"}, {"target": "production"}
+CRASHED: set[str] = set()
+"""Every write step a crash was injected at, over the whole session (crash-point coverage)."""
+
+
+def crash_points(prefix: str) -> st.SearchStrategy[str | None]:
+    """Mostly no crash; otherwise one of the operation's own write steps (named, introspectable)."""
+    steps = [step for step in r.APPROVAL_STEPS if step.startswith(prefix)]
+    return st.one_of(st.none(), st.sampled_from(steps))
+
+
+class ApprovalComparison(RuleBasedStateMachine):
+    backend = os.environ.get("TEAMPROTO_BACKEND", "memory")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.folder = Path(tempfile.mkdtemp(prefix="teamproto-"))
+        self.storage: r.Storage = (
+            r.SQLiteStorage(self.folder / "team.db") if self.backend == "sqlite" else r.MemoryStorage()
+        )
+        self.clock = r.ManualClock(0.0)
+        self.world = r.RecordingTool()
+        self.harness = self._harness()
+        self.model = Model(CONFIG)
+        self.state = self.model.initial()
+        self.results: dict[str, dict[str, Any]] = {}
+        for member, task in ((0, 0), (1, 1)):
+            self.harness.add_member(f"m{member}", ["deploy"])
+            self.harness.add_task(f"t{task}")
+            self.harness.claim(f"m{member}", f"t{task}")
+            self._model_take(Action("task.claim", (("member", member), ("task", task))))
+        self.before = self.harness.snapshot()
+
+    def teardown(self) -> None:
+        self.storage.close()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+    def _harness(self) -> r.Harness:
+        tool = r.Tool("deploy", self.world.run, lookup=self.world.lookup)
+        return r.Harness(self.storage, self.clock, [tool])
+
+    # ---- driving both sides ----------------------------------------------------------------
+    def _model_take(self, action: Action, crash_after: str | None = None) -> bool:
+        """Apply ``action`` to the model if it is enabled; with a crash, only up to that step."""
+        for candidate, steps in self.model.operations(self.state):
+            if (candidate.name, candidate.args) != (action.name, action.args):
+                continue
+            state = self.state
+            for name, apply in steps:
+                state = apply(state)
+                if name == crash_after:
+                    break
+            if crash_after is not None:
+                state = reconcile(self.model, replace(state, crashed=False))
+            self.state = state
+            return True
+        return False
+
+    def _both(self, action: Action, call: Any, crash_after: str | None = None) -> None:
+        """Run the reference operation and the model action; they must agree on whether it ran.
+
+        With ``crash_after`` the reference dies right after that write step (if it gets there)."""
+        if crash_after:
+            self.storage.faults.crash_after.add(crash_after)
+        crashed: str | None = None
+        try:
+            call()
+            ran = True
+        except r.Crash as crash:
+            crashed, ran = crash.step, True
+            CRASHED.add(crash.step)
+        except (
+            r.ApprovalRefused,
+            r.ProtocolConflict,
+            r.CancelRefused,
+            r.NotResponder,
+            r.ReviewConflict,
+            r.ApprovalExpired,
+        ) as error:
+            ran = False
+            event(f"{action.name}: refused with {type(error).__name__}")
+        finally:
+            self.storage.faults.crash_after.clear()
+        event(f"{action.name}: {'crashed' if crashed else 'ran' if ran else 'refused'}")
+        model_ran = self._model_take(action, crash_after=crashed)
+        assert ran == model_ran, f"{action}: reference {'ran' if ran else 'refused'}, model did not agree"
+        if crashed is not None:
+            self.harness = self._harness()  # a restart: a new harness over the same storage
+            self.harness.reconcile()
+
+    def ctx(self, member: int, slot: int) -> r.CallContext:
+        return r.CallContext(f"m{member}", 1, f"call-{slot}", f"t{member}")
+
+    def slots(self, *statuses: str) -> list[int]:
+        """Approval slots whose model status is one of ``statuses`` (repeats weight the draw)."""
+        return [a for status in statuses for a, ap in enumerate(self.state.approvals) if ap.status == status]
+
+    def free_slot(self) -> int | None:
+        return next((a for a, ap in enumerate(self.state.approvals) if not ap.status), None)
+
+    # ---- rules -----------------------------------------------------------------------------
+    @rule(member=st.integers(0, 1), crash=crash_points("approval.request/"))
+    def request(self, member: int, crash: str | None) -> None:
+        slot = self.free_slot()
+        if slot is None:
+            return
+        self._both(
+            Action("approval.request", (("member", member),)),
+            lambda: self.harness.approvals.request(
+                self.ctx(member, slot), "deploy", SAME, RISK_TEXT, ttl_seconds=CONFIG.ttl_ticks
+            ),
+            crash,
+        )
+
+    @precondition(lambda self: any(ap.status == "requested" for ap in self.state.approvals))
+    @rule(data=st.data())
+    def retry(self, data: st.DataObject) -> None:
+        """The same call again (same tool_call_id): same record, same message (MSG-4, STO-2)."""
+        slots = [a for a, ap in enumerate(self.state.approvals) if ap.status == "requested"]
+        slot = data.draw(st.sampled_from(slots))
+        member = self.state.approvals[slot].requester
+        self._both(
+            Action("approval.retry", (("slot", slot),)),
+            lambda: self.harness.approvals.request(
+                self.ctx(member, slot), "deploy", SAME, RISK_TEXT, ttl_seconds=CONFIG.ttl_ticks
+            ),
+        )
+        self._model_take(Action("approval.retry", (("slot", slot),)))
+
+    @rule(member=st.integers(0, 1))
+    def request_and_approve(self, member: int) -> None:
+        """A request the Lead approves at once (keeps approved approvals common: rarer invalid draws)."""
+        slot = self.free_slot()
+        if slot is None:
+            return
+        self.request(member, None)
+        if self.state.approvals[slot].status == "requested":
+            pid = self._pid(slot)
+            self._both(
+                Action("approval.review", (("decision", "approved"), ("slot", slot))),
+                lambda: self.harness.approvals.review("lead", pid, "approved"),
+            )
+
+    @precondition(lambda self: self.slots("requested"))
+    @rule(
+        data=st.data(),
+        decision=st.sampled_from(["approved", "approved", "rejected"]),
+        crash=crash_points("approval.review/"),
+    )
+    def review(self, data: st.DataObject, decision: str, crash: str | None) -> None:
+        slot = data.draw(st.sampled_from(self.slots("requested")))
+        pid = self._pid(slot)
+        if self.state.approvals[slot].status == decision:
+            return  # idempotent in the reference, no model move: checked in tests/test_approval.py
+        self._both(
+            Action("approval.review", (("decision", decision), ("slot", slot))),
+            lambda: self.harness.approvals.review("lead", pid, decision),
+            crash,
+        )
+
+    @precondition(lambda self: self.slots("approved", "consumed", "expired"))
+    @rule(
+        data=st.data(),
+        other_member=st.integers(0, 4),
+        changed=st.integers(0, 4),
+        crash=crash_points("approval.consume/"),
+    )
+    def consume(self, data: st.DataObject, other_member: int, changed: int, crash: str | None) -> None:
+        """Same or changed arguments, own or another member's approval: only the right call runs.
+        Mostly the right call (so that calls do run); one in five is forged in each way."""
+        slot = data.draw(st.sampled_from(self.slots("approved", "approved", "consumed", "expired")))
+        requester = self.state.approvals[slot].requester
+        member = 1 - requester if other_member == 0 else requester
+        changed = changed == 0  # type: ignore[assignment]
+        pid = self._pid(slot)
+        args = CHANGED if changed else SAME
+        action = Action("approval.consume", (("changed_arguments", changed), ("member", member), ("slot", slot)))
+        self._both(action, lambda: self.harness.approvals.call(self.ctx(member, slot), "deploy", args, pid), crash)
+
+    @precondition(lambda self: self.slots("requested", "approved", "consumed"))
+    @rule(data=st.data(), crash=crash_points("approval.cancel/"))
+    def cancel(self, data: st.DataObject, crash: str | None) -> None:
+        slot = data.draw(st.sampled_from(self.slots("requested", "approved", "consumed")))
+        member = self.state.approvals[slot].requester
+        self._both(
+            Action("approval.cancel", (("slot", slot),)),
+            lambda: self.harness.approvals.cancel(self.ctx(member, slot), self._pid(slot)),
+            crash,
+        )
+
+    @precondition(lambda self: self.state.monitor_done)
+    @rule(skip=st.integers(0, 2))
+    def tick(self, skip: int) -> None:
+        """One second passes (drawn less often than other rules). Until the monitor's next pass,
+        anything past its deadline is still in its old state: the checks themselves must refuse."""
+        if skip:
+            return
+        self.clock.advance(1)
+        assert self._model_take(Action("tick"))
+
+    @precondition(lambda self: not self.state.monitor_done)
+    @rule()
+    def monitor(self) -> None:
+        """The deadline monitor's pass (INV-12)."""
+        self.harness.approvals.expire_due()
+        assert self._model_take(Action("monitor.pass"))
+
+    @rule(member=st.integers(0, 1), keep_tool=st.booleans(), skip=st.integers(0, 4))
+    def change_profile(self, member: int, keep_tool: bool, skip: int) -> None:
+        """The Lead changes a capability profile (drawn less often: it voids outstanding approvals)."""
+        if skip:
+            return
+        self.harness.set_profile(f"m{member}", ["deploy"] if keep_tool else [])
+        assert self._model_take(Action("profile.change", (("keep_tool", keep_tool), ("member", member))))
+
+    @precondition(lambda self: any(ap.status for ap in self.state.approvals))
+    @rule(data=st.data())
+    def deliver(self, data: st.DataObject) -> None:
+        """Deliver (or re-deliver) the request message: one recorded result, no record changes."""
+        slot = data.draw(st.sampled_from([a for a, ap in enumerate(self.state.approvals) if ap.status]))
+        pid = self._pid(slot)
+        mid = spec.ids.message_id(pid, "request")
+        if self.harness.read("message", mid) is None:
+            return
+        approvals_before = self.harness.snapshot()["operation_approval"]
+        result = self.harness.deliver(mid, pid)
+        assert self.results.setdefault(mid, result) == result, "MSG-5: a duplicate delivery changed the result"
+        assert self.harness.snapshot()["operation_approval"] == approvals_before, "MSG-3"
+
+    def _pid(self, slot: int) -> str:
+        return spec.ids.protocol_id(f"m{self.state.approvals[slot].requester}", f"call-{slot}", "operation_approval")
+
+    # ---- invariants ------------------------------------------------------------------------
+    @invariant()
+    def refines_the_model_and_every_invariant_holds(self) -> None:
+        """One snapshot per step (its records were validated as they were read)."""
+        after = self.harness.snapshot()
+        assert project(after) == project(snapshot(self.state, CONFIG)), "refinement: reference != model"
+        problems = invariants.check_state(after) + invariants.check_step(self.before, after)
+        assert not problems, [f"{inv.clause} {inv.name}: {message}" for inv, message in problems]
+        keys = [key for key, _ in self.world.calls]
+        assert len(keys) == len(set(keys)), "INV-1 approval_consumed_at_most_once: a key was called twice"
+        self.before = after
+
+
+def project(snap: dict[str, Any]) -> dict[str, Any]:
+    """What the model decides: approvals, executions, approval messages and profiles."""
+    return {
+        "approvals": sorted(
+            (
+                a["protocol_id"],
+                a["status"],
+                a["requester_id"],
+                a["task_id"],
+                a["profile_version"],
+                a["reason"] or None,
+                a["consumed_at"] is not None,
+            )
+            for a in snap["operation_approval"]
+        ),
+        "executions": sorted(
+            (e["idempotency_key"], e["status"], e["attempts"], e["arguments_digest"], e["requester_id"])
+            for e in snap["tool_execution"]
+        ),
+        "messages": sorted(
+            m["message"]["message_id"] for m in snap["message"] if m["message"]["message_type"].startswith("approval_")
+        ),
+        "profiles": sorted((p["member_id"], p["version"], tuple(p["tools"])) for p in snap["capability_profile"]),
+    }
+
+
+ApprovalComparison.TestCase.settings = settings(
+    stateful_step_count=50,
+    suppress_health_check=[HealthCheck.too_slow],
+    deadline=None,
+    max_examples=settings().max_examples,
+)
+TestApprovalProtocol = pytest.mark.clause(
+    "APR-1",
+    "APR-4",
+    "APR-5",
+    "APR-6",
+    "APR-7",
+    "APR-8",
+    "APR-9",
+    "MSG-4",
+    "MSG-5",
+    "MSG-6",
+    "REC-1",
+    "REC-2",
+    "REC-3",
+    "INV-1",
+    "INV-3",
+    "INV-6",
+    "INV-7",
+    "INV-9",
+    "INV-10",
+    "XPR-4",
+)(ApprovalComparison.TestCase)
+
+
+class SqliteComparison(ApprovalComparison):
+    backend = "sqlite"
+
+
+SqliteComparison.TestCase.settings = settings(
+    stateful_step_count=20,
+    max_examples=max(10, settings().max_examples // 5),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+TestApprovalProtocolSqlite = pytest.mark.clause("STO-1", "STO-3", "REC-2")(SqliteComparison.TestCase)
+
+
+@pytest.mark.clause("REC-2")
+def test_every_approval_write_step_was_crashed() -> None:
+    """Runs after the stateful tests: every write step of the approval operations was crashed."""
+    if not CRASHED:
+        pytest.skip("run together with the stateful tests")
+    missing = [step for step in r.APPROVAL_STEPS if step not in CRASHED]
+    assert not missing, f"never crashed after: {missing}"

@@ -1,0 +1,97 @@
+"""``teamproto mutants``: run the model tests once per reference mutant and tabulate who caught it.
+
+Each mutant runs in its own subprocess with ``TEAMPROTO_MUTANT`` set, so nothing in the working
+tree is edited. A mutant is *caught* when the model tests fail; the table names the first
+invariant or check the failure message mentions, the number of passing examples Hypothesis ran
+before the failure, and the length of the shrunk program it printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from spec.invariants import INVARIANTS
+
+from ._mutants import MUTANTS
+
+TESTS = ["model_tests/test_stateful.py"]
+CHECK_NAMES = [inv.name for inv in INVARIANTS] + ["refinement", "MSG-5", "MSG-3", "model did not agree"]
+"""What a failure message may name, most specific first; "model did not agree" is refinement of
+enabledness (the reference ran or refused an operation that the model did not)."""
+
+
+def run_mutant(name: str, root: Path) -> dict[str, Any]:
+    env = {**os.environ, "TEAMPROTO_MUTANT": name, "HYPOTHESIS_PROFILE": os.environ.get("HYPOTHESIS_PROFILE", "ci")}
+    started = time.perf_counter()
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "--hypothesis-show-statistics", *TESTS],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    output = result.stdout + result.stderr
+    caught = result.returncode != 0
+    by = next((check for check in CHECK_NAMES if check in output), "test failure" if caught else "")
+    test = next(iter(re.findall(r"FAILED (\S+)", output)), "")
+    passing = re.findall(r"(\d+) passing, (\d+) failing", output)
+    program = re.findall(r"^E?\s*state\.\w+\(", output, re.M)
+    return {
+        "mutant": name,
+        "breaks": MUTANTS[name],
+        "caught": caught,
+        "by": by,
+        "test": test,
+        "examples_until_caught": int(passing[0][0]) + 1 if caught and passing else None,
+        "shrunk_program_steps": len([p for p in program if "invariant" not in p and "teardown" not in p]) or None,
+        "seconds": round(time.perf_counter() - started, 1),
+    }
+
+
+def command(args: argparse.Namespace, console: Console) -> int:
+    root = Path(__file__).resolve().parents[1]
+    names = args.only or list(MUTANTS)
+    rows = []
+    for name in names:
+        if not args.json:
+            console.print(f"[dim]running model tests with mutant {name} …[/dim]")
+        rows.append(run_mutant(name, root))
+    survived = [row["mutant"] for row in rows if not row["caught"]]
+    if args.json:
+        json.dump({"mutants": rows, "survived": survived, "ok": not survived}, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        table = Table(title="reference mutants")
+        for column in ("mutant", "caught", "by", "examples", "program steps", "seconds"):
+            table.add_column(column)
+        for row in rows:
+            table.add_row(
+                row["mutant"],
+                "[green]yes[/green]" if row["caught"] else "[red]NO[/red]",
+                row["by"],
+                str(row["examples_until_caught"] or ""),
+                str(row["shrunk_program_steps"] or ""),
+                str(row["seconds"]),
+            )
+        console.print(table)
+        console.print("[green]every mutant was caught[/green]" if not survived else f"[red]survived: {survived}[/red]")
+    return 1 if survived else 0
+
+
+def register(commands: Any) -> Any:
+    parser = commands.add_parser("mutants", help="run the model tests against each reference mutant")
+    parser.add_argument("--only", nargs="+", choices=list(MUTANTS), help="just these mutants")
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    return command
