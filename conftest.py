@@ -18,4 +18,11 @@ settings.register_profile(
 settings.register_profile(
     "thorough", max_examples=2000, deadline=None, stateful_step_count=100, suppress_health_check=[HealthCheck.too_slow]
 )
+# bench/stateful.py: a fixed number of examples on both backends, random seeds.
+settings.register_profile(
+    "bench",
+    max_examples=int(os.environ.get("TEAMPROTO_BENCH_EXAMPLES", "200")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))

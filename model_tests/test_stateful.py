@@ -81,6 +81,7 @@ class ApprovalComparison(RuleBasedStateMachine):
         self.harness = self._harness()
         self.model = Model(CONFIG)
         self.state = self.model.initial()
+        self.steps: list[tuple[Action | None, Any]] = [(None, self.state)]
         self.results: dict[str, dict[str, Any]] = {}
         for member, task in ((0, 0), (1, 1)):
             self.harness.add_member(f"m{member}", ["deploy"])
@@ -109,8 +110,11 @@ class ApprovalComparison(RuleBasedStateMachine):
                 if name == crash_after:
                     break
             if crash_after is not None:
+                self.steps.append((replace(action, crash_after=crash_after), replace(state, crashed=True)))
                 state = reconcile(self.model, replace(state, crashed=False))
+                action = Action("restart")
             self.state = state
+            self.steps.append((action, state))
             return True
         return False
 
@@ -293,12 +297,30 @@ class ApprovalComparison(RuleBasedStateMachine):
     def refines_the_model_and_every_invariant_holds(self) -> None:
         """One snapshot per step (its records were validated as they were read)."""
         after = self.harness.snapshot()
-        assert project(after) == project(snapshot(self.state, CONFIG)), "refinement: reference != model"
-        problems = invariants.check_state(after) + invariants.check_step(self.before, after)
-        assert not problems, [f"{inv.clause} {inv.name}: {message}" for inv, message in problems]
+        problems = [
+            f"{inv.clause} {inv.name}: {message}"
+            for inv, message in invariants.check_state(after) + invariants.check_step(self.before, after)
+        ]
+        if project(after) != project(snapshot(self.state, CONFIG)):
+            problems.append("refinement: the reference's snapshot does not abstract to the model's state")
+        if problems:
+            path = write_trace(self.steps, problems[0])
+            raise AssertionError(f"{problems}; the model's side of this run is in {path}")
         keys = [key for key, _ in self.world.calls]
         assert len(keys) == len(set(keys)), "INV-1 approval_consumed_at_most_once: a key was called twice"
         self.before = after
+
+
+def write_trace(steps: list[tuple[Action | None, Any]], problem: str) -> Path:
+    """The run so far in the explorer's counterexample format (replayable: model_tests/replay.py)."""
+    import json
+
+    from spec.explore import Violation, trace_json
+
+    path = Path(tempfile.gettempdir()) / "teamproto-stateful-trace.json"
+    document = trace_json(Violation("-", "model_tests", problem, steps), CONFIG)
+    path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+    return path
 
 
 def project(snap: dict[str, Any]) -> dict[str, Any]:
@@ -377,3 +399,22 @@ def test_every_approval_write_step_was_crashed() -> None:
         pytest.skip("run together with the stateful tests")
     missing = [step for step in r.APPROVAL_STEPS if step not in CRASHED]
     assert not missing, f"never crashed after: {missing}"
+
+
+def test_teamproto_mutants_reports_a_caught_mutant() -> None:
+    """The mutants command runs the model tests in a subprocess with one mutant switched on."""
+    import json
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        [sys.executable, "-m", "reference._cli", "mutants", "--only", "secret_not_redacted", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=Path(__file__).resolve().parents[1],
+    )
+    report = json.loads(result.stdout)
+    row = report["mutants"][0]
+    assert (result.returncode, row["caught"], row["by"]) == (0, True, "no_secret_stored")
+    assert row["shrunk_program_steps"] and row["examples_until_caught"]

@@ -90,4 +90,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    # Run through the imported module, so that subcommands registered on it are seen.
+    from reference import _cli
+
+    raise SystemExit(_cli.main())

@@ -135,6 +135,22 @@ class Harness:
             )
             return token
 
+    def finish_task(self, member_id: str, task_id: str, outcome: str) -> None:
+        """The claim holder completes or fails its task (TSK-1); the member then holds nothing."""
+        with self.assignment_lock:
+            task = self._require("task", task_id)
+            if task.doc["owner_id"] != member_id or task.doc["status"] != "claimed":
+                raise KeyError(f"{member_id} does not hold {task_id}")
+            spec.ensure_transition("task", task.doc["status"], outcome)
+            history = [*task.doc["history"], self.event(member_id, outcome)]
+            self.storage.update(
+                "task.finish/task", "task", task_id, {**task.doc, "status": outcome, "history": history}, task.version
+            )
+            member = self._require("member", member_id)
+            self.storage.update(
+                "task.finish/member", "member", member_id, {**member.doc, "current_task_id": None}, member.version
+            )
+
     def _require(self, table: str, key: str) -> Stored:
         stored = self.storage.read(table, key)
         if stored is None:
