@@ -21,7 +21,9 @@ SAME, CHANGED = {"target": "staging"}, {"target": "production"}
 
 
 def project(snap: dict[str, Any]) -> dict[str, Any]:
-    """What the approval slice decides: approvals, executions, approval messages, profiles, claims."""
+    """What the approval slice decides: approvals, executions, approval messages, profiles, claims.
+    The refinement mapping of the model tests: the reference's snapshot must equal the model's
+    under it (audit entries, timestamps and delivery status are the reference's own)."""
     return {
         "approvals": sorted(
             (

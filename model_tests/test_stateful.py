@@ -26,6 +26,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 import reference as r
 import spec
+from model_tests.replay import CHANGED, SAME, project
 from spec import invariants
 from spec.model import Model, parse_config, snapshot
 from spec.model._model import Action
@@ -56,7 +57,6 @@ CONFIG = parse_config(
         "require_coverage": False,
     },
 )
-SAME, CHANGED = {"target": "staging"}, {"target": "production"}
 CRASHED: set[str] = set()
 """Every write step a crash was injected at, over the whole session (crash-point coverage)."""
 
@@ -321,32 +321,6 @@ def write_trace(steps: list[tuple[Action | None, Any]], problem: str) -> Path:
     document = trace_json(Violation("-", "model_tests", problem, steps), CONFIG)
     path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
     return path
-
-
-def project(snap: dict[str, Any]) -> dict[str, Any]:
-    """What the model decides: approvals, executions, approval messages and profiles."""
-    return {
-        "approvals": sorted(
-            (
-                a["protocol_id"],
-                a["status"],
-                a["requester_id"],
-                a["task_id"],
-                a["profile_version"],
-                a["reason"] or None,
-                a["consumed_at"] is not None,
-            )
-            for a in snap["operation_approval"]
-        ),
-        "executions": sorted(
-            (e["idempotency_key"], e["status"], e["attempts"], e["arguments_digest"], e["requester_id"])
-            for e in snap["tool_execution"]
-        ),
-        "messages": sorted(
-            m["message"]["message_id"] for m in snap["message"] if m["message"]["message_type"].startswith("approval_")
-        ),
-        "profiles": sorted((p["member_id"], p["version"], tuple(p["tools"])) for p in snap["capability_profile"]),
-    }
 
 
 ApprovalComparison.TestCase.settings = settings(

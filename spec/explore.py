@@ -12,6 +12,7 @@ Pure: no clock and no I/O. The caller times the run and passes a ``progress`` ca
 
 from __future__ import annotations
 
+import copy
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -374,7 +375,7 @@ def trace_json(violation: Violation, config: Config) -> dict[str, Any]:
         "config": config.name,
         "violation": {"clause": violation.clause, "invariant": violation.invariant, "message": violation.message},
         "steps": [
-            {"action": None if action is None else action.to_json(), "snapshot": snapshot(state, config)}
+            {"action": None if action is None else action.to_json(), "snapshot": copy.deepcopy(snapshot(state, config))}
             for action, state in violation.trace
         ],
     }

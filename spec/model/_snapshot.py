@@ -332,7 +332,8 @@ def _message_record(s: State, message: Message, steps: int) -> dict[str, Any]:
 
 def snapshot(state: State, config: Config) -> dict[str, Any]:
     """The canonical snapshot of a model state. Creation times are not kept by the model; the
-    snapshot shows ``deadline - ttl_ticks``."""
+    snapshot shows ``deadline - ttl_ticks``. Record documents are cached and shared between
+    snapshots: treat them as read-only (``copy.deepcopy`` before changing one)."""
     s, plan_steps, ttl = state, config.plan_steps, config.ttl_ticks
     return {
         "clock": s.clock,
