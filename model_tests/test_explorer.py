@@ -98,3 +98,23 @@ def test_every_snapshot_of_the_plan_configuration_validates() -> None:
                 seen.add(state)
                 queue.append(state)
                 spec.validate_snapshot(snapshot(state, config))
+
+
+def test_check_command_finds_a_mutant_and_writes_its_trace(tmp_path: object) -> None:
+    """`teamproto check --mutant` exits 0 when the mutant is caught and writes the JSON trace."""
+    import json
+    from pathlib import Path
+
+    from reference._cli import main
+
+    out = Path(str(tmp_path)) / "trace.json"
+    assert (
+        main(
+            ["check", "--config", "tiny", "--mutant", "consume_without_digest_check", "--json", "--trace-out", str(out)]
+        )
+        == 0
+    )
+    trace = json.loads(out.read_text())
+    assert trace["violation"]["clause"] == "INV-1"
+    assert main(["check", "--config", "tiny", "--json"]) == 0
+    assert main(["check", "--config", "no-such-config"]) == 2
