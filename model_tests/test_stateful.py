@@ -189,8 +189,8 @@ class ApprovalComparison(RuleBasedStateMachine):
         )
         self._model_take(Action("approval.retry", (("slot", slot),)))
 
-    @rule(member=st.integers(0, 1))
-    def request_and_approve(self, member: int) -> None:
+    @rule(member=st.integers(0, 1), crash=crash_points("approval.review/"))
+    def request_and_approve(self, member: int, crash: str | None = None) -> None:
         """A request the Lead approves at once (keeps approved approvals common: rarer invalid draws)."""
         slot = self.free_slot()
         if slot is None:
@@ -202,24 +202,41 @@ class ApprovalComparison(RuleBasedStateMachine):
             self._both(
                 Action("approval.review", (("decision", "approved"), ("slot", slot))),
                 lambda: self.harness.approvals.review("lead", pid, "approved"),
+                crash,
             )
 
-    @rule(member=st.integers(0, 1), crash=crash_points("approval.consume/"), late=st.integers(0, 3))
-    def approved_call(self, member: int, crash: str | None, late: int) -> None:
-        """Request, approve and call at once — the common path, often crashed in the call. One in
-        four calls comes just after the deadline, before the monitor's next pass (APR-5)."""
+    @rule(
+        member=st.integers(0, 1),
+        crash=crash_points("approval.consume/"),
+        twist=st.sampled_from([None, None, None, "late", "changed", "other_member", "new_profile", "no_tool"]),
+    )
+    def approved_call(self, member: int, crash: str | None, twist: str | None) -> None:
+        """Request, approve and call at once — the common path, often crashed in the call. A
+        *twist* breaks one APR-5 condition just before the call: past the deadline (before the
+        monitor's pass), changed arguments, another member's call, a new profile version, the
+        tool gone from the profile. Each must be refused exactly when the model refuses it."""
         slot = self.free_slot()
         self.request_and_approve(member)
         self.refines_the_model_and_every_invariant_holds()
-        if late == 0 and self.state.monitor_done:
+        if slot is None or self.state.approvals[slot].status != "approved":
+            return
+        caller, arguments = member, SAME
+        if twist == "late" and self.state.monitor_done:
             for _ in range(CONFIG.ttl_ticks):
                 self.tick(0)
                 self.monitor()
             self.tick(0)
-        if slot is not None and self.state.approvals[slot].status == "approved":
-            pid = self._pid(slot)
-            action = Action("approval.consume", (("changed_arguments", False), ("member", member), ("slot", slot)))
-            self._both(action, lambda: self.harness.approvals.call(self.ctx(member, slot), "deploy", SAME, pid), crash)
+        elif twist == "changed":
+            arguments = CHANGED
+        elif twist == "other_member":
+            caller = 1 - member
+        elif twist in ("new_profile", "no_tool"):
+            self.change_profile(member, twist == "new_profile", 0)
+        self.refines_the_model_and_every_invariant_holds()
+        pid = self._pid(slot)
+        changed = arguments is CHANGED
+        action = Action("approval.consume", (("changed_arguments", changed), ("member", caller), ("slot", slot)))
+        self._both(action, lambda: self.harness.approvals.call(self.ctx(caller, slot), "deploy", arguments, pid), crash)
 
     @precondition(lambda self: self.slots("requested"))
     @rule(

@@ -25,7 +25,11 @@ from spec.invariants import INVARIANTS
 
 from ._mutants import MUTANTS
 
-TESTS = ["model_tests/test_stateful.py"]
+TESTS = [
+    "model_tests/test_stateful.py::TestApprovalProtocol",
+    "model_tests/test_stateful.py::TestApprovalProtocolSqlite",
+]
+"""The refinement tests themselves (not the coverage test: a mutant must be caught by a check)."""
 CHECK_NAMES = [inv.name for inv in INVARIANTS] + ["refinement", "MSG-5", "MSG-3", "model did not agree"]
 """What a failure message may name, most specific first; "model did not agree" is refinement of
 enabledness (the reference ran or refused an operation that the model did not)."""
