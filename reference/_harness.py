@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import queue
 import threading
-import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -119,7 +118,8 @@ class Harness:
             member = self._require("member", member_id)
             task = self._require("task", task_id)
             spec.ensure_transition("task", task.doc["status"], "claimed")
-            token = str(uuid.uuid4())
+            claims = sum(1 for event in task.doc["history"] if event["event"] == "claimed")
+            token = message_id(task_id, f"claim-{claims + 1}")  # stable, like every id (DESIGN rule 4)
             claimed = {
                 **task.doc,
                 "status": "claimed",
