@@ -64,7 +64,7 @@ class Replayer:
             self.harness.add_task(task["task_id"])
 
     def _harness(self) -> r.Harness:
-        return r.Harness(self.storage, self.clock, [r.Tool("deploy", self.world.run, lookup=self.world.lookup)])
+        return r.Harness(self.storage, self.clock, [self.world.tool(normalize=lambda arguments: arguments)])
 
     def run(self) -> None:
         """Replay every step; raise AssertionError naming the first step where they differ."""

@@ -450,7 +450,7 @@ class ApprovalProtocol:
         if ctx.task_id is None:
             raise NotTaskOwner(ctx.actor_id, "<none>")
         task = self.h.storage.read("task", ctx.task_id)
-        owned = task is not None and task.doc["status"] == "claimed" and task.doc["owner_id"] == ctx.actor_id
-        if not owned or task is None or task.doc["owner_incarnation"] != ctx.incarnation:
+        holder = None if task is None else (task.doc["status"], task.doc["owner_id"], task.doc["owner_incarnation"])
+        if holder != ("claimed", ctx.actor_id, ctx.incarnation):
             raise NotTaskOwner(ctx.actor_id, ctx.task_id)
         return ctx.task_id

@@ -329,18 +329,15 @@ def _cycle_avoiding(successors: list[list[int]], goal: list[bool]) -> list[int] 
 
 
 def _changes(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
-    from .schemas import RECORD_KEYS
+    from .schemas import RECORD_KEYS, record_id
 
     lines = []
     if before["clock"] != after["clock"]:
         lines.append(f"clock {before['clock']} → {after['clock']}")
-    for kind, path in RECORD_KEYS.items():
+    for kind in RECORD_KEYS:
 
-        def key(record: dict[str, Any], path: tuple[str, ...] = path) -> Any:
-            value: Any = record
-            for part in path:
-                value = value[part]
-            return value
+        def key(record: dict[str, Any], kind: str = kind) -> Any:
+            return record_id(kind, record)
 
         old = {key(r): r for r in before[kind]}
         for record in after[kind]:

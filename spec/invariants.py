@@ -18,7 +18,7 @@ from typing import Any
 
 from . import ids
 from ._tables import final_states, initial_state, transition_table
-from .schemas import RECORD_KEYS, RECORD_MACHINES
+from .schemas import RECORD_MACHINES, record_id, record_key
 from .secret_corpus import SECRETS
 
 Snapshot = Mapping[str, Any]
@@ -41,13 +41,6 @@ class Invariant:
 
 def _index(records: list[Mapping[str, Any]], field: str) -> dict[Any, Mapping[str, Any]]:
     return {record[field]: record for record in records}
-
-
-def _key(kind: str, record: Mapping[str, Any]) -> Any:
-    value: Any = record
-    for part in RECORD_KEYS[kind]:
-        value = value[part]
-    return value
 
 
 # ---- state invariants ----------------------------------------------------------------------------
@@ -241,7 +234,7 @@ def no_secret_stored(snap: Snapshot) -> list[str]:
         for record in records:
             parts = [record["message"], record["status"]] if kind in ("message", "outbox_entry") else [record]
             for name in (n for part in parts for n in _secrets_in(part)):
-                problems.append(f"{kind}/{_key(kind, record)}: stores the {name} secret")
+                problems.append(f"{record_key(kind, record)}: stores the {name} secret")
     return problems
 
 
@@ -264,7 +257,7 @@ def requests_final_by_deadline(snap: Snapshot) -> list[str]:
                 continue  # not yet sent, so not yet a request (PLN-1); ttl runs from submission
             if record["deadline"] < now - 1 and record["status"] not in finals:
                 problems.append(
-                    f"{kind}/{_key(kind, record)}: still {record['status']} at {now}, deadline was {record['deadline']}"
+                    f"{record_key(kind, record)}: still {record['status']} at {now}, deadline was {record['deadline']}"
                 )
     return problems
 
@@ -308,8 +301,8 @@ def transitions_follow_tables(before: Snapshot, after: Snapshot) -> list[str]:
     problems = []
     for kind, machine in RECORD_MACHINES.items():
         table = transition_table(machine)
-        old = {_key(kind, r): r["status"] for r in before[kind]}
-        new = {_key(kind, r): r["status"] for r in after[kind]}
+        old = {record_id(kind, r): r["status"] for r in before[kind]}
+        new = {record_id(kind, r): r["status"] for r in after[kind]}
         for key in old.keys() - new.keys():
             problems.append(f"{kind}/{key}: record disappeared (was {old[key]})")
         start = initial_state(machine)

@@ -83,12 +83,17 @@ def validate_message(doc: object) -> Mapping[str, Any]:
     return doc
 
 
-def record_key(kind: str, doc: Mapping[str, Any]) -> str:
-    """The primary key of a record, for error messages and ordering (best effort on bad input)."""
+def record_id(kind: str, doc: Mapping[str, Any]) -> Any:
+    """The primary key value of a record (None where a bad document lacks it)."""
     value: Any = doc
     for part in RECORD_KEYS[kind]:
         value = value.get(part) if isinstance(value, Mapping) else None
-    return f"{kind}/{value}"
+    return value
+
+
+def record_key(kind: str, doc: Mapping[str, Any]) -> str:
+    """``kind/key`` of a record, for error messages."""
+    return f"{kind}/{record_id(kind, doc)}"
 
 
 def validate_record(kind: str, doc: object) -> Mapping[str, Any]:
@@ -131,6 +136,7 @@ __all__ = [
     "REPLY_TYPES",
     "SNAPSHOT_SCHEMA",
     "SchemaError",
+    "record_id",
     "record_key",
     "validate_message",
     "validate_record",
