@@ -28,7 +28,7 @@ from .model._ops import CRASH_POINTS, WRITE_STEPS
 from .model._reconcile import reconcile
 from .model._snapshot import snapshot
 from .model._state import State
-from .model._symmetry import canonical
+from .model._symmetry import canonical_key
 
 
 @dataclass
@@ -97,7 +97,7 @@ class _Search:
         self.crash_prefix: dict[State, State] = {}  # restarted state -> the crashed prefix it came from
 
     def add(self, state: State, parent: int, action: Action | None) -> tuple[int, bool]:
-        key = canonical(state) if self.symmetry else state
+        key = canonical_key(state) if self.symmetry else state
         known = self.index.get(key)
         if known is not None:
             return known, False

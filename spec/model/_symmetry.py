@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 from functools import cache
-from itertools import permutations
+from itertools import permutations, product
 from typing import Any
 
-from ._state import NONE, Message, Owed, State
+from ._state import NONE, Approval, Execution, Job, Member, Message, Owed, Plan, Shutdown, State, Task
 
 
 def _map(perm: tuple[int, ...], index: int) -> int:
@@ -90,3 +90,124 @@ def canonical(s: State) -> State:
         if image < best:
             best = image
     return best
+
+
+# ---- the fast canonical key --------------------------------------------------------------------
+#
+# ``canonical`` builds a whole State per permutation; the explorer only needs a hashable key that
+# is equal for exactly the states of one orbit. ``canonical_key`` is the least of the tuples
+# ``encode(s, pm, pt)`` over all permutations, computed stage by stage: the member-local part
+# depends on ``pm`` only and the task-local part on ``pt`` only, so their least values are their
+# sorted tuples, and only the permutations that tie on both (usually one or two) have their cross
+# references and protocol records encoded. ``model_tests/test_symmetry.py`` checks it against the
+# brute force and against ``canonical``.
+
+
+def _fields(cls: type, refs: set[str]) -> tuple[str, ...]:
+    return tuple(f for f in cls.__dataclass_fields__ if f not in refs)
+
+
+_MEMBER_LOCAL = _fields(Member, {"task"})
+_JOB_LOCAL = _fields(Job, {"task"})
+_TASK_LOCAL = _fields(Task, {"owner"})
+
+
+def _member_local(s: State, m: int) -> tuple[Any, ...]:
+    member, job = s.members[m], s.jobs[m]
+    return (*(getattr(member, f) for f in _MEMBER_LOCAL), *(getattr(job, f) for f in _JOB_LOCAL))
+
+
+def _task_local(s: State, t: int) -> tuple[Any, ...]:
+    task = s.tasks[t]
+    return tuple(getattr(task, f) for f in _TASK_LOCAL)
+
+
+def _orders(values: list[tuple[Any, ...]]) -> tuple[tuple[Any, ...], list[tuple[int, ...]]]:
+    """The sorted tuple of ``values`` and every permutation ``p`` (old index → new) that sorts them."""
+    order = sorted(range(len(values)), key=values.__getitem__)
+    groups: list[list[int]] = []
+    for index in order:
+        if groups and values[groups[-1][0]] == values[index]:
+            groups[-1].append(index)
+        else:
+            groups.append([index])
+    perms: list[tuple[int, ...]] = []
+    for arrangement in product(*(permutations(g) for g in groups)):
+        perm = [0] * len(values)
+        for new, old in enumerate(old for group in arrangement for old in group):
+            perm[old] = new
+        perms.append(tuple(perm))
+    return tuple(values[i] for i in order), perms
+
+
+def _encoder(cls: type, members: set[str], tasks: set[str]) -> tuple[tuple[str, str], ...]:
+    return tuple((f, "m" if f in members else "t" if f in tasks else "") for f in cls.__dataclass_fields__)
+
+
+_APPROVAL = _encoder(Approval, {"requester"}, {"task"})
+_EXECUTION = _encoder(Execution, {"requester"}, {"task"})
+_PLAN = _encoder(Plan, {"requester"}, {"task"})
+_SHUTDOWN = _encoder(Shutdown, {"target", "waited"}, {"released"})
+_ENCODED: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+
+
+def _encode(record: Any, fields: tuple[tuple[str, str], ...], pm: tuple[int, ...], pt: tuple[int, ...]) -> Any:
+    """``record`` as a tuple of its fields with member and task references renamed (memoised:
+    records are shared between states, so the same few are encoded over and over)."""
+    memo = (record, pm, pt)
+    known = _ENCODED.get(memo)
+    if known is not None:
+        return known
+    if len(_ENCODED) > 1_000_000:
+        _ENCODED.clear()
+    out = []
+    for name, kind in fields:
+        value = getattr(record, name)
+        if kind == "m":
+            value = tuple(sorted(pm[m] for m in value)) if isinstance(value, tuple) else _map(pm, value)
+        elif kind == "t":
+            value = _map(pt, value)
+        out.append(value)
+    _ENCODED[memo] = encoded = tuple(out)
+    return encoded
+
+
+def _records(s: State, pm: tuple[int, ...], pt: tuple[int, ...]) -> tuple[Any, ...]:
+    """Everything that names a member or a task, under the permutation (the last stage)."""
+    inv_m = sorted(range(len(pm)), key=pm.__getitem__)
+    inv_t = sorted(range(len(pt)), key=pt.__getitem__)
+    return (
+        tuple(_map(pt, s.members[i].task) for i in inv_m),
+        tuple(_map(pt, s.jobs[i].task) for i in inv_m),
+        tuple(_map(pm, s.tasks[i].owner) for i in inv_t),
+        tuple(_encode(a, _APPROVAL, pm, pt) for a in s.approvals),
+        tuple(_encode(e, _EXECUTION, pm, pt) for e in s.executions),
+        tuple(_encode(p, _PLAN, pm, pt) for p in s.plans),
+        tuple(_encode(d, _SHUTDOWN, pm, pt) for d in s.shutdowns),
+        tuple(sorted((_key(m.key, pm, pt), m.status, m.copy, _info(m.key[0], m.info, pm, pt)) for m in s.bus)),
+        tuple(sorted((_key(o.key, pm, pt), o.status, _info(o.key[0], o.info, pm, pt)) for o in s.outbox)),
+    )
+
+
+def _head(s: State) -> tuple[Any, ...]:
+    return (s.clock, s.monitor_done, s.crashed, s.profile_changes, s.runs)
+
+
+def encode(s: State, pm: tuple[int, ...], pt: tuple[int, ...]) -> tuple[Any, ...]:
+    """The key of the image of ``s`` under (pm, pt), stage by stage (see above)."""
+    inv_m = sorted(range(len(pm)), key=pm.__getitem__)
+    inv_t = sorted(range(len(pt)), key=pt.__getitem__)
+    return (
+        _head(s),
+        tuple(_member_local(s, i) for i in inv_m),
+        tuple(_task_local(s, i) for i in inv_t),
+        _records(s, pm, pt),
+    )
+
+
+def canonical_key(s: State) -> tuple[Any, ...]:
+    """The least ``encode(s, pm, pt)`` over all permutations: equal exactly within an orbit."""
+    members, member_perms = _orders([_member_local(s, m) for m in range(len(s.members))])
+    tasks, task_perms = _orders([_task_local(s, t) for t in range(len(s.tasks))])
+    rest = min(_records(s, pm, pt) for pm in member_perms for pt in task_perms)
+    return (_head(s), members, tasks, rest)
