@@ -38,8 +38,10 @@ def test_every_configuration_has_a_pinned_count() -> None:
     from spec.model import config_names
 
     assert sorted(config_names()) == sorted(manifest())
-    for name in manifest():
-        assert set(manifest()[name]) >= {"states", "transitions"}
+    for name, pinned in manifest().items():
+        assert set(pinned) >= {"states", "transitions"}
+        if pinned["states"] is None:
+            assert pinned.get("pending"), f"{name}: an unpinned configuration must say why (pending)"
 
 
 def test_write_steps_are_declared_and_named_by_operation() -> None:

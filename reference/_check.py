@@ -1,6 +1,7 @@
 """``teamproto check``: explore the model's configurations and report (the main job).
 
-Without ``--config`` it runs the default suite — every configuration in the manifest — and
+Without ``--config`` it runs the default suite — every configuration with a pinned count in the
+manifest (a configuration never explored to completion is marked ``pending`` there) — and
 requires that together they take every edge of every machine and crash at every crash point.
 """
 
@@ -42,7 +43,12 @@ def peak_memory_mib() -> float:
 
 
 def run_config(
-    config: Config, mutant: str | None, console: Console, max_states: int | None, quiet: bool
+    config: Config,
+    mutant: str | None,
+    console: Console,
+    max_states: int | None,
+    quiet: bool,
+    max_seconds: float | None = None,
 ) -> tuple[Report, float]:
     started = time.perf_counter()
     stop_on = MUTANTS[mutant].caught_by if mutant else None
@@ -55,7 +61,12 @@ def run_config(
                 highlight=False,
             )
 
-    report = explore(Model(config, mutant), stop_on=stop_on, max_states=max_states, progress=progress)
+    def out_of_time() -> bool:
+        return max_seconds is not None and time.perf_counter() - started > max_seconds
+
+    report = explore(
+        Model(config, mutant), stop_on=stop_on, max_states=max_states, progress=progress, out_of_time=out_of_time
+    )
     return report, time.perf_counter() - started
 
 
@@ -88,7 +99,7 @@ def _print_report(console: Console, report: Report, seconds: float, config: Conf
         f"[bold]{config.name}[/bold]{' mutant ' + report.mutant if report.mutant else ''}: "
         f"{report.states:,} states{drift}, {report.transitions:,} transitions, depth {report.depth}, "
         f"{seconds:.1f} s, {report.states / max(seconds, 1e-9):,.0f} states/s"
-        + ("" if report.complete else " [red]INCOMPLETE (--max-states)[/red]"),
+        + ("" if report.complete else " [red]INCOMPLETE (a --max-states or --max-seconds bound was reached)[/red]"),
         highlight=False,
     )
     for violation in report.violations.values():
@@ -115,14 +126,22 @@ def _summary_table(reports: list[tuple[Report, float, Config]]) -> Table:
 
 
 def command(args: argparse.Namespace, console: Console) -> int:
-    names = [args.config] if args.config else list(manifest())
+    names = [args.config] if args.config else default_suite()
     configs = [load_config(name) for name in names]
     if args.mutant and args.mutant not in MUTANTS:
         console.print(f"[red]unknown mutant {args.mutant!r}[/red]; known: {', '.join(MUTANTS)}")
         return 2
+    for config in configs:
+        pending = manifest().get(config.name, {}).get("pending")
+        if pending and not args.json:
+            console.print(
+                f"[yellow]{config.name} has never been explored to completion[/yellow] ({pending}); "
+                "bound the run with --max-seconds or --max-states",
+                highlight=False,
+            )
     runs = []
     for config in configs:
-        report, seconds = run_config(config, args.mutant, console, args.max_states, args.json)
+        report, seconds = run_config(config, args.mutant, console, args.max_states, args.json, args.max_seconds)
         runs.append((report, seconds, config))
         if not args.json:
             _print_report(console, report, seconds, config)
@@ -187,6 +206,11 @@ def command(args: argparse.Namespace, console: Console) -> int:
     return 0 if ok else 1
 
 
+def default_suite() -> list[str]:
+    """The configurations ``teamproto check`` runs by default: every one with a pinned count."""
+    return [name for name, pinned in manifest().items() if pinned.get("states") is not None]
+
+
 def _all_edges() -> list[tuple[str, str, str]]:
     from spec import MACHINES, edges
 
@@ -195,9 +219,12 @@ def _all_edges() -> list[tuple[str, str, str]]:
 
 def register(commands: Any) -> Any:
     parser = commands.add_parser("check", help="explore the abstract model exhaustively and check every invariant")
-    parser.add_argument("--config", help="one configuration (default: every configuration of the manifest)")
+    parser.add_argument("--config", help="one configuration (default: every configuration with a pinned count)")
     parser.add_argument("--mutant", help="explore a named mutant; exit 0 when a violation is found")
     parser.add_argument("--max-states", type=int, default=None, help="stop after this many states (incomplete)")
+    parser.add_argument(
+        "--max-seconds", type=float, default=None, help="stop exploring after this many seconds (incomplete)"
+    )
     parser.add_argument("--trace-out", help="write the first counterexample as a JSON trace here")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     return command

@@ -28,7 +28,7 @@ from .model._ops import CRASH_POINTS, WRITE_STEPS
 from .model._reconcile import reconcile
 from .model._snapshot import snapshot
 from .model._state import State
-from .model._symmetry import canonical_key
+from .model._symmetry import Interner, canonical_key
 
 
 @dataclass
@@ -85,29 +85,35 @@ class _Search:
         progress: Callable[[int, int, int], None] | None,
     ) -> None:
         self.model, self.stop_on, self.max_states, self.progress = model, stop_on, max_states, progress
+        self.out_of_time: Callable[[], bool] | None = None
         self.symmetry = model.config.symmetry
         self.config = model.config
         self.report = Report(model.config.name, model.mutant, require_coverage=model.config.require_coverage)
-        self.index: dict[State, int] = {}
+        self.index: dict[Any, int] = {}  # State, or its canonical key under symmetry
         self.states: list[State] = []
         self.parent: list[int] = []
         self.via: list[Action | None] = []
         self.depth: list[int] = []
         self.successors: list[list[int]] = []  # crash edges (crash + restart) are stored as -target - 1
+        self.keep_graph = model.config.liveness  # the edges are kept only for the liveness check
+        self.intern = Interner()
+        self.actions: dict[Action, Action] = {}
         self.crash_prefix: dict[State, State] = {}  # restarted state -> the crashed prefix it came from
+        self.memo = invariants.Memo()  # model snapshots share their documents: checks are memoised
 
     def add(self, state: State, parent: int, action: Action | None) -> tuple[int, bool]:
-        key = canonical_key(state) if self.symmetry else state
+        key: Any = canonical_key(state) if self.symmetry else state
         known = self.index.get(key)
         if known is not None:
             return known, False
         number = len(self.states)
-        self.index[key] = number
+        self.index[self.intern(key) if self.symmetry else key] = number
         self.states.append(state)
         self.parent.append(parent)
-        self.via.append(action)
+        self.via.append(action if action is None else self.actions.setdefault(action, action))
         self.depth.append(0 if parent < 0 else self.depth[parent] + 1)
-        self.successors.append([])
+        if self.keep_graph:
+            self.successors.append([])
         return number, True
 
     def trace(self, number: int, *last: tuple[Action, State]) -> list[tuple[Action | None, State]]:
@@ -140,9 +146,15 @@ def explore(
     stop_on: str | None = None,
     max_states: int | None = None,
     progress: Callable[[int, int, int], None] | None = None,
+    out_of_time: Callable[[], bool] | None = None,
 ) -> Report:
-    """Explore every state of ``model`` breadth-first; see the module docstring."""
+    """Explore every state of ``model`` breadth-first; see the module docstring.
+
+    ``max_states`` and ``out_of_time`` (polled every 2,000 states) bound the run; a bounded run
+    that stops early is reported incomplete.
+    """
     search = _Search(model, stop_on, max_states, progress)
+    search.out_of_time = out_of_time
     _model.EDGE_LOG.append([])
     try:
         _bfs(search)
@@ -183,7 +195,8 @@ def _bfs(search: _Search) -> None:
                 if after_state is None:
                     continue
             target, new = search.add(after_state, number, action)
-            search.successors[number].append(-target - 1 if crashed is not None else target)
+            if search.keep_graph:
+                search.successors[number].append(-target - 1 if crashed is not None else target)
             if new and crashed is not None:
                 search.crash_prefix[after_state] = crashed
             if new:
@@ -194,8 +207,12 @@ def _bfs(search: _Search) -> None:
             search.violate(
                 "INV-12", "no_deadlock", "no action is enabled and some request is not final", search.trace(number)
             )
-        if search.progress is not None and number % 2000 == 0:
-            search.progress(len(search.states), len(queue), search.depth[number])
+        if number % 2000 == 0:
+            if search.progress is not None:
+                search.progress(len(search.states), len(queue), search.depth[number])
+            if search.out_of_time is not None and search.out_of_time():
+                report.complete = False
+                return
 
 
 def _restart(
@@ -207,7 +224,7 @@ def _restart(
     """
     search.report.crashed_at.add(action.crash_after)
     prefix = [(action, crashed)]
-    for inv, message in invariants.check_state(crashed_snap, reconciled=False):
+    for inv, message in search.memo.check_state(crashed_snap, reconciled=False):
         search.violate(inv.clause, inv.name, message, search.trace(number, *prefix))
     for restart, restarted in search.model.successors(crashed):
         if isinstance(restarted, IllegalTransition):
@@ -223,7 +240,7 @@ def _restart(
 
 def _check_state(search: _Search, number: int, snap: dict[str, Any]) -> None:
     state = search.states[number]
-    for inv, message in invariants.check_state(snap, reconciled=not state.crashed):
+    for inv, message in search.memo.check_state(snap, reconciled=not state.crashed):
         search.violate(inv.clause, inv.name, message, search.trace(number))
 
 
@@ -231,7 +248,7 @@ def _check_step(
     search: _Search, number: int, steps: list[tuple[Action, State]], before: dict[str, Any], after: dict[str, Any]
 ) -> None:
     action, after_state = steps[-1]
-    for inv, message in invariants.check_step(before, after):
+    for inv, message in search.memo.check_step(before, after):
         search.violate(inv.clause, inv.name, message, search.trace(number, *steps))
     if action.name == "restart":
         again = snapshot(reconcile(search.model, after_state), search.config)

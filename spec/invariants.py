@@ -33,6 +33,7 @@ class Invariant:
     kind: str  # "state" or "step"
     after_reconcile: bool
     check: Callable[..., list[str]]
+    reads: tuple[str, ...] = ()  # the snapshot sections the check reads; () = every section
 
     @property
     def doc(self) -> str:
@@ -300,6 +301,10 @@ def transitions_follow_tables(before: Snapshot, after: Snapshot) -> list[str]:
     """
     problems = []
     for kind, machine in RECORD_MACHINES.items():
+        if len(before[kind]) == len(after[kind]) and all(
+            b is a for b, a in zip(before[kind], after[kind], strict=True)
+        ):
+            continue  # the very same documents: nothing changed
         table = transition_table(machine)
         old = {record_id(kind, r): r["status"] for r in before[kind]}
         new = {record_id(kind, r): r["status"] for r in after[kind]}
@@ -407,25 +412,80 @@ def _diff_kinds(a: Snapshot, b: Snapshot) -> list[str]:
     return [kind for kind in a if a[kind] != b.get(kind)]
 
 
+_APPROVALS, _PLANS, _SHUTDOWNS = "operation_approval", "plan_approval", "shutdown_request"
+_MESSAGES = ("message", "outbox_entry")
+
 INVARIANTS: tuple[Invariant, ...] = (
-    Invariant("INV-1", "approval_consumed_at_most_once", "state", False, approval_consumed_at_most_once),
-    Invariant("INV-2", "claims_only_by_eligible_members", "step", False, claims_only_by_eligible_members),
-    Invariant("INV-3", "transitions_follow_tables", "step", False, transitions_follow_tables),
-    Invariant("INV-4", "shutdown_completed_iff_member_stopped", "state", True, shutdown_completed_iff_member_stopped),
-    Invariant("INV-5", "release_only_after_jobs_settle", "step", False, release_only_after_jobs_settle),
-    Invariant("INV-6", "retry_creates_no_duplicate", "state", False, retry_creates_no_duplicate),
-    Invariant("INV-7", "owed_messages_present", "state", True, owed_messages_present),
+    Invariant(
+        "INV-1",
+        "approval_consumed_at_most_once",
+        "state",
+        False,
+        approval_consumed_at_most_once,
+        (_APPROVALS, "tool_execution"),
+    ),
+    Invariant(
+        "INV-2",
+        "claims_only_by_eligible_members",
+        "step",
+        False,
+        claims_only_by_eligible_members,
+        ("member", "task", _SHUTDOWNS),
+    ),
+    Invariant("INV-3", "transitions_follow_tables", "step", False, transitions_follow_tables, tuple(RECORD_MACHINES)),
+    Invariant(
+        "INV-4",
+        "shutdown_completed_iff_member_stopped",
+        "state",
+        True,
+        shutdown_completed_iff_member_stopped,
+        ("member", "task", _SHUTDOWNS),
+    ),
+    Invariant(
+        "INV-5",
+        "release_only_after_jobs_settle",
+        "step",
+        False,
+        release_only_after_jobs_settle,
+        ("member", "task", "job"),
+    ),
+    Invariant(
+        "INV-6", "retry_creates_no_duplicate", "state", False, retry_creates_no_duplicate, (_APPROVALS, *_MESSAGES)
+    ),
+    Invariant(
+        "INV-7",
+        "owed_messages_present",
+        "state",
+        True,
+        owed_messages_present,
+        ("member", _APPROVALS, _PLANS, "plan_execution", _SHUTDOWNS, *_MESSAGES),
+    ),
     Invariant(
         "INV-8",
         "plan_executes_once_and_only_approved_steps",
         "state",
         False,
         plan_executes_once_and_only_approved_steps,
+        (_PLANS, "plan_execution"),
     ),
-    Invariant("INV-9", "approval_grants_no_capability", "step", False, approval_grants_no_capability),
+    Invariant(
+        "INV-9",
+        "approval_grants_no_capability",
+        "step",
+        False,
+        approval_grants_no_capability,
+        ("capability_profile", _APPROVALS),
+    ),
     Invariant("INV-10", "no_secret_stored", "state", False, no_secret_stored),
     Invariant("INV-11", "stale_incarnation_changes_nothing", "step", False, stale_incarnation_changes_nothing),
-    Invariant("INV-12", "requests_final_by_deadline", "state", False, requests_final_by_deadline),
+    Invariant(
+        "INV-12",
+        "requests_final_by_deadline",
+        "state",
+        False,
+        requests_final_by_deadline,
+        ("clock", _APPROVALS, _PLANS, _SHUTDOWNS),
+    ),
 )
 """Every invariant, in clause order. ``reconcile_is_idempotent`` is run by whoever reconciles."""
 
@@ -440,3 +500,64 @@ def check_state(snap: Snapshot, *, reconciled: bool = True) -> list[tuple[Invari
 
 def check_step(before: Snapshot, after: Snapshot) -> list[tuple[Invariant, str]]:
     return [(inv, p) for inv in STEP_INVARIANTS for p in inv.check(before, after)]
+
+
+class Memo:
+    """Memoised invariant checks for snapshots whose documents are shared and never changed (the
+    model's): a check's result is a function of the documents in the sections it ``reads``, so it
+    is keyed by their identities. Each distinct section content is numbered once and the number
+    table holds its documents, so an identity cannot be reused while it is numbered. Never use it
+    for snapshots whose documents are edited in place.
+    """
+
+    LIMIT = 500_000
+
+    def __init__(self) -> None:
+        self._sections: dict[tuple[int, ...], tuple[int, list[Any]]] = {}
+        self._results: dict[tuple[Any, ...], list[str]] = {}
+        self._recent: list[tuple[Snapshot, dict[str, Any]]] = []
+
+    def _signature(self, snap: Snapshot) -> dict[str, Any]:
+        if len(self._sections) + len(self._results) > self.LIMIT:
+            self._sections.clear()
+            self._results.clear()
+            self._recent = []
+        for known, signature in self._recent:
+            if known is snap:
+                return signature
+        signature = {}
+        for section, value in snap.items():
+            if isinstance(value, list):
+                ids = tuple(map(id, value))
+                entry = self._sections.get(ids)
+                if entry is None:
+                    entry = self._sections[ids] = (len(self._sections), value)
+                signature[section] = entry[0]
+            else:
+                signature[section] = value
+        self._recent = [(snap, signature), *self._recent[:2]]
+        return signature
+
+    def _run(self, inv: Invariant, snaps: tuple[Snapshot, ...], signatures: list[dict[str, Any]]) -> list[str]:
+        if not inv.reads:
+            return inv.check(*snaps)
+        key = (inv.name, *(signature[section] for signature in signatures for section in inv.reads))
+        known = self._results.get(key)
+        if known is None:
+            known = self._results[key] = inv.check(*snaps)
+        return known
+
+    def check_state(self, snap: Snapshot, *, reconciled: bool = True) -> list[tuple[Invariant, str]]:
+        """As :func:`check_state`."""
+        signatures = [self._signature(snap)]
+        return [
+            (inv, p)
+            for inv in STATE_INVARIANTS
+            if reconciled or not inv.after_reconcile
+            for p in self._run(inv, (snap,), signatures)
+        ]
+
+    def check_step(self, before: Snapshot, after: Snapshot) -> list[tuple[Invariant, str]]:
+        """As :func:`check_step`."""
+        signatures = [self._signature(before), self._signature(after)]
+        return [(inv, p) for inv in STEP_INVARIANTS for p in self._run(inv, (before, after), signatures)]

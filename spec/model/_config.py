@@ -76,7 +76,8 @@ def load_config(name: str) -> Config:
     return parse_config(name, json.loads(path.read_text(encoding="utf-8")))
 
 
-def manifest() -> dict[str, dict[str, int]]:
-    """Configuration name → pinned figures (``states``, ``transitions``)."""
-    data: dict[str, dict[str, int]] = json.loads((_folder() / "manifest.json").read_text(encoding="utf-8"))
+def manifest() -> dict[str, dict[str, Any]]:
+    """Configuration name → pinned figures (``states``, ``transitions``). A configuration never
+    explored to completion has ``null`` figures and says why under ``pending``."""
+    data: dict[str, dict[str, Any]] = json.loads((_folder() / "manifest.json").read_text(encoding="utf-8"))
     return data

@@ -14,7 +14,7 @@ from typing import Any
 
 from .. import ids
 from ._config import Config
-from ._state import NONE, Approval, Execution, Job, Member, Message, Plan, PlanRun, Shutdown, State, Task
+from ._state import NONE, Approval, Execution, Job, Member, Message, Owed, Plan, PlanRun, Shutdown, State, Task
 
 TOOL = "deploy"
 LEAD = "lead"
@@ -220,15 +220,7 @@ def message_doc(
     s: State, key: tuple[str, int, int], info: tuple[tuple[str, Any], ...], copy: int, steps: int
 ) -> dict[str, Any]:
     """The whole message document of a bus entry or outbox entry."""
-    kind, ref, _ = key
-    source: Any = None
-    if kind.startswith("approval_"):
-        source = s.approvals[ref]
-    elif kind.startswith("plan_"):
-        source = s.plans[ref]
-    elif kind.startswith("shutdown_"):
-        source = s.shutdowns[ref]
-    return _message_doc(key, info, copy, steps, source)
+    return _message_doc(key, info, copy, steps, _source(s, key[0], key[1]))
 
 
 @lru_cache(maxsize=65536)
@@ -325,9 +317,26 @@ def _message_parts(source: Any, kind: str, ref: int, phase: int, facts: dict[str
     return pid, member_id(facts["member"]), LEAD, body, "suspended", None
 
 
-def _message_record(s: State, message: Message, steps: int) -> dict[str, Any]:
-    doc = message_doc(s, message.key, message.info, message.copy, steps)
+def _source(s: State, kind: str, ref: int) -> Any:
+    if kind.startswith("approval_"):
+        return s.approvals[ref]
+    if kind.startswith("plan_"):
+        return s.plans[ref]
+    if kind.startswith("shutdown_"):
+        return s.shutdowns[ref]
+    return None
+
+
+@lru_cache(maxsize=65536)
+def _message_record(message: Message, source: Any, steps: int) -> dict[str, Any]:
+    doc = _message_doc(message.key, message.info, message.copy, steps, source)
     return {"message": doc, "status": message.status, "recorded_result": None}
+
+
+@lru_cache(maxsize=65536)
+def _outbox_record(entry: Owed, source: Any, steps: int) -> dict[str, Any]:
+    doc = _message_doc(entry.key, entry.info, 0, steps, source)
+    return {"message_id": doc["message_id"], "status": entry.status, "message": doc}
 
 
 def snapshot(state: State, config: Config) -> dict[str, Any]:
@@ -348,11 +357,7 @@ def snapshot(state: State, config: Config) -> dict[str, Any]:
         "plan_approval": [plan_doc(p, x, plan_steps, ttl) for p, x in enumerate(s.plans) if x.status],
         "plan_execution": [run_doc(p, s.plans[p].requester, x, ttl) for p, x in enumerate(s.runs) if x.status],
         "shutdown_request": [shutdown_doc(i, x, ttl) for i, x in enumerate(s.shutdowns) if x.status],
-        "message": [_message_record(s, msg, plan_steps) for msg in s.bus],
-        "outbox_entry": [
-            {"message_id": doc["message_id"], "status": o.status, "message": doc}
-            for o in s.outbox
-            for doc in (message_doc(s, o.key, o.info, 0, plan_steps),)
-        ],
+        "message": [_message_record(m, _source(s, m.key[0], m.key[1]), plan_steps) for m in s.bus],
+        "outbox_entry": [_outbox_record(o, _source(s, o.key[0], o.key[1]), plan_steps) for o in s.outbox],
         "audit_entry": [],
     }
