@@ -155,12 +155,12 @@ def explore(
     """
     search = _Search(model, stop_on, max_states, progress)
     search.out_of_time = out_of_time
-    _model.EDGE_LOG.append([])
+    _model.EDGE_LOG.append(set())
     try:
         _bfs(search)
     finally:
         edges = _model.EDGE_LOG.pop()
-    search.report.edges_taken |= set(edges)
+    search.report.edges_taken |= edges
     if model.config.liveness and search.report.complete and not search.stopped():
         _liveness(search)
     search.report.states = len(search.states)

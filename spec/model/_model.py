@@ -55,7 +55,7 @@ Step = tuple[str, Callable[[State], State]]
 Operation = tuple[Action, list[Step]]
 
 
-EDGE_LOG: list[list[tuple[str, str, str]]] = []
+EDGE_LOG: list[set[tuple[str, str, str]]] = []
 """While the explorer runs, the innermost list records every edge taken (machine, source, target)."""
 
 
@@ -63,7 +63,7 @@ def move(machine: str, record: Any, target: str, **changes: Any) -> Any:
     """Change a record's status through the runtime guard (INV-3): an illegal edge raises."""
     ensure_transition(machine, record.status, target)
     if EDGE_LOG:
-        EDGE_LOG[-1].append((machine, record.status, target))
+        EDGE_LOG[-1].add((machine, record.status, target))
     return replace(record, status=target, **changes)
 
 
