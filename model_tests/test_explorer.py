@@ -120,3 +120,14 @@ def test_check_command_finds_a_mutant_and_writes_its_trace(tmp_path: object) -> 
     assert trace["violation"]["clause"] == "INV-1"
     assert main(["check", "--config", "tiny", "--json"]) == 0
     assert main(["check", "--config", "no-such-config"]) == 2
+
+
+def test_a_bounded_run_says_how_far_it_got(reports: dict[str, object]) -> None:
+    """Counts by depth add up; a run cut by --max-states is incomplete and names the depth it
+    finished expanding (issue 3: progress on runs that cannot finish, e.g. `standard`)."""
+    full = reports["tiny"]
+    assert sum(full.states_by_depth) == full.states and full.expanded_through == full.depth
+    cut = explore(Model(load_config("tiny")), max_states=500)
+    assert not cut.complete and not cut.ok
+    assert 0 <= cut.expanded_through < cut.depth
+    assert cut.states_by_depth[: cut.expanded_through + 1] == full.states_by_depth[: cut.expanded_through + 1]

@@ -78,6 +78,8 @@ def report_json(report: Report, seconds: float, config: Config) -> dict[str, Any
         "states": report.states,
         "transitions": report.transitions,
         "depth": report.depth,
+        "expanded_through_depth": report.expanded_through,
+        "states_by_depth": report.states_by_depth,
         "seconds": round(seconds, 3),
         "states_per_second": round(report.states / max(seconds, 1e-9)),
         "complete": report.complete,
@@ -99,7 +101,12 @@ def _print_report(console: Console, report: Report, seconds: float, config: Conf
         f"[bold]{config.name}[/bold]{' mutant ' + report.mutant if report.mutant else ''}: "
         f"{report.states:,} states{drift}, {report.transitions:,} transitions, depth {report.depth}, "
         f"{seconds:.1f} s, {report.states / max(seconds, 1e-9):,.0f} states/s"
-        + ("" if report.complete else " [red]INCOMPLETE (a --max-states or --max-seconds bound was reached)[/red]"),
+        + (
+            ""
+            if report.complete
+            else f" [red]INCOMPLETE[/red] (a bound was reached; every state up to depth {report.expanded_through} "
+            f"was expanded; new states by depth: {', '.join(f'{n:,}' for n in report.states_by_depth)})"
+        ),
         highlight=False,
     )
     for violation in report.violations.values():

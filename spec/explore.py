@@ -49,6 +49,8 @@ class Report:
     states: int = 0
     transitions: int = 0
     depth: int = 0
+    states_by_depth: list[int] = field(default_factory=list)  # distinct states first reached at each depth
+    expanded_through: int = -1  # every state up to this depth was expanded (all of them if complete)
     complete: bool = True
     violations: dict[str, Violation] = field(default_factory=dict)
     edges_taken: set[tuple[str, str, str]] = field(default_factory=set)
@@ -165,6 +167,11 @@ def explore(
         _liveness(search)
     search.report.states = len(search.states)
     search.report.depth = max(search.depth, default=0)
+    search.report.states_by_depth = [0] * (search.report.depth + 1)
+    for depth in search.depth:
+        search.report.states_by_depth[depth] += 1
+    if search.report.complete:
+        search.report.expanded_through = search.report.depth
     return search.report
 
 
@@ -178,6 +185,7 @@ def _bfs(search: _Search) -> None:
             report.complete = False
             return
         number = queue.popleft()
+        report.expanded_through = search.depth[number] - 1
         state = search.states[number]
         before = snapshot(state, search.config)
         outgoing = 0
