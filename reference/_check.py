@@ -30,6 +30,10 @@ EXTRA_CHECKS = {
 }
 
 
+PROGRESS_SECONDS = 3.0
+"""A progress line at most this often (the explorer reports every 2,000 states)."""
+
+
 def check_names() -> list[tuple[str, str]]:
     """(clause, check name) of every check the explorer reports, invariants first."""
     names = [(inv.clause, inv.name) for inv in INVARIANTS]
@@ -53,9 +57,13 @@ def run_config(
     started = time.perf_counter()
     stop_on = MUTANTS[mutant].caught_by if mutant else None
 
+    last = [started]
+
     def progress(states: int, queue: int, depth: int) -> None:
-        if not quiet:
-            rate = states / max(time.perf_counter() - started, 1e-9)
+        now = time.perf_counter()
+        if not quiet and now - last[0] >= PROGRESS_SECONDS:
+            last[0] = now
+            rate = states / max(now - started, 1e-9)
             console.print(
                 f"  [dim]{config.name}: {states:,} states, {queue:,} queued, depth {depth}, {rate:,.0f} states/s[/dim]",
                 highlight=False,
