@@ -99,16 +99,25 @@ class _Search:
         self.successors: list[list[int]] = []  # crash edges (crash + restart) are stored as -target - 1
         self.keep_graph = model.config.liveness  # the edges are kept only for the liveness check
         self.intern = Interner()
+        self.stored: dict[State, int] = {}  # under symmetry: each stored state itself -> its number
         self.actions: dict[Action, Action] = {}
         self.crash_prefix: dict[State, State] = {}  # restarted state -> the crashed prefix it came from
         self.memo = invariants.Memo()  # model snapshots share their documents: checks are memoised
 
     def add(self, state: State, parent: int, action: Action | None) -> tuple[int, bool]:
+        if self.symmetry:
+            # Most duplicates are the very state stored, not a renaming of it: look that up first
+            # and compute the canonical key (the costly part) only for the rest.
+            known = self.stored.get(state)
+            if known is not None:
+                return known, False
         key: Any = canonical_key(state) if self.symmetry else state
         known = self.index.get(key)
         if known is not None:
             return known, False
         number = len(self.states)
+        if self.symmetry:
+            self.stored[state] = number
         self.index[self.intern(key) if self.symmetry else key] = number
         self.states.append(state)
         self.parent.append(parent)
