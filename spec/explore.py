@@ -13,6 +13,7 @@ Pure: no clock and no I/O. The caller times the run and passes a ``progress`` ca
 from __future__ import annotations
 
 import copy
+import gc
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -167,10 +168,17 @@ def explore(
     search = _Search(model, stop_on, max_states, progress)
     search.out_of_time = out_of_time
     _model.EDGE_LOG.append(set())
+    # The search builds millions of acyclic containers and keeps most of them: the cyclic garbage
+    # collector's passes over them cost more (6 % on pair, more on larger runs) than the few
+    # cycles it would free (about 1,500 objects after pair), so it is off while searching.
+    collecting = gc.isenabled()
+    gc.disable()
     try:
         _bfs(search)
     finally:
         edges = _model.EDGE_LOG.pop()
+        if collecting:
+            gc.enable()
     search.report.edges_taken |= edges
     if model.config.liveness and search.report.complete and not search.stopped():
         _liveness(search)
