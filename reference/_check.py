@@ -238,7 +238,10 @@ def register(commands: Any) -> Any:
     parser.add_argument("--mutant", help="explore a named mutant; exit 0 when a violation is found")
     parser.add_argument("--max-states", type=int, default=None, help="stop after this many states (incomplete)")
     parser.add_argument(
-        "--max-seconds", type=float, default=None, help="stop exploring after this many seconds (incomplete)"
+        "--max-seconds",
+        type=float,
+        default=None,
+        help="stop exploring a configuration after this many seconds (incomplete)",
     )
     parser.add_argument("--trace-out", help="write the first counterexample as a JSON trace here")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
