@@ -17,10 +17,10 @@ then ``standard``).
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import json
 import resource
-import sys
 import time
 from typing import Any
 
@@ -29,14 +29,14 @@ from spec.explore import explore
 from spec.model import Model, load_config
 
 
-def run(name: str, naive: bool, budget: float | None) -> dict[str, float]:
+def run(name: str, naive: bool, budget: float) -> dict[str, Any]:
     config = load_config(name)
     if naive:
         config = dataclasses.replace(config, symmetry=False)
     started = time.perf_counter()
 
     def out_of_time() -> bool:
-        return budget is not None and time.perf_counter() - started > budget
+        return time.perf_counter() - started > budget
 
     report = explore(Model(config, reduce=not naive), out_of_time=out_of_time)
     seconds = time.perf_counter() - started
@@ -51,13 +51,14 @@ def run(name: str, naive: bool, budget: float | None) -> dict[str, float]:
 
 
 def main() -> None:
-    args = sys.argv[1:]
-    budget = float(args[args.index("--seconds") + 1]) if "--seconds" in args else 120.0
-    skip = {args.index("--seconds") + 1} if "--seconds" in args else set()
-    names = [a for i, a in enumerate(args) if not a.startswith("--") and i not in skip]
-    names = names or [*default_suite(), "standard"]
+    parser = argparse.ArgumentParser(description="explorer throughput, reduced against naive")
+    parser.add_argument("configs", nargs="*", help="configurations (default: the default suite, then standard)")
+    parser.add_argument("--seconds", type=float, default=120.0, help="bound of every run (default 120)")
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    args = parser.parse_args()
+    budget = args.seconds
     results: dict[str, dict[str, Any]] = {}
-    for name in names:
+    for name in args.configs or [*default_suite(), "standard"]:
         reduced, naive = run(name, False, budget), run(name, True, budget)
         results[name] = {"reduced": reduced, "naive": naive}
         if reduced["complete"]:
@@ -66,7 +67,7 @@ def main() -> None:
         else:
             results[name]["rate_ratio_reduced_over_naive"] = reduced["states_per_second"] / naive["states_per_second"]
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    if "--json" in sys.argv:
+    if args.json:
         print(json.dumps({"configs": results, "peak_memory_mib": peak}, indent=2))
         return
     print(

@@ -216,13 +216,6 @@ def shutdown_doc(slot: int, sd: Shutdown, ttl: int) -> dict[str, Any]:
     }
 
 
-def message_doc(
-    s: State, key: tuple[str, int, int], info: tuple[tuple[str, Any], ...], copy: int, steps: int
-) -> dict[str, Any]:
-    """The whole message document of a bus entry or outbox entry."""
-    return _message_doc(key, info, copy, steps, _source(s, key[0], key[1]))
-
-
 @lru_cache(maxsize=65536)
 def _message_doc(
     key: tuple[str, int, int], info: tuple[tuple[str, Any], ...], copy: int, steps: int, source: Any
@@ -318,6 +311,7 @@ def _message_parts(source: Any, kind: str, ref: int, phase: int, facts: dict[str
 
 
 def _source(s: State, kind: str, ref: int) -> Any:
+    """The protocol record a message of ``kind`` about slot ``ref`` belongs to (None for notices)."""
     if kind.startswith("approval_"):
         return s.approvals[ref]
     if kind.startswith("plan_"):
