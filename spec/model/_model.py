@@ -225,8 +225,10 @@ class Model:
 
         At the clock bound a request that only the passing of time would end (a requested or
         approved approval, a pending or approved plan, a requested shutdown: the deadline monitor
-        expires them at the next tick) also counts as settled — the model stops time, the
-        protocol does not. A draining shutdown is never settled by time alone: it only times out.
+        expires them at the next tick; a running plan execution: the monitor fails it, and a failed
+        execution is rolled back whoever its requester is — the only way out when its requester
+        stopped or drained meanwhile) also counts as settled — the model stops time, the protocol
+        does not. A draining shutdown is never settled by time alone: it only times out.
         """
         from .._tables import final_states
 
@@ -234,7 +236,7 @@ class Model:
         groups = (
             ("operation_approval", s.approvals, ("requested", "approved")),
             ("plan_approval", s.plans, ("pending", "approved")),
-            ("plan_execution", s.runs, ()),
+            ("plan_execution", s.runs, ("running",)),
             ("shutdown_request", s.shutdowns, ("requested",)),
         )
         for machine, records, by_time in groups:

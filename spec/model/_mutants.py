@@ -128,5 +128,13 @@ MUTANTS: dict[str, Mutant] = {
             "monitor",
             "the deadline monitor never expires or times out shutdown requests",
         ),
+        Mutant(
+            "resumed_drain_keeps_requests",
+            "XPR-2",
+            "INV-12",
+            "crossing",
+            "reconcile resumes a drain that crashed after the member's half without cancelling the "
+            "member's own requests: its draft plan can never become final",
+        ),
     )
 }

@@ -84,6 +84,12 @@ def _shutdowns(model: Model, s: State) -> State:
         elif sd.status in ("draining", "timed_out") and current and member.status == "running":
             s = _member(s, sd.target, "draining", accepting=False, shutdown=slot)  # finish the member's half
             s = cancel_own_requests(s, sd.target)
+        elif sd.status in ("draining", "timed_out") and current and member.status == "draining":
+            # Resume the drain: SHD-2's last half may have been cut off by the crash. Its XPR-2
+            # cancellation is idempotent; without it a draft plan of the member, which only a
+            # running requester may withdraw, would never become final (INV-12).
+            if member.shutdown == slot and not model.broken("resumed_drain_keeps_requests"):
+                s = cancel_own_requests(s, sd.target)
         elif sd.status in ("draining", "timed_out") and current and member.status == "stopped":
             s = owe(_shutdown(s, slot, "completed"), ("shutdown_ack", slot, 0))
         elif sd.status == "completed":
