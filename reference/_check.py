@@ -1,8 +1,10 @@
 """``teamproto check``: explore the model's configurations and report (the main job).
 
 Without ``--config`` it runs the default suite — every configuration with a pinned count in the
-manifest (a configuration never explored to completion is marked ``pending`` there) — and
-requires that together they take every edge of every machine and crash at every crash point.
+manifest — and requires that together they take every edge of every machine and crash at every
+crash point; then it simulates (random walks, :mod:`spec.simulate`) each configuration never
+explored to completion (marked ``pending`` in the manifest), so that their deep states are
+checked too. ``--simulate`` runs only simulations.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ from rich.table import Table
 from spec.explore import Report, explore, format_trace, trace_json
 from spec.invariants import INVARIANTS
 from spec.model import CRASH_POINTS, MUTANTS, Model, load_config, manifest
-from spec.model._config import Config
+from spec.model._config import Config, config_names
+from spec.simulate import Plan, simulate
 
 EXTRA_CHECKS = {
     "INV-3": ["transitions_follow_tables"],
@@ -53,7 +56,9 @@ def run_config(
     max_states: int | None,
     quiet: bool,
     max_seconds: float | None = None,
+    plan: Plan | None = None,
 ) -> tuple[Report, float]:
+    """Explore ``config`` exhaustively, or simulate it when a ``plan`` of walks is given."""
     started = time.perf_counter()
     stop_on = MUTANTS[mutant].caught_by if mutant else None
 
@@ -64,17 +69,21 @@ def run_config(
         if not quiet and now - last[0] >= PROGRESS_SECONDS:
             last[0] = now
             rate = states / max(now - started, 1e-9)
-            console.print(
-                f"  [dim]{config.name}: {states:,} states, {queue:,} queued, depth {depth}, {rate:,.0f} states/s[/dim]",
-                highlight=False,
+            line = (
+                f"{states:,} distinct states, {queue:,} walks, longest {depth}"
+                if plan is not None
+                else f"{states:,} states, {queue:,} queued, depth {depth}, {rate:,.0f} states/s"
             )
+            console.print(f"  [dim]{config.name}: {line}[/dim]", highlight=False)
 
     def out_of_time() -> bool:
         return max_seconds is not None and time.perf_counter() - started > max_seconds
 
-    report = explore(
-        Model(config, mutant), stop_on=stop_on, max_states=max_states, progress=progress, out_of_time=out_of_time
-    )
+    model = Model(config, mutant)
+    if plan is not None:
+        report = simulate(model, plan, stop_on=stop_on, progress=progress, out_of_time=out_of_time)
+    else:
+        report = explore(model, stop_on=stop_on, max_states=max_states, progress=progress, out_of_time=out_of_time)
     return report, time.perf_counter() - started
 
 
@@ -82,6 +91,7 @@ def report_json(report: Report, seconds: float, config: Config) -> dict[str, Any
     pinned = manifest().get(config.name, {}).get("states")
     return {
         "config": config.name,
+        "mode": "simulation" if report.simulation else "exhaustive",
         "mutant": report.mutant,
         "states": report.states,
         "transitions": report.transitions,
@@ -98,11 +108,23 @@ def report_json(report: Report, seconds: float, config: Config) -> dict[str, Any
         "violations": [trace_json(v, config) for v in report.violations.values()],
         "missing_edges": [list(edge) for edge in report.missing_edges],
         "crashed_at": sorted(report.crashed_at),
+        **({"walks": report.walks, "seed": report.seed} if report.simulation else {}),
         "ok": report.ok,
     }
 
 
 def _print_report(console: Console, report: Report, seconds: float, config: Config) -> None:
+    if report.simulation:
+        console.print(
+            f"[bold]{config.name}[/bold]{' mutant ' + report.mutant if report.mutant else ''} "
+            f"[yellow]simulated[/yellow] (random walks, seed {report.seed}; not exhaustive): "
+            f"{report.walks:,} walks, {report.transitions:,} steps, {report.states:,} distinct states, "
+            f"longest walk {report.depth}, {seconds:.1f} s, {report.transitions / max(seconds, 1e-9):,.0f} steps/s",
+            highlight=False,
+        )
+        for violation in report.violations.values():
+            console.print(format_trace(violation, config), highlight=False, markup=False)
+        return
     pinned = manifest().get(config.name, {}).get("states")
     drift = "" if report.mutant or pinned in (None, report.states) else f" [red](manifest pins {pinned:,})[/red]"
     console.print(
@@ -125,8 +147,8 @@ def _summary_table(reports: list[tuple[Report, float, Config]]) -> Table:
     table = Table(title="checks")
     table.add_column("clause")
     table.add_column("check")
-    for _, _, config in reports:
-        table.add_column(config.name)
+    for report, _, config in reports:
+        table.add_column(f"{config.name} (sim)" if report.simulation else config.name)
     for clause, name in check_names():
         cells = []
         for report, _, _ in reports:
@@ -140,35 +162,59 @@ def _summary_table(reports: list[tuple[Report, float, Config]]) -> Table:
     return table
 
 
+def _plan(args: argparse.Namespace) -> Plan:
+    for flag, value in (("--walks", args.walks), ("--walk-depth", args.walk_depth)):
+        if value < 1:
+            raise ValueError(f"{flag} must be at least 1, not {value}")
+    return Plan(walks=args.walks, depth=args.walk_depth, seed=args.seed)
+
+
 def command(args: argparse.Namespace, console: Console) -> int:
-    names = [args.config] if args.config else default_suite()
-    configs = [load_config(name) for name in names]
     if args.mutant and args.mutant not in MUTANTS:
         console.print(f"[red]unknown mutant {args.mutant!r}[/red]; known: {', '.join(MUTANTS)}")
         return 2
-    for config in configs:
+    try:
+        plan = _plan(args)
+    except ValueError as error:
+        console.print(f"[red]{error}[/red]")
+        return 2
+    # (configuration, walks to simulate or None for an exhaustive search)
+    jobs: list[tuple[Config, Plan | None]]
+    if args.simulate:
+        jobs = [(load_config(name), plan) for name in ([args.config] if args.config else config_names())]
+    elif args.config:
+        jobs = [(load_config(args.config), None)]
+    else:
+        jobs = [(load_config(name), None) for name in default_suite()]
+        jobs += [(load_config(name), plan) for name in pending_configs()]
+    for config, how in jobs:
         pending = manifest().get(config.name, {}).get("pending")
-        if pending and not args.json:
+        if pending and how is None and not args.json:
             console.print(
                 f"[yellow]{config.name} has never been explored to completion[/yellow] ({pending}); "
-                "bound the run with --max-seconds or --max-states",
+                "bound the run with --max-seconds or --max-states, or --simulate it",
                 highlight=False,
             )
     runs = []
-    for config in configs:
-        report, seconds = run_config(config, args.mutant, console, args.max_states, args.json, args.max_seconds)
+    for config, how in jobs:
+        report, seconds = run_config(
+            config, args.mutant, console, args.max_states, args.json, args.max_seconds, plan=how
+        )
         runs.append((report, seconds, config))
         if not args.json:
             _print_report(console, report, seconds, config)
     taken = set().union(*(r.edges_taken for r, _, _ in runs))
     crashed = set().union(*(r.crashed_at for r, _, _ in runs))
-    coverage_required = args.config is None or any(c.require_coverage for c in configs)
+    coverage_required = (args.config is None and not args.simulate) or any(c.require_coverage for c, _ in jobs)
     missing_edges = sorted({e for r, _, _ in runs for e in r.missing_edges} - taken)
     missing_crashes = [p for p in CRASH_POINTS if p not in crashed]
     drift = [
         c.name
         for r, _, c in runs
-        if not args.mutant and r.complete and manifest().get(c.name, {}).get("states") not in (None, r.states)
+        if not args.mutant
+        and r.complete
+        and not r.simulation
+        and manifest().get(c.name, {}).get("states") not in (None, r.states)
     ]
     violated = any(r.violations for r, _, _ in runs)
     complete = all(r.complete for r, _, _ in runs)
@@ -222,8 +268,13 @@ def command(args: argparse.Namespace, console: Console) -> int:
 
 
 def default_suite() -> list[str]:
-    """The configurations ``teamproto check`` runs by default: every one with a pinned count."""
+    """The configurations ``teamproto check`` explores by default: every one with a pinned count."""
     return [name for name, pinned in manifest().items() if pinned.get("states") is not None]
+
+
+def pending_configs() -> list[str]:
+    """The configurations never explored to completion: ``teamproto check`` simulates them."""
+    return [name for name, pinned in manifest().items() if pinned.get("states") is None]
 
 
 def _all_edges() -> list[tuple[str, str, str]]:
@@ -243,6 +294,16 @@ def register(commands: Any) -> Any:
         default=None,
         help="stop exploring a configuration after this many seconds (incomplete)",
     )
+    parser.add_argument(
+        "--simulate",
+        action="store_true",
+        help="random walks instead of an exhaustive search (every configuration without --config)",
+    )
+    parser.add_argument("--walks", type=int, default=Plan.walks, help=f"walks per simulation (default {Plan.walks})")
+    parser.add_argument(
+        "--walk-depth", type=int, default=Plan.depth, help=f"steps per walk at most (default {Plan.depth})"
+    )
+    parser.add_argument("--seed", type=int, default=Plan.seed, help="the simulation's seed (default 0)")
     parser.add_argument("--trace-out", help="write the first counterexample as a JSON trace here")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     return command

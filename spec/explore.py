@@ -38,6 +38,7 @@ class Violation:
     invariant: str
     message: str
     trace: list[tuple[Action | None, State]]
+    shortest: bool = True  # found breadth-first; a simulation's walk is not
 
     def to_json(self, config: Config) -> dict[str, Any]:
         return trace_json(self, config)
@@ -59,6 +60,9 @@ class Report:
     deadlocks: int = 0
     liveness_checked: bool = False
     require_coverage: bool = True
+    simulation: bool = False  # random walks (spec.simulate), not an exhaustive search
+    walks: int = 0
+    seed: int | None = None
 
     @property
     def missing_edges(self) -> list[tuple[str, str, str]]:
@@ -396,7 +400,8 @@ def _changes(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
 
 def format_trace(violation: Violation, config: Config) -> str:
     """The counterexample as a numbered list of actions with the state changes after each."""
-    out = [f"{violation.clause} {violation.invariant}: {violation.message}", "Shortest trace:"]
+    heading = "Shortest trace:" if violation.shortest else "Trace (a random walk, not necessarily the shortest):"
+    out = [f"{violation.clause} {violation.invariant}: {violation.message}", heading]
     previous = None
     for number, (action, state) in enumerate(violation.trace):
         snap = snapshot(state, config)
@@ -413,6 +418,7 @@ def trace_json(violation: Violation, config: Config) -> dict[str, Any]:
         "format": "teamproto-trace/1",
         "config": config.name,
         "violation": {"clause": violation.clause, "invariant": violation.invariant, "message": violation.message},
+        "shortest": violation.shortest,
         "steps": [
             {"action": None if action is None else action.to_json(), "snapshot": copy.deepcopy(snapshot(state, config))}
             for action, state in violation.trace

@@ -1,0 +1,105 @@
+"""Random-walk simulation (``teamproto check --simulate``): the explorer's checks along deep walks.
+
+Clause: INV-1 … INV-12, REC-1 (the same checks as the explorer, on configurations too large for
+it: `standard`).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from spec._tables import IllegalTransition
+from spec.model import MUTANTS, Model, load_config
+from spec.model._model import Action
+from spec.simulate import Plan, simulate
+
+NARROW = {
+    "consume_after_deadline": "a consume between the second tick and the monitor's pass after it",
+    "timeout_approves_plan": "a plan left pending until the monitor passes its deadline",
+    "resumed_drain_keeps_requests": "a crash right after begin_drain's member step, then the whole drain",
+}
+"""Mutants that random walks of their configuration do not find within 3,000 walks (seed 0, default
+crash rate): each needs a narrow interleaving. The exhaustive search finds them."""
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(name, marks=pytest.mark.clause(MUTANTS[name].breaks))
+        for name in sorted(MUTANTS)
+        if name not in NARROW
+    ],
+)
+def test_simulation_catches_the_mutants_with_their_invariant(name: str) -> None:
+    """Walks of each mutant's configuration trip the invariant named for it, and the trace is a
+    real walk: each step is one of the model's moves from the state before it."""
+    mutant = MUTANTS[name]
+    model = Model(load_config(mutant.config), name)
+    report = simulate(model, Plan(walks=3000), stop_on=mutant.caught_by)
+    assert report.simulation and report.walks < 3000
+    violation = next((v for v in report.violations.values() if v.clause == mutant.caught_by), None)
+    assert violation is not None, f"{name} survived {report.walks} walks"
+    assert not violation.shortest
+    _assert_is_a_walk(model, violation.trace)
+
+
+def test_the_narrow_mutants_are_mutants() -> None:
+    assert set(NARROW) < set(MUTANTS)
+
+
+def _assert_is_a_walk(model: Model, trace: list[tuple[Action | None, object]]) -> None:
+    first_action, state = trace[0]
+    assert first_action is None and state == model.initial()
+    for action, after in trace[1:]:
+        assert action is not None
+        moves = {(a, s) for a, s in model.successors(state) if not isinstance(s, IllegalTransition)}
+        assert (action, after) in moves, action
+        state = after
+
+
+def test_a_simulation_is_repeatable_and_its_seed_matters() -> None:
+    """The same seed walks the same walks; another seed walks others."""
+    model = Model(load_config("tiny"))
+    first, again = (simulate(model, Plan(walks=60, seed=7)) for _ in range(2))
+    other = simulate(model, Plan(walks=60, seed=8))
+    assert (first.states, first.transitions, first.edges_taken) == (again.states, again.transitions, again.edges_taken)
+    assert (first.states, first.transitions) != (other.states, other.transitions)
+    assert first.walks == 60 and first.seed == 7 and not first.violations
+
+
+def test_simulation_walks_deep_into_standard() -> None:
+    """`standard` cannot be explored to completion; walks reach its deepest states and hold there."""
+    report = simulate(Model(load_config("standard")), Plan(walks=150))
+    assert not report.violations, list(report.violations)
+    assert report.walks == 150 and report.depth >= 25
+    assert report.crashed_at and report.transitions >= 150 * 10
+
+
+@pytest.mark.clause("XPR-2", "INV-12")
+def test_walks_that_crash_often_find_the_deadlock_of_a_drain_resumed_without_cancelling() -> None:
+    """A walk that ends where no move is left and a request is not final is a deadlock (INV-12).
+    At one crash in two steps, walks find the one `resumed_drain_keeps_requests` leaves."""
+    model = Model(load_config("crossing"), "resumed_drain_keeps_requests")
+    report = simulate(model, Plan(walks=1000, crash_rate=0.5), stop_on="INV-12")
+    assert "no_deadlock" in report.violations and report.deadlocks == 1
+    _assert_is_a_walk(model, report.violations["no_deadlock"].trace)
+
+
+def test_a_crash_is_taken_with_its_rate() -> None:
+    """With crash rate 0 no walk crashes; with 1 every operation that can crash does."""
+    model = Model(load_config("tiny"))
+    assert not simulate(model, Plan(walks=40, crash_rate=0.0)).crashed_at
+    assert simulate(model, Plan(walks=40, crash_rate=1.0)).crashed_at
+
+
+def test_check_simulate_on_the_command_line(capsys: pytest.CaptureFixture[str]) -> None:
+    from reference._cli import main
+
+    assert main(["check", "--config", "tiny", "--simulate", "--walks", "30", "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    run = document["runs"][0]
+    assert run["mode"] == "simulation" and run["walks"] == 30 and run["seed"] == 0 and document["ok"]
+    assert main(["check", "--config", "tiny", "--simulate", "--walks", "0"]) == 2
+    assert main(["check", "--config", "tiny", "--simulate", "--mutant", "secret_not_redacted", "--json"]) == 0

@@ -1,0 +1,201 @@
+"""Random-walk simulation: the same checks as the explorer, along long random paths.
+
+For a configuration too large to explore exhaustively (``standard``), breadth-first search only
+reaches the first few levels. A simulation walks from the initial state by random choices to a
+depth bound, a deadlock or a state with no move, and checks on every step exactly what the
+explorer checks on every transition: each INV-* on the state after it (and on the crashed state
+before a restart), the step invariants, REC-1 (reconciliation run twice changes nothing) and that
+no state without a move leaves a request unfinished. It proves nothing about the states it does
+not visit, and its counterexamples are the walk that found them, not the shortest.
+
+Each walk draws its choices from ``random.Random(f"{seed}/{walk}")``, so one walk of a run can be
+repeated alone. A step picks an operation uniformly among the enabled ones, then, with
+probability ``crash_rate``, a crash after one of its write steps instead of the whole operation
+(uniform over the crash points of the operation): a uniform choice among all successors would
+crash most steps, since most operations have several crash points.
+
+Pure: no clock and no I/O, like the explorer.
+"""
+
+from __future__ import annotations
+
+import gc
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ._tables import IllegalTransition
+from .explore import Report, Violation, _check_state, _check_step, _restart, _Search
+from .model import _model
+from .model._model import Action, Model
+from .model._snapshot import snapshot
+from .model._state import State
+from .model._symmetry import canonical_key
+
+CRASH_RATE = 0.1
+"""How often a step is a crash when its operation has crash points (0.1: one step in ten)."""
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a simulation runs: ``walks`` walks of at most ``depth`` steps each."""
+
+    walks: int = 1000
+    depth: int = 100
+    seed: int = 0
+    crash_rate: float = CRASH_RATE
+
+
+class _Walk(_Search):
+    """The explorer's search state, holding one walk: its traces are the walk so far."""
+
+    def __init__(self, model: Model, stop_on: str | None) -> None:
+        super().__init__(model, stop_on, None, None)
+        self.walk: list[tuple[Action | None, State]] = []
+        self.ends: list[int] = []  # ends[i]: length of the walk when its i-th state was reached
+
+    def start(self, state: State) -> None:
+        self.walk, self.states, self.ends = [(None, state)], [state], [1]
+
+    def extend(self, action: Action, state: State, crashed: State | None) -> None:
+        if crashed is not None:
+            self.walk.append((action, crashed))
+            action = Action("restart")
+        self.walk.append((action, state))
+        self.states.append(state)
+        self.ends.append(len(self.walk))
+
+    def trace(self, number: int, *last: tuple[Action, State]) -> list[tuple[Action | None, State]]:
+        """The walk up to its ``number``-th state, then the ``last`` steps."""
+        return [*self.walk[: self.ends[number]], *last]
+
+    def violate(self, clause: str, name: str, message: str, trace: list[tuple[Action | None, State]]) -> None:
+        if name not in self.report.violations:
+            self.report.violations[name] = Violation(clause, name, message, trace, shortest=False)
+
+
+def simulate(
+    model: Model,
+    plan: Plan = Plan(),
+    *,
+    stop_on: str | None = None,
+    progress: Callable[[int, int, int], None] | None = None,
+    out_of_time: Callable[[], bool] | None = None,
+) -> Report:
+    """Run ``plan.walks`` random walks of ``model``; see the module docstring.
+
+    The report counts distinct states by 64-bit fingerprints of their (canonical) keys,
+    transitions as the steps taken, ``walks`` as the walks run, and ``depth`` as the longest walk.
+    The run ends after ``plan.walks`` walks, when ``out_of_time`` (polled before each walk) is
+    true, or when the ``stop_on`` clause is violated; ``progress(states, walks done, longest walk)``
+    is called after each walk.
+    """
+    walk = _Walk(model, stop_on)
+    report = walk.report
+    report.simulation = True
+    report.seed = plan.seed
+    seen: set[int] = set()
+    longest = 0
+    _model.EDGE_LOG.append(set())
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        for number in range(plan.walks):
+            if walk.stopped():
+                break  # the violation asked for was found
+            if out_of_time is not None and out_of_time():
+                break  # a time budget ends a simulation as its walk count does
+            steps = _one_walk(walk, random.Random(f"{plan.seed}/{number}"), plan, seen)
+            report.walks += 1
+            longest = max(longest, steps)
+            if progress is not None:
+                progress(len(seen), report.walks, longest)
+    finally:
+        edges = _model.EDGE_LOG.pop()
+        if collecting:
+            gc.enable()
+    report.edges_taken |= edges
+    report.states = len(seen)
+    report.depth = longest
+    return report
+
+
+def _fingerprint(model: Model, state: State) -> int:
+    return hash(canonical_key(state)) if model.config.symmetry else hash(state)
+
+
+def _one_walk(walk: _Walk, rng: random.Random, plan: Plan, seen: set[int]) -> int:
+    """One walk; returns its number of steps (a crash and its restart count as one)."""
+    model, report = walk.model, walk.report
+    state = model.initial()
+    walk.start(state)
+    before = snapshot(state, walk.config)
+    if _first_visit(model, state, seen):
+        _check_state(walk, 0, before)
+    for depth in range(plan.depth):
+        if walk.stopped():
+            return depth
+        choices = _choices(model, state)
+        if not choices:
+            if not model.is_goal(state):
+                report.deadlocks += 1
+                walk.violate(
+                    "INV-12",
+                    "no_deadlock",
+                    "no action is enabled and some request is not final",
+                    walk.trace(depth),
+                )
+            return depth
+        whole, crashes = choices[rng.randrange(len(choices))]
+        if whole is None or (crashes and rng.random() < plan.crash_rate):
+            action, after_state = crashes[rng.randrange(len(crashes))]
+        else:
+            action, after_state = whole
+        if isinstance(after_state, IllegalTransition):
+            walk.violate("INV-3", "transitions_follow_tables", str(after_state), walk.trace(depth))
+            return depth
+        report.transitions += 1
+        after = snapshot(after_state, walk.config)
+        _check_step(walk, depth, [(action, after_state)], before, after)
+        crashed = after_state if after_state.crashed else None
+        if crashed is not None:
+            restarted, after = _restart(walk, depth, action, crashed, after)
+            if restarted is None:
+                return depth
+            after_state = restarted
+        walk.extend(action, after_state, crashed)
+        if _first_visit(model, after_state, seen):
+            _check_state(walk, depth + 1, after)
+        state, before = after_state, after
+    return plan.depth
+
+
+def _first_visit(model: Model, state: State, seen: set[int]) -> bool:
+    fingerprint = _fingerprint(model, state)
+    if fingerprint in seen:
+        return False
+    seen.add(fingerprint)
+    return True
+
+
+Move = tuple[Action, Any]  # (action, next state or the IllegalTransition it raised)
+Choice = tuple[Move | None, list[Move]]
+
+
+def _choices(model: Model, state: State) -> list[Choice]:
+    """The enabled operations, each as (its whole run, its crash variants). The whole run is
+    ``None`` for an operation that changes nothing when it completes but crashes in between."""
+    choices: dict[Action, Choice] = {}
+    for action, after in model.successors(state):
+        plain = replace(action, crash_after="") if action.crash_after else action
+        whole, crashes = choices.get(plain, (None, []))
+        if action.crash_after:
+            crashes.append((action, after))
+        else:
+            whole = (action, after)
+        choices[plain] = (whole, crashes)
+    return list(choices.values())
+
+
+__all__ = ["CRASH_RATE", "Plan", "simulate"]
