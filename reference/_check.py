@@ -108,7 +108,7 @@ def report_json(report: Report, seconds: float, config: Config) -> dict[str, Any
         "violations": [trace_json(v, config) for v in report.violations.values()],
         "missing_edges": [list(edge) for edge in report.missing_edges],
         "crashed_at": sorted(report.crashed_at),
-        **({"walks": report.walks, "seed": report.seed} if report.simulation else {}),
+        **({"walks": report.walks, "seed": report.seed, "crash_rate": report.crash_rate} if report.simulation else {}),
         "ok": report.ok,
     }
 
@@ -117,7 +117,8 @@ def _print_report(console: Console, report: Report, seconds: float, config: Conf
     if report.simulation:
         console.print(
             f"[bold]{config.name}[/bold]{' mutant ' + report.mutant if report.mutant else ''} "
-            f"[yellow]simulated[/yellow] (random walks, seed {report.seed}; not exhaustive): "
+            f"[yellow]simulated[/yellow] (random walks, seed {report.seed}, crash rate {report.crash_rate}; "
+            "not exhaustive): "
             f"{report.walks:,} walks, {report.transitions:,} steps, {report.states:,} distinct states, "
             f"longest walk {report.depth}, {seconds:.1f} s, {report.transitions / max(seconds, 1e-9):,.0f} steps/s",
             highlight=False,
@@ -166,7 +167,9 @@ def _plan(args: argparse.Namespace) -> Plan:
     for flag, value in (("--walks", args.walks), ("--walk-depth", args.walk_depth)):
         if value < 1:
             raise ValueError(f"{flag} must be at least 1, not {value}")
-    return Plan(walks=args.walks, depth=args.walk_depth, seed=args.seed)
+    if not 0.0 <= args.crash_rate <= 1.0:
+        raise ValueError(f"--crash-rate must be between 0 and 1, not {args.crash_rate}")
+    return Plan(walks=args.walks, depth=args.walk_depth, seed=args.seed, crash_rate=args.crash_rate)
 
 
 def command(args: argparse.Namespace, console: Console) -> int:
@@ -304,6 +307,12 @@ def register(commands: Any) -> Any:
         "--walk-depth", type=int, default=Plan.depth, help=f"steps per walk at most (default {Plan.depth})"
     )
     parser.add_argument("--seed", type=int, default=Plan.seed, help="the simulation's seed (default 0)")
+    parser.add_argument(
+        "--crash-rate",
+        type=float,
+        default=Plan.crash_rate,
+        help=f"how often a simulated step crashes when it can (default {Plan.crash_rate})",
+    )
     parser.add_argument("--trace-out", help="write the first counterexample as a JSON trace here")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     return command

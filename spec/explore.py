@@ -63,6 +63,7 @@ class Report:
     simulation: bool = False  # random walks (spec.simulate), not an exhaustive search
     walks: int = 0
     seed: int | None = None
+    crash_rate: float | None = None
 
     @property
     def missing_edges(self) -> list[tuple[str, str, str]]:

@@ -95,6 +95,7 @@ def simulate(
     report = walk.report
     report.simulation = True
     report.seed = plan.seed
+    report.crash_rate = plan.crash_rate
     seen: set[int] = set()
     longest = 0
     _model.EDGE_LOG.append(set())
