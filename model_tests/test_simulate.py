@@ -11,9 +11,10 @@ import json
 import pytest
 
 from spec._tables import IllegalTransition
+from spec.explore import Violation
 from spec.model import MUTANTS, Model, load_config
 from spec.model._model import Action
-from spec.simulate import Plan, simulate
+from spec.simulate import Plan, replay, script_of, simulate
 
 NARROW = {
     "consume_after_deadline": "a consume between the second tick and the monitor's pass after it",
@@ -43,6 +44,7 @@ def test_simulation_catches_the_mutants_with_their_invariant(name: str) -> None:
     assert violation is not None, f"{name} survived {report.walks} walks"
     assert not violation.shortest
     _assert_is_a_walk(model, violation.trace)
+    _assert_is_one_minimal(model, violation)
 
 
 def test_the_narrow_mutants_are_mutants() -> None:
@@ -81,10 +83,36 @@ def test_simulation_walks_deep_into_standard() -> None:
 def test_walks_that_crash_often_find_the_deadlock_of_a_drain_resumed_without_cancelling() -> None:
     """A walk that ends where no move is left and a request is not final is a deadlock (INV-12).
     At one crash in two steps, walks find the one `resumed_drain_keeps_requests` leaves."""
-    model = Model(load_config("crossing"), "resumed_drain_keeps_requests")
+    model = Model(load_config("plan_drain"), "resumed_drain_keeps_requests")
     report = simulate(model, Plan(walks=1000, crash_rate=0.5), stop_on="INV-12")
     assert "no_deadlock" in report.violations and report.deadlocks == 1
     _assert_is_a_walk(model, report.violations["no_deadlock"].trace)
+
+
+def test_a_counterexample_is_shrunk_to_a_walk_where_every_step_matters() -> None:
+    """The shrunk trace replays to the same violation, is shorter than the walk that found it,
+    and no single dropped action (or crash run whole) gives a shorter one (1-minimal)."""
+    model = Model(load_config("plan_drain"), "resumed_drain_keeps_requests")
+    raw = simulate(model, Plan(walks=1000, crash_rate=0.5, shrink=False), stop_on="INV-12")
+    walk = raw.violations["no_deadlock"]
+    assert walk.walk_length == len(walk.trace)
+    shrunk = simulate(model, Plan(walks=1000, crash_rate=0.5), stop_on="INV-12").violations["no_deadlock"]
+    assert shrunk.walk_length == walk.walk_length > len(shrunk.trace)
+    _assert_is_a_walk(model, shrunk.trace)
+    _assert_is_one_minimal(model, shrunk)
+
+
+def _assert_is_one_minimal(model: Model, shrunk: Violation) -> None:
+    script = script_of(shrunk)
+    again = replay(model, script, shrunk.invariant)
+    assert again is not None and again.trace == shrunk.trace
+    for index, action in enumerate(script):
+        variants = [[*script[:index], *script[index + 1 :]]]
+        if action.crash_after:
+            variants.append([*script[:index], Action(action.name, action.args), *script[index + 1 :]])
+        for variant in variants:
+            found = replay(model, variant, shrunk.invariant)
+            assert found is None or len(found.trace) >= len(shrunk.trace), (index, action)
 
 
 def test_a_crash_is_taken_with_its_rate() -> None:

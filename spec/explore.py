@@ -39,6 +39,8 @@ class Violation:
     message: str
     trace: list[tuple[Action | None, State]]
     shortest: bool = True  # found breadth-first; a simulation's walk is not
+    walk_length: int = 0  # a simulation's: the length of the walk that found it, before shrinking
+    offending: Action | None = None  # a simulation's: the action that broke a table, after the trace
 
     def to_json(self, config: Config) -> dict[str, Any]:
         return trace_json(self, config)
@@ -401,7 +403,11 @@ def _changes(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
 
 def format_trace(violation: Violation, config: Config) -> str:
     """The counterexample as a numbered list of actions with the state changes after each."""
-    heading = "Shortest trace:" if violation.shortest else "Trace (a random walk, not necessarily the shortest):"
+    heading = (
+        "Shortest trace:"
+        if violation.shortest
+        else f"Trace (a random walk of {violation.walk_length} steps, shrunk; not necessarily the shortest):"
+    )
     out = [f"{violation.clause} {violation.invariant}: {violation.message}", heading]
     previous = None
     for number, (action, state) in enumerate(violation.trace):
@@ -410,6 +416,8 @@ def format_trace(violation: Violation, config: Config) -> str:
         if previous is not None:
             out.extend(f"       {line}" for line in _changes(previous, snap))
         previous = snap
+    if violation.offending is not None:
+        out.append(f"{len(violation.trace):>3}. {violation.offending}: refused, it breaks its machine's table")
     return "\n".join(out)
 
 
@@ -420,6 +428,8 @@ def trace_json(violation: Violation, config: Config) -> dict[str, Any]:
         "config": config.name,
         "violation": {"clause": violation.clause, "invariant": violation.invariant, "message": violation.message},
         "shortest": violation.shortest,
+        **({} if violation.shortest else {"walk_length": violation.walk_length}),
+        **({} if violation.offending is None else {"refused_action": violation.offending.to_json()}),
         "steps": [
             {"action": None if action is None else action.to_json(), "snapshot": copy.deepcopy(snapshot(state, config))}
             for action, state in violation.trace

@@ -14,6 +14,9 @@ probability ``crash_rate``, a crash after one of its write steps instead of the 
 (uniform over the crash points of the operation): a uniform choice among all successors would
 crash most steps, since most operations have several crash points.
 
+A counterexample is then shrunk (:func:`shrink`): actions are dropped, and crashed operations run
+whole, while the violation stays, so what is printed is a short walk in which every step matters.
+
 Pure: no clock and no I/O, like the explorer.
 """
 
@@ -45,6 +48,7 @@ class Plan:
     depth: int = 100
     seed: int = 0
     crash_rate: float = CRASH_RATE
+    shrink: bool = True  # shrink each counterexample found (see :func:`shrink`)
 
 
 class _Walk(_Search):
@@ -72,7 +76,9 @@ class _Walk(_Search):
 
     def violate(self, clause: str, name: str, message: str, trace: list[tuple[Action | None, State]]) -> None:
         if name not in self.report.violations:
-            self.report.violations[name] = Violation(clause, name, message, trace, shortest=False)
+            self.report.violations[name] = Violation(
+                clause, name, message, trace, shortest=False, walk_length=len(trace)
+            )
 
 
 def simulate(
@@ -107,7 +113,8 @@ def simulate(
                 break  # the violation asked for was found
             if out_of_time is not None and out_of_time():
                 break  # a time budget ends a simulation as its walk count does
-            steps = _one_walk(walk, random.Random(f"{plan.seed}/{number}"), plan, seen)
+            choose = _random_chooser(random.Random(f"{plan.seed}/{number}"), plan.crash_rate)
+            steps = _one_walk(walk, choose, plan.depth, seen)
             report.walks += 1
             longest = max(longest, steps)
             if progress is not None:
@@ -119,6 +126,9 @@ def simulate(
     report.edges_taken |= edges
     report.states = len(seen)
     report.depth = longest
+    if plan.shrink:
+        for name, violation in report.violations.items():
+            report.violations[name] = shrink(model, violation)
     return report
 
 
@@ -126,7 +136,22 @@ def _fingerprint(model: Model, state: State) -> int:
     return hash(canonical_key(state)) if model.config.symmetry else hash(state)
 
 
-def _one_walk(walk: _Walk, rng: random.Random, plan: Plan, seen: set[int]) -> int:
+Move = tuple[Action, Any]  # (action, next state or the IllegalTransition it raised)
+Choice = tuple[Move | None, list[Move]]
+Chooser = Callable[[list[Choice]], Move | None]  # the next move, or None to end the walk here
+
+
+def _random_chooser(rng: random.Random, crash_rate: float) -> Chooser:
+    def choose(choices: list[Choice]) -> Move:
+        whole, crashes = choices[rng.randrange(len(choices))]
+        if whole is None or (crashes and rng.random() < crash_rate):
+            return crashes[rng.randrange(len(crashes))]
+        return whole
+
+    return choose
+
+
+def _one_walk(walk: _Walk, choose: Chooser, depth_limit: int, seen: set[int]) -> int:
     """One walk; returns its number of steps (a crash and its restart count as one)."""
     model, report = walk.model, walk.report
     state = model.initial()
@@ -134,7 +159,7 @@ def _one_walk(walk: _Walk, rng: random.Random, plan: Plan, seen: set[int]) -> in
     before = snapshot(state, walk.config)
     if _first_visit(model, state, seen):
         _check_state(walk, 0, before)
-    for depth in range(plan.depth):
+    for depth in range(depth_limit):
         if walk.stopped():
             return depth
         choices = _choices(model, state)
@@ -148,13 +173,15 @@ def _one_walk(walk: _Walk, rng: random.Random, plan: Plan, seen: set[int]) -> in
                     walk.trace(depth),
                 )
             return depth
-        whole, crashes = choices[rng.randrange(len(choices))]
-        if whole is None or (crashes and rng.random() < plan.crash_rate):
-            action, after_state = crashes[rng.randrange(len(crashes))]
-        else:
-            action, after_state = whole
+        move = choose(choices)
+        if move is None:
+            return depth
+        action, after_state = move
         if isinstance(after_state, IllegalTransition):
             walk.violate("INV-3", "transitions_follow_tables", str(after_state), walk.trace(depth))
+            violation = walk.report.violations["transitions_follow_tables"]
+            if violation.trace[-1][1] is state and violation.offending is None:
+                violation.offending = action  # the trace ends before the step that broke the table
             return depth
         report.transitions += 1
         after = snapshot(after_state, walk.config)
@@ -169,7 +196,70 @@ def _one_walk(walk: _Walk, rng: random.Random, plan: Plan, seen: set[int]) -> in
         if _first_visit(model, after_state, seen):
             _check_state(walk, depth + 1, after)
         state, before = after_state, after
-    return plan.depth
+    return depth_limit
+
+
+class _NotEnabled(Exception):
+    """A scripted action is not among the moves of the state it is tried in."""
+
+
+def replay(model: Model, script: list[Action], check: str) -> Violation | None:
+    """Walk ``script`` from the initial state with every check (a restart follows each crash by
+    itself); the first violation of the check named ``check`` it shows, or ``None`` — also when
+    a scripted action is not enabled where it comes."""
+    walk = _Walk(model, None)
+    steps = iter(script)
+
+    def choose(choices: list[Choice]) -> Move | None:
+        wanted = next(steps, None)
+        if wanted is None:
+            return None
+        for whole, crashes in choices:
+            for move in crashes if whole is None else [whole, *crashes]:
+                if move[0] == wanted:
+                    return move
+        raise _NotEnabled(str(wanted))
+
+    try:
+        _one_walk(walk, choose, len(script) + 1, set())
+    except _NotEnabled:
+        return None
+    return walk.report.violations.get(check)
+
+
+def script_of(violation: Violation) -> list[Action]:
+    """The actions of a counterexample without the restarts that follow its crashes, and with the
+    action that broke a table (which has no state after it to show in the trace)."""
+    actions = [action for action, _ in violation.trace[1:] if action is not None and action.name != "restart"]
+    return actions if violation.offending is None else [*actions, violation.offending]
+
+
+SHRINK_REPLAYS = 2000
+"""At most this many replays to shrink one counterexample."""
+
+
+def shrink(model: Model, violation: Violation) -> Violation:
+    """A shorter walk showing the same violation: drop one action, or run a crashed operation
+    whole, while the trace gets shorter, until no single change keeps the violation (or
+    ``SHRINK_REPLAYS`` replays were made). The result is 1-minimal, not necessarily shortest."""
+    best, script, replays = violation, script_of(violation), 0
+    changed = True
+    while changed and replays < SHRINK_REPLAYS:
+        changed, index = False, 0
+        while index < len(script) and replays < SHRINK_REPLAYS:
+            action = script[index]
+            candidates = [[*script[:index], *script[index + 1 :]]]
+            if action.crash_after:
+                candidates.insert(0, [*script[:index], replace(action, crash_after=""), *script[index + 1 :]])
+            for candidate in candidates:
+                replays += 1
+                found = replay(model, candidate, violation.invariant)
+                if found is not None and len(found.trace) < len(best.trace):
+                    best, script, changed = found, script_of(found), True
+                    break
+            else:
+                index += 1
+    return replace(best, walk_length=violation.walk_length or len(violation.trace))
 
 
 def _first_visit(model: Model, state: State, seen: set[int]) -> bool:
@@ -178,10 +268,6 @@ def _first_visit(model: Model, state: State, seen: set[int]) -> bool:
         return False
     seen.add(fingerprint)
     return True
-
-
-Move = tuple[Action, Any]  # (action, next state or the IllegalTransition it raised)
-Choice = tuple[Move | None, list[Move]]
 
 
 def _choices(model: Model, state: State) -> list[Choice]:
@@ -199,4 +285,4 @@ def _choices(model: Model, state: State) -> list[Choice]:
     return list(choices.values())
 
 
-__all__ = ["CRASH_RATE", "Plan", "simulate"]
+__all__ = ["CRASH_RATE", "Plan", "replay", "script_of", "shrink", "simulate"]

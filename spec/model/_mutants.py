@@ -132,7 +132,7 @@ MUTANTS: dict[str, Mutant] = {
             "resumed_drain_keeps_requests",
             "XPR-2",
             "INV-12",
-            "crossing",
+            "plan_drain",
             "reconcile resumes a drain that crashed after the member's half without cancelling the "
             "member's own requests: its draft plan can never become final",
         ),
