@@ -44,7 +44,7 @@ CRASH_RATE = 0.1
 class Plan:
     """What a simulation runs: ``walks`` walks of at most ``depth`` steps each."""
 
-    walks: int = 1000
+    walks: int = 3000
     depth: int = 100
     seed: int = 0
     crash_rate: float = CRASH_RATE
