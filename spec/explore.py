@@ -218,14 +218,10 @@ def _bfs(search: _Search) -> None:
                 search.violate("INV-3", "transitions_follow_tables", str(after_state), search.trace(number))
                 continue
             outgoing += 1
-            report.transitions += 1
-            after = snapshot(after_state, search.config)
-            _check_step(search, number, [(action, after_state)], before, after)
-            crashed = after_state if after_state.crashed else None
-            if crashed is not None:
-                after_state, after = _restart(search, number, action, crashed, after)
-                if after_state is None:
-                    continue
+            taken, after, crashed = _take(search, number, action, after_state, before)
+            if taken is None:
+                continue
+            after_state = taken
             target, new = search.add(after_state, number, action)
             if search.keep_graph:
                 search.successors[number].append(-target - 1 if crashed is not None else target)
@@ -245,6 +241,21 @@ def _bfs(search: _Search) -> None:
             if search.out_of_time is not None and search.out_of_time():
                 report.complete = False
                 return
+
+
+def _take(
+    search: _Search, number: int, action: Action, after_state: State, before: dict[str, Any]
+) -> tuple[State | None, Any, State | None]:
+    """Take one transition from state ``number`` and check the step; a crashed state is checked
+    and restarted at once. Returns the state reached, its snapshot and the crashed state it went
+    through (or ``None``); the state is ``None`` when the restart broke its table."""
+    search.report.transitions += 1
+    after = snapshot(after_state, search.config)
+    _check_step(search, number, [(action, after_state)], before, after)
+    if not after_state.crashed:
+        return after_state, after, None
+    restarted, restarted_snap = _restart(search, number, action, after_state, after)
+    return restarted, restarted_snap, after_state
 
 
 def _restart(

@@ -29,7 +29,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ._tables import IllegalTransition
-from .explore import Report, Violation, _check_state, _check_step, _restart, _Search
+from .explore import Report, Violation, _check_state, _Search, _take
 from .model import _model
 from .model._model import Action, Model
 from .model._snapshot import snapshot
@@ -183,15 +183,10 @@ def _one_walk(walk: _Walk, choose: Chooser, depth_limit: int, seen: set[int]) ->
             if violation.trace[-1][1] is state and violation.offending is None:
                 violation.offending = action  # the trace ends before the step that broke the table
             return depth
-        report.transitions += 1
-        after = snapshot(after_state, walk.config)
-        _check_step(walk, depth, [(action, after_state)], before, after)
-        crashed = after_state if after_state.crashed else None
-        if crashed is not None:
-            restarted, after = _restart(walk, depth, action, crashed, after)
-            if restarted is None:
-                return depth
-            after_state = restarted
+        taken, after, crashed = _take(walk, depth, action, after_state, before)
+        if taken is None:
+            return depth
+        after_state = taken
         walk.extend(action, after_state, crashed)
         if _first_visit(model, after_state, seen):
             _check_state(walk, depth + 1, after)
