@@ -31,6 +31,25 @@ def test_explorer_traces_replay_on_the_reference() -> None:
         replay(trace, ttl_seconds=load_config("tiny").ttl_ticks)
 
 
+@pytest.mark.clause("REC-2", "APR-8", "MSG-6")
+def test_random_walks_replay_on_the_reference() -> None:
+    """Walks are longer than shortest traces and crash anywhere along them (here one step in
+    four): the reference agrees with the model on every step of 150 walks of `tiny`."""
+    from spec.simulate import Plan, walks
+
+    config = load_config("tiny")
+    traces = [
+        trace_json(Violation("-", "-", "-", list(walk)), config)
+        for walk in walks(Model(config), Plan(walks=150, seed=3, crash_rate=0.25))
+    ]
+    assert max(len(trace["steps"]) for trace in traces) > 12
+    assert (
+        sum(1 for trace in traces for step in trace["steps"] if step["action"] and step["action"]["crash_after"]) > 50
+    )
+    for trace in traces:
+        replay(trace, ttl_seconds=config.ttl_ticks)
+
+
 def test_replay_reports_the_first_step_that_differs() -> None:
     trace = tiny_traces(1)[0]
     for step in trace["steps"]:

@@ -239,3 +239,33 @@ class Harness:
     def reconcile(self) -> None:
         """Act on persisted state alone (PROTOCOL §5); idempotent (REC-1)."""
         self.approvals.reconcile()
+        self._reconcile_claims()
+
+    def _reconcile_claims(self) -> None:
+        """REC-2 for the two writes of a claim (and of a finish): a member's ``current_task_id``
+        names the task it holds under its incarnation, or nothing. A crash between the writes
+        leaves the task claimed and the member empty-handed (or the reverse); the task record is
+        the truth (the model's reconcile does the same)."""
+        for stored in self.storage.scan("member"):
+            member = stored.doc
+            holds = [
+                task.doc["task_id"]
+                for task in self.storage.scan("task")
+                if task.doc["status"] == "claimed"
+                and task.doc["owner_id"] == member["member_id"]
+                and task.doc["owner_incarnation"] == member["incarnation"]
+            ]
+            current = member["current_task_id"]
+            if current is not None and current not in holds:
+                repaired: str | None = None
+            elif current is None and holds and member["status"] in ("running", "draining"):
+                repaired = holds[0]
+            else:
+                continue
+            self.storage.update(
+                "member.reconcile/member",
+                "member",
+                member["member_id"],
+                {**member, "current_task_id": repaired},
+                stored.version,
+            )

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import gc
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -130,6 +130,16 @@ def simulate(
         for name, violation in report.violations.items():
             report.violations[name] = shrink(model, violation)
     return report
+
+
+def walks(model: Model, plan: Plan) -> Iterator[list[tuple[Action | None, State]]]:
+    """The walks of ``plan`` one by one, each as a trace (the checks run as in :func:`simulate`;
+    the walks are the same): e.g. to replay them against an implementation."""
+    walk = _Walk(model, None)
+    seen: set[int] = set()
+    for number in range(plan.walks):
+        _one_walk(walk, _random_chooser(random.Random(f"{plan.seed}/{number}"), plan.crash_rate), plan.depth, seen)
+        yield walk.walk
 
 
 def _fingerprint(model: Model, state: State) -> int:
@@ -280,4 +290,4 @@ def _choices(model: Model, state: State) -> list[Choice]:
     return list(choices.values())
 
 
-__all__ = ["CRASH_RATE", "Plan", "replay", "script_of", "shrink", "simulate"]
+__all__ = ["CRASH_RATE", "Plan", "replay", "script_of", "shrink", "simulate", "walks"]
