@@ -131,4 +131,5 @@ def test_check_simulate_on_the_command_line(capsys: pytest.CaptureFixture[str]) 
     assert run["mode"] == "simulation" and run["walks"] == 30 and run["seed"] == 0 and document["ok"]
     assert main(["check", "--config", "tiny", "--simulate", "--walks", "0"]) == 2
     assert main(["check", "--config", "tiny", "--simulate", "--crash-rate", "1.5"]) == 2
+    assert main(["check", "--config", "tiny", "--simulate", "--max-states", "10"]) == 2
     assert main(["check", "--config", "tiny", "--simulate", "--mutant", "secret_not_redacted", "--json"]) == 0

@@ -167,6 +167,8 @@ def _plan(args: argparse.Namespace) -> Plan:
     for flag, value in (("--walks", args.walks), ("--walk-depth", args.walk_depth)):
         if value < 1:
             raise ValueError(f"{flag} must be at least 1, not {value}")
+    if args.simulate and args.max_states is not None:
+        raise ValueError("--max-states bounds an exhaustive search; bound a simulation with --walks or --max-seconds")
     if not 0.0 <= args.crash_rate <= 1.0:
         raise ValueError(f"--crash-rate must be between 0 and 1, not {args.crash_rate}")
     return Plan(walks=args.walks, depth=args.walk_depth, seed=args.seed, crash_rate=args.crash_rate)
