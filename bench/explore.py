@@ -71,21 +71,21 @@ def main() -> None:
         print(json.dumps({"configs": results, "peak_memory_mib": peak}, indent=2))
         return
     print(
-        f"{'config':<10} {'search':<8} {'states':>10} {'transitions':>12} {'depth':>5} {'seconds':>8} {'states/s':>9}"
+        f"{'config':<14} {'search':<8} {'states':>10} {'transitions':>12} {'depth':>5} {'seconds':>8} {'states/s':>9}"
     )
     for name, result in results.items():
         for kind in ("reduced", "naive"):
             r = result[kind]
             print(
-                f"{name:<10} {kind:<8} {r['states']:>10,} {r['transitions']:>12,} {r['depth']:>5} "
+                f"{name:<14} {kind:<8} {r['states']:>10,} {r['transitions']:>12,} {r['depth']:>5} "
                 f"{r['seconds']:>8.1f} {r['states_per_second']:>9,.0f}" + ("" if r["complete"] else "  (bounded)")
             )
         if "time_ratio_naive_over_reduced" in result:
             bound = "≥ " if result["ratio_is_lower_bound"] else ""
-            print(f"{name:<10} naive/reduced wall time: {bound}{result['time_ratio_naive_over_reduced']:.2f}x")
+            print(f"{name:<14} naive/reduced wall time: {bound}{result['time_ratio_naive_over_reduced']:.2f}x")
         else:
             print(
-                f"{name:<10} not complete in {budget:.0f} s each; reduced/naive rate: "
+                f"{name:<14} not complete in {budget:.0f} s each; reduced/naive rate: "
                 f"{result['rate_ratio_reduced_over_naive']:.2f}x"
             )
     print(f"peak memory: {peak:,.0f} MiB")
