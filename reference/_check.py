@@ -41,7 +41,7 @@ def check_names() -> list[tuple[str, str]]:
     """(clause, check name) of every check the explorer reports, invariants first."""
     names = [(inv.clause, inv.name) for inv in INVARIANTS]
     for clause, extra in EXTRA_CHECKS.items():
-        names.extend((clause, name) for name in extra)
+        names.extend((clause, name) for name in extra if (clause, name) not in names)
     return names
 
 
@@ -145,22 +145,29 @@ def _print_report(console: Console, report: Report, seconds: float, config: Conf
 
 
 def _summary_table(reports: list[tuple[Report, float, Config]]) -> Table:
-    table = Table(title="checks")
+    """One row per check, whatever the number of configurations: held, or where it was violated."""
+    table = Table(title=f"checks over {len(reports)} run(s)")
     table.add_column("clause")
-    table.add_column("check")
-    for report, _, config in reports:
-        table.add_column(f"{config.name} (sim)" if report.simulation else config.name)
+    table.add_column("check", no_wrap=True)
+    table.add_column("result")
     for clause, name in check_names():
-        cells = []
-        for report, _, _ in reports:
-            if name in report.violations:
-                cells.append("[red]violated[/red]")
-            elif name.startswith(("every_request", "no_cycle")) and not report.liveness_checked:
-                cells.append("[dim]n/a[/dim]")
-            else:
-                cells.append("[green]held[/green]")
-        table.add_row(clause, name, *cells)
+        liveness = name.startswith(("every_request", "no_cycle"))
+        violated = [_label(r, c) for r, _, c in reports if name in r.violations]
+        checked = [r for r, _, _ in reports if r.liveness_checked or not liveness]
+        if violated:
+            cell = f"[red]violated[/red] in {', '.join(violated)}"
+        elif not checked:
+            cell = "[dim]n/a[/dim] (needs an exhaustive run without symmetry)"
+        elif len(checked) < len(reports):
+            cell = f"[green]held[/green] in the {len(checked)} run(s) that check it"
+        else:
+            cell = "[green]held[/green]"
+        table.add_row(clause, name, cell)
     return table
+
+
+def _label(report: Report, config: Config) -> str:
+    return f"{config.name} (simulated)" if report.simulation else config.name
 
 
 def _plan(args: argparse.Namespace) -> Plan:
