@@ -136,5 +136,12 @@ MUTANTS: dict[str, Mutant] = {
             "reconcile resumes a drain that crashed after the member's half without cancelling the "
             "member's own requests: its draft plan can never become final",
         ),
+        Mutant(
+            "inspection_keeps_requests",
+            "SHD-10",
+            "INV-12",
+            "plan_lost",
+            "inspecting a lost member leaves its draft plan open: only its running requester could end it",
+        ),
     )
 }

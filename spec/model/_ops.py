@@ -126,7 +126,7 @@ def member_ops(model: Model, s: State) -> Iterator[Operation]:
         if c.lapses and member.status in ("running", "draining"):
             yield A("member.lapse", member=m), _lapse_steps(m)
         if member.status == "unhealthy":
-            yield A("member.inspect", member=m), _inspect_steps(m)
+            yield A("member.inspect", member=m), _inspect_steps(model, m)
         if member.status == "stopped" and not model.job_busy(s, m):
             if member.incarnation < c.max_incarnation:
                 yield A("member.restart", member=m), [("member.restart/member", lambda x, m=m: _restart(x, m))]
@@ -171,8 +171,16 @@ def _lapse_steps(m: int) -> list[Step]:
     ]
 
 
-def _inspect_steps(m: int) -> list[Step]:
-    """SHD-7: after inspection the member is stopped; a shutdown it drained for completes (INV-4)."""
+def _inspect_steps(model: Model, m: int) -> list[Step]:
+    """SHD-7: after inspection the member is stopped; a shutdown it drained for completes (INV-4).
+
+    Its own open requests end as a drain ends them (XPR-2), with reason ``crashed`` (SHD-10): a
+    draft plan, which only its running requester may submit or withdraw (PLN-11), would otherwise
+    never become final (INV-12).
+    """
+
+    def requests(s: State) -> State:
+        return s if model.broken("inspection_keeps_requests") else cancel_own_requests(s, m, reason="crashed")
 
     def complete_shutdown(s: State) -> State:
         slot = s.members[m].shutdown
@@ -183,6 +191,7 @@ def _inspect_steps(m: int) -> list[Step]:
 
     return [
         ("member.inspect/task", lambda s: _flag_task(s, m)),
+        ("member.inspect/requests", requests),
         ("member.inspect/member", lambda s: _member(s, m, "stopped", accepting=False, task=NONE)),
         ("member.inspect/shutdown", complete_shutdown),
     ]
@@ -262,20 +271,19 @@ def _begin_drain_steps(model: Model, s: State, slot: int) -> list[Step]:
     ]
 
 
-def cancel_own_requests(s: State, m: int) -> State:
-    """XPR-2: a draining member's requested approvals are cancelled, its pending plans withdrawn."""
+def cancel_own_requests(s: State, m: int, reason: str = "member_draining") -> State:
+    """XPR-2: a draining member's requested approvals are cancelled, its pending plans withdrawn
+    (drafts too: nobody else could end them). Inspection of a lost member does the same."""
     incarnation = s.members[m].incarnation
     for a, approval in enumerate(s.approvals):
         if approval.status == "requested" and approval.requester == m and approval.incarnation == incarnation:
             s = replace(
                 s,
-                approvals=put(
-                    s.approvals, a, move("operation_approval", approval, "cancelled", reason="member_draining")
-                ),
+                approvals=put(s.approvals, a, move("operation_approval", approval, "cancelled", reason=reason)),
             )
     for p, plan in enumerate(s.plans):
         if plan.status in ("draft", "pending") and plan.requester == m and plan.incarnation == incarnation:
-            s = replace(s, plans=put(s.plans, p, move("plan_approval", plan, "withdrawn", reason="member_draining")))
+            s = replace(s, plans=put(s.plans, p, move("plan_approval", plan, "withdrawn", reason=reason)))
     return s
 
 
@@ -753,7 +761,7 @@ OPERATIONS: dict[str, tuple[str, ...]] = {
     "job.start": ("job",),
     "job.exit": ("job",),
     "member.lapse": ("member", "task", "outbox"),
-    "member.inspect": ("task", "member", "shutdown"),
+    "member.inspect": ("task", "requests", "member", "shutdown"),
     "member.restart": ("member",),
     "member.retire": ("member",),
     "profile.change": ("profile",),
