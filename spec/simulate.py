@@ -74,10 +74,18 @@ class _Walk(_Search):
         """The walk up to its ``number``-th state, then the ``last`` steps."""
         return [*self.walk[: self.ends[number]], *last]
 
-    def violate(self, clause: str, name: str, message: str, trace: list[tuple[Action | None, State]]) -> None:
+    def violate(
+        self,
+        clause: str,
+        name: str,
+        message: str,
+        trace: list[tuple[Action | None, State]],
+        offending: Action | None = None,
+    ) -> None:
+        """As the explorer's; ``offending`` is the action refused after the trace (INV-3)."""
         if name not in self.report.violations:
             self.report.violations[name] = Violation(
-                clause, name, message, trace, shortest=False, walk_length=len(trace)
+                clause, name, message, trace, shortest=False, walk_length=len(trace), offending=offending
             )
 
 
@@ -188,10 +196,7 @@ def _one_walk(walk: _Walk, choose: Chooser, depth_limit: int, seen: set[int]) ->
             return depth
         action, after_state = move
         if isinstance(after_state, IllegalTransition):
-            walk.violate("INV-3", "transitions_follow_tables", str(after_state), walk.trace(depth))
-            violation = walk.report.violations["transitions_follow_tables"]
-            if violation.trace[-1][1] is state and violation.offending is None:
-                violation.offending = action  # the trace ends before the step that broke the table
+            walk.violate("INV-3", "transitions_follow_tables", str(after_state), walk.trace(depth), action)
             return depth
         taken, after, crashed = _take(walk, depth, action, after_state, before)
         if taken is None:
