@@ -11,10 +11,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
+import os
 import resource
 import sys
 import time
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from pathlib import Path
+from queue import Empty
 from typing import Any
 
 from rich.console import Console
@@ -51,13 +56,13 @@ def peak_memory_mib() -> float:
 def run_config(
     config: Config,
     mutant: str | None,
-    console: Console,
     max_states: int | None,
-    quiet: bool,
     max_seconds: float | None = None,
     plan: Plan | None = None,
+    say: Callable[[str], None] | None = None,
 ) -> tuple[Report, float]:
-    """Explore ``config`` exhaustively, or simulate it when a ``plan`` of walks is given."""
+    """Explore ``config`` exhaustively, or simulate it when a ``plan`` of walks is given; ``say``
+    receives a progress line (rich markup) at most every :data:`PROGRESS_SECONDS`."""
     started = time.perf_counter()
     stop_on = MUTANTS[mutant].caught_by if mutant else None
 
@@ -65,7 +70,7 @@ def run_config(
 
     def progress(states: int, queue: int, depth: int) -> None:
         now = time.perf_counter()
-        if not quiet and now - last[0] >= PROGRESS_SECONDS:
+        if say is not None and now - last[0] >= PROGRESS_SECONDS:
             last[0] = now
             rate = states / max(now - started, 1e-9)
             line = (
@@ -73,7 +78,7 @@ def run_config(
                 if plan is not None
                 else f"{states:,} states, {queue:,} queued, depth {depth}, {rate:,.0f} states/s"
             )
-            console.print(f"  [dim]{config.name}: {line}[/dim]", highlight=False)
+            say(f"  [dim]{config.name}: {line}[/dim]")
 
     def out_of_time() -> bool:
         return max_seconds is not None and time.perf_counter() - started > max_seconds
@@ -84,6 +89,92 @@ def run_config(
     else:
         report = explore(model, stop_on=stop_on, max_states=max_states, progress=progress, out_of_time=out_of_time)
     return report, time.perf_counter() - started
+
+
+Job = tuple[Config, Plan | None]
+"""One run of ``teamproto check``: a configuration, and the walks to simulate (None: exhaustive)."""
+
+_PROGRESS: Any = None  # a worker process's queue of progress lines
+
+
+def _start_worker(queue: Any) -> None:
+    global _PROGRESS
+    _PROGRESS = queue
+
+
+def _work(
+    index: int, job: Job, mutant: str | None, max_states: int | None, max_seconds: float | None, quiet: bool
+) -> tuple[int, Report, float, float]:
+    say = None if quiet else _PROGRESS.put
+    report, seconds = run_config(job[0], mutant, max_states, max_seconds, job[1], say)
+    return index, report, seconds, peak_memory_mib()
+
+
+def _cost(job: Job) -> float:
+    """A run's expected cost, to start the longest first: its pinned transitions (a simulation
+    costs about as much as a search of 150,000 transitions)."""
+    config, plan = job
+    pinned = manifest().get(config.name, {}).get("transitions")
+    return 150_000.0 if plan is not None or pinned is None else float(pinned)
+
+
+def run_jobs(
+    jobs: list[Job],
+    mutant: str | None,
+    max_states: int | None,
+    max_seconds: float | None,
+    workers: int,
+    say: Callable[[str], None] | None,
+    done: Callable[[int, Report, float], None],
+) -> tuple[list[tuple[Report, float]], float]:
+    """Run every job, on ``workers`` processes when more than one (the longest first); ``done``
+    is called for each run in the order of ``jobs``, as soon as it and every run before it ended.
+    Returns the runs in that order and the peak memory of the largest process in MiB."""
+    results: dict[int, tuple[Report, float]] = {}
+    reported = 0
+    peak = peak_memory_mib()
+
+    def report_ready() -> None:
+        nonlocal reported
+        while reported in results:
+            done(reported, *results[reported])
+            reported += 1
+
+    if workers <= 1 or len(jobs) <= 1:
+        for index, job in enumerate(jobs):
+            results[index] = run_config(job[0], mutant, max_states, max_seconds, job[1], say)
+            report_ready()
+        return [results[i] for i in range(len(jobs))], peak_memory_mib()
+    context = multiprocessing.get_context("spawn")
+    queue = context.Queue()
+
+    def relay() -> None:
+        while True:
+            try:
+                line = queue.get_nowait()
+            except Empty:
+                return
+            if say is not None:
+                say(line)
+
+    order = sorted(range(len(jobs)), key=lambda i: -_cost(jobs[i]))
+    with ProcessPoolExecutor(workers, mp_context=context, initializer=_start_worker, initargs=(queue,)) as pool:
+        pending = {pool.submit(_work, i, jobs[i], mutant, max_states, max_seconds, say is None) for i in order}
+        while pending:
+            finished, pending = wait(pending, timeout=0.25, return_when=FIRST_COMPLETED)
+            relay()
+            for future in finished:
+                index, report, seconds, worker_peak = future.result()
+                results[index] = (report, seconds)
+                peak = max(peak, worker_peak)
+            report_ready()
+    relay()
+    return [results[i] for i in range(len(jobs))], max(peak, peak_memory_mib())
+
+
+def default_workers() -> int:
+    """One worker per processor this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def report_json(report: Report, seconds: float, config: Config) -> dict[str, Any]:
@@ -189,12 +280,15 @@ def command(args: argparse.Namespace, console: Console) -> int:
     except ValueError as error:
         console.print(f"[red]{error}[/red]")
         return 2
-    # (configuration, walks to simulate or None for an exhaustive search)
-    jobs: list[tuple[Config, Plan | None]]
+    if args.jobs is not None and args.jobs < 1:
+        console.print(f"[red]--jobs must be at least 1, not {args.jobs}[/red]")
+        return 2
+    names = args.config or []
+    jobs: list[Job]
     if args.simulate:
-        jobs = [(load_config(name), plan) for name in ([args.config] if args.config else config_names())]
-    elif args.config:
-        jobs = [(load_config(args.config), None)]
+        jobs = [(load_config(name), plan) for name in (names or config_names())]
+    elif names:
+        jobs = [(load_config(name), None) for name in names]
     else:
         jobs = [(load_config(name), None) for name in default_suite()]
         jobs += [(load_config(name), plan) for name in pending_configs()]
@@ -206,14 +300,21 @@ def command(args: argparse.Namespace, console: Console) -> int:
                 "bound the run with --max-seconds or --max-states, or --simulate it",
                 highlight=False,
             )
-    runs = []
-    for config, how in jobs:
-        report, seconds = run_config(
-            config, args.mutant, console, args.max_states, args.json, args.max_seconds, plan=how
-        )
-        runs.append((report, seconds, config))
+    workers = min(args.jobs or default_workers(), len(jobs))
+
+    def say(line: str) -> None:
+        console.print(line, highlight=False)
+
+    def done(index: int, report: Report, seconds: float) -> None:
         if not args.json:
-            _print_report(console, report, seconds, config)
+            _print_report(console, report, seconds, jobs[index][0])
+
+    started = time.perf_counter()
+    results, peak = run_jobs(
+        jobs, args.mutant, args.max_states, args.max_seconds, workers, None if args.json else say, done
+    )
+    wall = time.perf_counter() - started
+    runs = [(report, seconds, config) for (report, seconds), (config, _) in zip(results, jobs, strict=True)]
     taken = set().union(*(r.edges_taken for r, _, _ in runs))
     crashed = set().union(*(r.crashed_at for r, _, _ in runs))
     coverage_required = (args.config is None and not args.simulate) or any(c.require_coverage for c, _ in jobs)
@@ -248,7 +349,9 @@ def command(args: argparse.Namespace, console: Console) -> int:
                 "missing_edges": missing_edges,
                 "missing_crash_points": missing_crashes,
                 "manifest_drift": drift,
-                "peak_memory_mib": round(peak_memory_mib(), 1),
+                "peak_memory_mib": round(peak, 1),
+                "workers": workers,
+                "seconds": round(wall, 3),
                 "ok": ok,
             },
             sys.stdout,
@@ -261,7 +364,7 @@ def command(args: argparse.Namespace, console: Console) -> int:
         console.print(
             f"edge coverage: {total_edges - len(missing_edges)}/{total_edges}; crash points: "
             f"{len(CRASH_POINTS) - len(missing_crashes)}/{len(CRASH_POINTS)}; "
-            f"peak memory {peak_memory_mib():,.0f} MiB",
+            f"{wall:.1f} s on {workers} worker process(es); peak memory {peak:,.0f} MiB (largest process)",
             highlight=False,
         )
         for edge in missing_edges if coverage_required and not args.mutant else ():
@@ -297,7 +400,11 @@ def _all_edges() -> list[tuple[str, str, str]]:
 
 def register(commands: Any) -> Any:
     parser = commands.add_parser("check", help="explore the abstract model exhaustively and check every invariant")
-    parser.add_argument("--config", help="one configuration (default: every configuration with a pinned count)")
+    parser.add_argument(
+        "--config",
+        action="append",
+        help="a configuration; repeat for several (default: every configuration with a pinned count)",
+    )
     parser.add_argument("--mutant", help="explore a named mutant; exit 0 when a violation is found")
     parser.add_argument("--max-states", type=int, default=None, help="stop after this many states (incomplete)")
     parser.add_argument(
@@ -321,6 +428,12 @@ def register(commands: Any) -> Any:
         type=float,
         default=Plan.crash_rate,
         help=f"how often a simulated step crashes when it can (default {Plan.crash_rate})",
+    )
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=None,
+        help="run configurations on this many processes (default: one per processor; 1 runs in this process)",
     )
     parser.add_argument("--trace-out", help="write the first counterexample as a JSON trace here")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
