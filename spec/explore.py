@@ -7,6 +7,12 @@ every crash point is crashed, that no state is a deadlock, and — for configura
 symmetry reduction — liveness: from every state a state where every request is final is
 reachable, and no cycle avoids such states. Counterexamples are shortest (BFS order).
 
+Reductions: crashed states are transient (checked, then restarted at once), an owed outbox send
+is taken alone (partial-order reduction, ``Model.operations``), the visited set is keyed by the
+state with its dead data erased (:mod:`spec.model._dead`), and under symmetry by the canonical
+key of that (:mod:`spec.model._symmetry`). The stored states are concrete states: every check
+and every trace is of a state the model really reaches.
+
 Pure: no clock and no I/O. The caller times the run and passes a ``progress`` callback.
 """
 
@@ -24,6 +30,7 @@ from ._tables import IllegalTransition, machine_table
 from .machines import MACHINES
 from .model import _model
 from .model._config import Config
+from .model._dead import erase
 from .model._model import Action, Model
 from .model._ops import CRASH_POINTS, WRITE_STEPS
 from .model._reconcile import reconcile
@@ -96,6 +103,7 @@ class _Search:
     ) -> None:
         self.model, self.stop_on, self.max_states, self.progress = model, stop_on, max_states, progress
         self.out_of_time: Callable[[], bool] | None = None
+        self.dead_data = model.reduce
         self.symmetry = model.config.symmetry
         self.config = model.config
         self.report = Report(model.config.name, model.mutant, require_coverage=model.config.require_coverage)
@@ -119,7 +127,8 @@ class _Search:
             known = self.stored.get(state)
             if known is not None:
                 return known, False
-        key: Any = canonical_key(state) if self.symmetry else state
+        alike = erase(state) if self.dead_data else state  # one state per dead-data class
+        key: Any = canonical_key(alike) if self.symmetry else alike
         known = self.index.get(key)
         if known is not None:
             return known, False
@@ -166,14 +175,28 @@ def explore(
     max_states: int | None = None,
     progress: Callable[[int, int, int], None] | None = None,
     out_of_time: Callable[[], bool] | None = None,
+    dead_data: bool | None = None,
 ) -> Report:
     """Explore every state of ``model`` breadth-first; see the module docstring.
 
     ``max_states`` and ``out_of_time`` (polled every 2,000 states) bound the run; a bounded run
-    that stops early is reported incomplete.
+    that stops early is reported incomplete. ``dead_data`` (default: on when the model's
+    reductions are) expands one state per class of :func:`spec.model._dead.erase`.
     """
+    return _search(model, stop_on, max_states, progress, out_of_time, dead_data).report
+
+
+def _search(
+    model: Model,
+    stop_on: str | None,
+    max_states: int | None,
+    progress: Callable[[int, int, int], None] | None,
+    out_of_time: Callable[[], bool] | None,
+    dead_data: bool | None,
+) -> _Search:
     search = _Search(model, stop_on, max_states, progress)
     search.out_of_time = out_of_time
+    search.dead_data = model.reduce if dead_data is None else dead_data
     _model.EDGE_LOG.append(set())
     # The search builds millions of acyclic containers and keeps most of them: the cyclic garbage
     # collector's passes over them cost more (6 % on pair, more on larger runs) than the few
@@ -196,7 +219,7 @@ def explore(
         search.report.states_by_depth[depth] += 1
     if search.report.complete:
         search.report.expanded_through = search.report.depth
-    return search.report
+    return search
 
 
 def _bfs(search: _Search) -> None:
