@@ -17,8 +17,7 @@ from spec.model._model import Action
 from spec.simulate import Plan, replay, script_of, simulate
 
 NARROW = {
-    "consume_after_deadline": "a consume between the second tick and the monitor's pass after it",
-    "timeout_approves_plan": "a plan left pending until the monitor passes its deadline",
+    "execute_plan_twice": "a second start between the first start and the run's first step, before the deadline",
     "resumed_drain_keeps_requests": "a crash right after begin_drain's member step, then the whole drain",
 }
 """Mutants that random walks of their configuration do not find within 3,000 walks (seed 0, default

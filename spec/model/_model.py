@@ -193,6 +193,16 @@ class Model:
             # reachable final state.
             yield from _ops.first_outbox_send(self, s)
             return
+        if self.reduce and not s.monitor_done and _ops.monitor_is_idle(self, s):
+            # Partial-order reduction: a monitor pass with nothing past its deadline changes only
+            # ``monitor_done``, which no guard but the tick's and no snapshot reads, and it stays
+            # idle whatever else runs first until the next tick: every record made meanwhile gets
+            # a deadline after now, and nothing moves a record back into a status the monitor
+            # watches (approval requested/approved, plan pending/approved, run running, shutdown
+            # requested/draining, message pending). So it is independent of every other operation
+            # and invisible to every check; it is taken alone, and it ends the reduced stretch.
+            yield from _ops.clock_ops(self, s)
+            return
         for family in _ops.FAMILIES:
             yield from family(self, s)
 

@@ -733,6 +733,11 @@ def monitor_pass(model: Model, s: State) -> State:
     return replace(s, monitor_done=True)
 
 
+def monitor_is_idle(model: Model, s: State) -> bool:
+    """The monitor pass would change nothing but ``monitor_done`` (nothing is past its deadline)."""
+    return monitor_pass(model, s) == replace(s, monitor_done=True)
+
+
 def _request_deadline(s: State, kind: str, ref: int) -> int:
     if kind == "approval_request":
         return s.approvals[ref].deadline
