@@ -21,6 +21,7 @@ import argparse
 import dataclasses
 import json
 import resource
+import sys
 import time
 from typing import Any
 
@@ -59,6 +60,7 @@ def main() -> None:
     budget = args.seconds
     results: dict[str, dict[str, Any]] = {}
     for name in args.configs or [*default_suite(), "standard"]:
+        print(f"{name}: reduced search, then naive (at most {budget:.0f} s each) …", file=sys.stderr, flush=True)
         reduced, naive = run(name, False, budget), run(name, True, budget)
         results[name] = {"reduced": reduced, "naive": naive}
         if reduced["complete"]:
