@@ -87,6 +87,17 @@ class Report:
     def missing_crash_points(self) -> list[str]:
         return [point for point in CRASH_POINTS if point not in self.crashed_at]
 
+    def findings(self) -> tuple[Any, ...]:
+        """What the run found, comparable between two searches of one model: the checks violated,
+        the edges taken, the crash points crashed, whether it deadlocked, whether liveness ran."""
+        return (
+            sorted(self.violations),
+            sorted(self.edges_taken),
+            sorted(self.crashed_at),
+            self.deadlocks > 0,
+            self.liveness_checked,
+        )
+
     @property
     def ok(self) -> bool:
         coverage_ok = not self.require_coverage or not (self.missing_edges or self.missing_crash_points)
