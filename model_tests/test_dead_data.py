@@ -53,8 +53,8 @@ def test_the_reduced_search_loses_no_class_and_no_verdict(
     if bounds is not None:
         config = dataclasses.replace(config, max_ticks=bounds[0], unit_ticks=bounds[1])
     model = Model(config, mutant)
-    full = _search(model, None, None, None, None, dead_data=False)
-    reduced = _search(model, None, None, None, None, dead_data=True)
+    full = _search(model, dead_data=False)
+    reduced = _search(model, dead_data=True)
     assert full.report.complete and reduced.report.complete
 
     def cls(state: State) -> Any:
@@ -73,7 +73,7 @@ def test_the_reduced_search_loses_no_class_and_no_verdict(
 def test_erase_keeps_what_is_read() -> None:
     """Only final jobs and tasks are erased; a live one, and every protocol record, is kept."""
     model = Model(load_config("shutdown"))
-    search = _search(model, None, 3000, None, None, dead_data=False)
+    search = _search(model, max_states=3000, dead_data=False)
     erased = 0
     for s in search.states:
         e = erase(s)

@@ -246,14 +246,13 @@ class Harness:
         names the task it holds under its incarnation, or nothing. A crash between the writes
         leaves the task claimed and the member empty-handed (or the reverse); the task record is
         the truth (the model's reconcile does the same)."""
+        claimed = [task.doc for task in self.storage.scan("task") if task.doc["status"] == "claimed"]
         for stored in self.storage.scan("member"):
             member = stored.doc
             holds = [
-                task.doc["task_id"]
-                for task in self.storage.scan("task")
-                if task.doc["status"] == "claimed"
-                and task.doc["owner_id"] == member["member_id"]
-                and task.doc["owner_incarnation"] == member["incarnation"]
+                task["task_id"]
+                for task in claimed
+                if task["owner_id"] == member["member_id"] and task["owner_incarnation"] == member["incarnation"]
             ]
             current = member["current_task_id"]
             if current is not None and current not in holds:

@@ -194,20 +194,25 @@ def explore(
     that stops early is reported incomplete. ``dead_data`` (default: on when the model's
     reductions are) expands one state per class of :func:`spec.model._dead.erase`.
     """
-    return _search(model, stop_on, max_states, progress, out_of_time, dead_data).report
+    return _search(
+        model, stop_on=stop_on, max_states=max_states, progress=progress, out_of_time=out_of_time, dead_data=dead_data
+    ).report
 
 
 def _search(
     model: Model,
-    stop_on: str | None,
-    max_states: int | None,
-    progress: Callable[[int, int, int], None] | None,
-    out_of_time: Callable[[], bool] | None,
-    dead_data: bool | None,
+    *,
+    stop_on: str | None = None,
+    max_states: int | None = None,
+    progress: Callable[[int, int, int], None] | None = None,
+    out_of_time: Callable[[], bool] | None = None,
+    dead_data: bool | None = None,
 ) -> _Search:
+    """As :func:`explore`, returning the whole search (its states too)."""
     search = _Search(model, stop_on, max_states, progress)
     search.out_of_time = out_of_time
-    search.dead_data = model.reduce if dead_data is None else dead_data
+    if dead_data is not None:
+        search.dead_data = dead_data
     _model.EDGE_LOG.append(set())
     # The search builds millions of acyclic containers and keeps most of them: the cyclic garbage
     # collector's passes over them cost more (6 % on pair, more on larger runs) than the few
