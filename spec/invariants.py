@@ -34,6 +34,10 @@ class Invariant:
     after_reconcile: bool
     check: Callable[..., list[str]]
     reads: tuple[str, ...] = ()  # the snapshot sections the check reads; () = every section
+    by_section: Callable[..., list[str]] | None = None
+    """If set, ``check`` is the concatenation, over the sections it reads (in snapshot order when
+    ``reads`` is empty), of ``by_section(section, value, ...)`` with that section's value in each
+    snapshot: a memo can then cache each section's share on its own."""
 
     @property
     def doc(self) -> str:
@@ -228,14 +232,18 @@ def no_secret_stored(snap: Snapshot) -> list[str]:
     Clauses: AUD-3, APR-4. Every string of every record of every store is searched (through the
     records' JSON text; the corpus secrets contain nothing that JSON escapes).
     """
+    return [problem for kind, records in snap.items() for problem in _secrets_stored(kind, records)]
+
+
+def _secrets_stored(kind: str, records: Any) -> list[str]:
+    """INV-10 for one section of a snapshot."""
+    if kind == "clock":
+        return []
     problems = []
-    for kind, records in snap.items():
-        if kind == "clock":
-            continue
-        for record in records:
-            parts = [record["message"], record["status"]] if kind in ("message", "outbox_entry") else [record]
-            for name in (n for part in parts for n in _secrets_in(part)):
-                problems.append(f"{record_key(kind, record)}: stores the {name} secret")
+    for record in records:
+        parts = [record["message"], record["status"]] if kind in ("message", "outbox_entry") else [record]
+        for name in (n for part in parts for n in _secrets_in(part)):
+            problems.append(f"{record_key(kind, record)}: stores the {name} secret")
     return problems
 
 
@@ -299,24 +307,25 @@ def transitions_follow_tables(before: Snapshot, after: Snapshot) -> list[str]:
 
     A new record starts in its initial state or one edge from it (created and moved by one step).
     """
-    problems = []
-    for kind, machine in RECORD_MACHINES.items():
-        if len(before[kind]) == len(after[kind]) and all(
-            b is a for b, a in zip(before[kind], after[kind], strict=True)
-        ):
-            continue  # the very same documents: nothing changed
-        table = transition_table(machine)
-        old = {record_id(kind, r): r["status"] for r in before[kind]}
-        new = {record_id(kind, r): r["status"] for r in after[kind]}
-        for key in old.keys() - new.keys():
-            problems.append(f"{kind}/{key}: record disappeared (was {old[key]})")
-        start = initial_state(machine)
-        for key, status in new.items():
-            previous = old.get(key)
-            if previous is None and status != start and status not in table[start]:
-                problems.append(f"{kind}/{key}: created as {status!r}, not {start!r}")
-            elif previous is not None and previous != status and status not in table[previous]:
-                problems.append(f"{kind}/{key}: illegal {previous!r} -> {status!r}")
+    return [problem for kind in RECORD_MACHINES for problem in _table_steps(kind, before[kind], after[kind])]
+
+
+def _table_steps(kind: str, before: list[Mapping[str, Any]], after: list[Mapping[str, Any]]) -> list[str]:
+    """INV-3 for the records of one kind."""
+    if len(before) == len(after) and all(b is a for b, a in zip(before, after, strict=True)):
+        return []  # the very same documents: nothing changed
+    machine = RECORD_MACHINES[kind]
+    table = transition_table(machine)
+    old = {record_id(kind, r): r["status"] for r in before}
+    new = {record_id(kind, r): r["status"] for r in after}
+    problems = [f"{kind}/{key}: record disappeared (was {old[key]})" for key in old.keys() - new.keys()]
+    start = initial_state(machine)
+    for key, status in new.items():
+        previous = old.get(key)
+        if previous is None and status != start and status not in table[start]:
+            problems.append(f"{kind}/{key}: created as {status!r}, not {start!r}")
+        elif previous is not None and previous != status and status not in table[previous]:
+            problems.append(f"{kind}/{key}: illegal {previous!r} -> {status!r}")
     return problems
 
 
@@ -432,7 +441,15 @@ INVARIANTS: tuple[Invariant, ...] = (
         claims_only_by_eligible_members,
         ("member", "task", _SHUTDOWNS),
     ),
-    Invariant("INV-3", "transitions_follow_tables", "step", False, transitions_follow_tables, tuple(RECORD_MACHINES)),
+    Invariant(
+        "INV-3",
+        "transitions_follow_tables",
+        "step",
+        False,
+        transitions_follow_tables,
+        tuple(RECORD_MACHINES),
+        by_section=_table_steps,
+    ),
     Invariant(
         "INV-4",
         "shutdown_completed_iff_member_stopped",
@@ -476,7 +493,7 @@ INVARIANTS: tuple[Invariant, ...] = (
         approval_grants_no_capability,
         ("capability_profile", _APPROVALS),
     ),
-    Invariant("INV-10", "no_secret_stored", "state", False, no_secret_stored),
+    Invariant("INV-10", "no_secret_stored", "state", False, no_secret_stored, by_section=_secrets_stored),
     Invariant("INV-11", "stale_incarnation_changes_nothing", "step", False, stale_incarnation_changes_nothing),
     Invariant(
         "INV-12",
@@ -514,24 +531,32 @@ class Memo:
 
     def __init__(self) -> None:
         self._sections: dict[tuple[int, ...], tuple[int, list[Any]]] = {}
+        self._lists: dict[int, tuple[list[Any], int]] = {}  # id of a section list -> (it, its number)
         self._results: dict[tuple[Any, ...], list[str]] = {}
         self._recent: list[tuple[Snapshot, dict[str, Any]]] = []
 
     def _signature(self, snap: Snapshot) -> dict[str, Any]:
-        if len(self._sections) + len(self._results) > self.LIMIT:
+        if len(self._sections) + len(self._results) + len(self._lists) > self.LIMIT:
             self._sections.clear()
             self._results.clear()
+            self._lists.clear()
             self._recent = []
         for known, signature in self._recent:
             if known is snap:
                 return signature
         signature = {}
+        lists = self._lists
         for section, value in snap.items():
             if isinstance(value, list):
+                shared = lists.get(id(value))
+                if shared is not None and shared[0] is value:  # the very list numbered before
+                    signature[section] = shared[1]
+                    continue
                 ids = tuple(map(id, value))
                 entry = self._sections.get(ids)
                 if entry is None:
                     entry = self._sections[ids] = (len(self._sections), value)
+                lists[id(value)] = (value, entry[0])
                 signature[section] = entry[0]
             else:
                 signature[section] = value
@@ -539,6 +564,8 @@ class Memo:
         return signature
 
     def _run(self, inv: Invariant, snaps: tuple[Snapshot, ...], signatures: list[dict[str, Any]]) -> list[str]:
+        if inv.by_section is not None:
+            return self._run_by_section(inv, snaps, signatures)
         if not inv.reads:
             return inv.check(*snaps)
         key = (inv.name, *(signature[section] for signature in signatures for section in inv.reads))
@@ -546,6 +573,21 @@ class Memo:
         if known is None:
             known = self._results[key] = inv.check(*snaps)
         return known
+
+    def _run_by_section(
+        self, inv: Invariant, snaps: tuple[Snapshot, ...], signatures: list[dict[str, Any]]
+    ) -> list[str]:
+        """Each section's share of a check that decomposes by section, memoised on its own: most
+        steps change one or two sections, and a section's content recurs in many states."""
+        assert inv.by_section is not None
+        problems: list[str] = []
+        for section in inv.reads or snaps[0].keys():
+            key = (inv.name, section, *(signature[section] for signature in signatures))
+            known = self._results.get(key)
+            if known is None:
+                known = self._results[key] = inv.by_section(section, *(snap[section] for snap in snaps))
+            problems += known
+        return problems
 
     def check_state(self, snap: Snapshot, *, reconciled: bool = True) -> list[tuple[Invariant, str]]:
         """As :func:`check_state`."""
