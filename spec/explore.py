@@ -333,7 +333,10 @@ def _check_step(
     for inv, message in search.memo.check_step(before, after):
         search.violate(inv.clause, inv.name, message, search.trace(number, *steps))
     if action.name == "restart":
-        again = snapshot(reconcile(search.model, after_state), search.config)
+        again_state = reconcile(search.model, after_state)
+        if again_state == after_state:
+            return  # the same state, so the same snapshot: reconciling again changed nothing
+        again = snapshot(again_state, search.config)
         for message in invariants.reconcile_is_idempotent(after, again):
             search.violate("INV-7", "reconcile_is_idempotent", message, search.trace(number, *steps))
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 import gc
 import random
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from ._tables import IllegalTransition
@@ -33,7 +33,7 @@ from .explore import Report, Violation, _check_state, _Search, _take
 from .model import _model
 from .model._model import Action, Model
 from .model._snapshot import snapshot
-from .model._state import State
+from .model._state import State, replace
 from .model._symmetry import canonical_key
 
 CRASH_RATE = 0.1

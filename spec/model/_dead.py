@@ -24,10 +24,8 @@ reduced search reaches every class the full search reaches, with the same verdic
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from .._tables import final_states
-from ._state import Job, State, Task
+from ._state import Job, State, Task, replace
 
 _FINAL_JOBS = frozenset(final_states("job"))
 _FINAL_TASKS = frozenset(final_states("task"))

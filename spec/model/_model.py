@@ -23,13 +23,13 @@ What the model abstracts away (and where it is checked instead):
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from .._tables import IllegalTransition, ensure_transition, initial_state
 from ._config import Config
 from ._mutants import MUTANTS
-from ._state import NONE, Approval, Execution, Job, Member, Message, Owed, Plan, PlanRun, Shutdown, State, Task
+from ._state import NONE, Approval, Execution, Job, Member, Message, Owed, Plan, PlanRun, Shutdown, State, Task, replace
 
 ACTIVE_SHUTDOWN = frozenset({"requested", "draining", "timed_out"})
 BUSY_JOB = frozenset({"running", "cancel_requested"})

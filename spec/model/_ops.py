@@ -7,12 +7,11 @@ reference harness uses the same names for its fault hook.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import replace
 
 from ..redaction import redact
 from ..secret_corpus import carrier
 from ._model import Action, Model, Operation, Step, create, message_status, move, owe, post, set_message
-from ._state import NONE, Message, State, put
+from ._state import NONE, Message, State, put, replace
 
 RISK_TEXT = "deploy to staging: " + carrier("openai_key")
 """The risk summary the model's requester writes; it carries a secret that must be redacted."""

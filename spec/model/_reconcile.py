@@ -6,11 +6,9 @@ pass as a whole is (REC-1); the explorer checks that running it twice changes no
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from ._model import ACTIVE_SHUTDOWN, Model, message_status, move, owe, post, set_message
 from ._ops import _approval, _member, _plan, _shutdown, cancel_own_requests
-from ._state import NONE, State, put
+from ._state import NONE, State, put, replace
 
 
 def reconcile(model: Model, s: State) -> State:

@@ -9,6 +9,7 @@ of a plan.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cache, lru_cache
 from typing import Any
 
@@ -333,25 +334,76 @@ def _outbox_record(entry: Owed, source: Any, steps: int) -> dict[str, Any]:
     return {"message_id": doc["message_id"], "status": entry.status, "message": doc}
 
 
+_SECTIONS: dict[tuple[Any, ...], tuple[tuple[Any, ...], list[dict[str, Any]]]] = {}
+"""(section, ids of its inputs) → (the inputs, the section's documents). States share unchanged
+record tuples, so most sections of a snapshot are the list made for an earlier state; the entry
+holds its inputs, so their ids cannot be reused while it is kept."""
+
+
+def _section(
+    key: tuple[Any, ...], inputs: tuple[Any, ...], build: Callable[[], list[dict[str, Any]]]
+) -> list[dict[str, Any]]:
+    """The section named ``key[0]``; ``key`` holds the ids of ``inputs`` and the settings."""
+    known = _SECTIONS.get(key)
+    if known is None:
+        if len(_SECTIONS) > 200_000:
+            _SECTIONS.clear()
+        known = _SECTIONS[key] = (inputs, build())
+    return known[1]
+
+
 def snapshot(state: State, config: Config) -> dict[str, Any]:
     """The canonical snapshot of a model state. Creation times are not kept by the model; the
-    snapshot shows ``deadline - ttl_ticks``. Record documents are cached and shared between
-    snapshots: treat them as read-only (``copy.deepcopy`` before changing one)."""
+    snapshot shows ``deadline - ttl_ticks``. Record documents and whole sections are cached and
+    shared between snapshots: treat them as read-only (``copy.deepcopy`` before changing one)."""
     s, plan_steps, ttl = state, config.plan_steps, config.ttl_ticks
+    members, approvals, plans, shutdowns = s.members, s.approvals, s.plans, s.shutdowns
     return {
         "clock": s.clock,
-        "member": [member_doc(m, x) for m, x in enumerate(s.members)],
-        "capability_profile": [profile_doc(m, x) for m, x in enumerate(s.members)],
-        "task": [task_doc(t, x) for t, x in enumerate(s.tasks)],
-        "job": [job_doc(m, x) for m, x in enumerate(s.jobs) if x.status],
-        "operation_approval": [approval_doc(a, x, ttl) for a, x in enumerate(s.approvals) if x.status],
-        "tool_execution": [
-            execution_doc(a, s.approvals[a].requester, x) for a, x in enumerate(s.executions) if x.status
-        ],
-        "plan_approval": [plan_doc(p, x, plan_steps, ttl) for p, x in enumerate(s.plans) if x.status],
-        "plan_execution": [run_doc(p, s.plans[p].requester, x, ttl) for p, x in enumerate(s.runs) if x.status],
-        "shutdown_request": [shutdown_doc(i, x, ttl) for i, x in enumerate(s.shutdowns) if x.status],
-        "message": [_message_record(m, _source(s, m.key[0], m.key[1]), plan_steps) for m in s.bus],
-        "outbox_entry": [_outbox_record(o, _source(s, o.key[0], o.key[1]), plan_steps) for o in s.outbox],
+        "member": _section(
+            ("member", id(members)), (members,), lambda: [member_doc(m, x) for m, x in enumerate(members)]
+        ),
+        "capability_profile": _section(
+            ("capability_profile", id(members)), (members,), lambda: [profile_doc(m, x) for m, x in enumerate(members)]
+        ),
+        "task": _section(("task", id(s.tasks)), (s.tasks,), lambda: [task_doc(t, x) for t, x in enumerate(s.tasks)]),
+        "job": _section(
+            ("job", id(s.jobs)), (s.jobs,), lambda: [job_doc(m, x) for m, x in enumerate(s.jobs) if x.status]
+        ),
+        "operation_approval": _section(
+            ("operation_approval", id(approvals), plan_steps, ttl),
+            (approvals,),
+            lambda: [approval_doc(a, x, ttl) for a, x in enumerate(approvals) if x.status],
+        ),
+        "tool_execution": _section(
+            ("tool_execution", id(s.executions), id(approvals)),
+            (s.executions, approvals),
+            lambda: [execution_doc(a, approvals[a].requester, x) for a, x in enumerate(s.executions) if x.status],
+        ),
+        "plan_approval": _section(
+            ("plan_approval", id(plans), plan_steps, ttl),
+            (plans,),
+            lambda: [plan_doc(p, x, plan_steps, ttl) for p, x in enumerate(plans) if x.status],
+        ),
+        "plan_execution": _section(
+            ("plan_execution", id(s.runs), id(plans), plan_steps, ttl),
+            (s.runs, plans),
+            lambda: [run_doc(p, plans[p].requester, x, ttl) for p, x in enumerate(s.runs) if x.status],
+        ),
+        "shutdown_request": _section(
+            ("shutdown_request", id(shutdowns), plan_steps, ttl),
+            (shutdowns,),
+            lambda: [shutdown_doc(i, x, ttl) for i, x in enumerate(shutdowns) if x.status],
+        ),
+        "message": _section(
+            ("message", id(s.bus), id(approvals), id(plans), id(shutdowns), plan_steps, ttl),
+            (s.bus, approvals, plans, shutdowns),
+            lambda: [_message_record(m, _source(s, m.key[0], m.key[1]), plan_steps) for m in s.bus],
+        ),
+        "outbox_entry": _section(
+            ("outbox_entry", id(s.outbox), id(approvals), id(plans), id(shutdowns), plan_steps, ttl),
+            (s.outbox, approvals, plans, shutdowns),
+            lambda: [_outbox_record(o, _source(s, o.key[0], o.key[1]), plan_steps) for o in s.outbox],
+        ),
         "audit_entry": [],
     }

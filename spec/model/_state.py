@@ -8,8 +8,10 @@ changed by identity.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import TypeVar
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 NONE = -1
 
@@ -143,6 +145,38 @@ class State:
 
 
 R = TypeVar("R")
+T = TypeVar("T")
+
+_UNSET = object()
+
+
+def _replacer(cls: type) -> Callable[..., Any]:
+    """``dataclasses.replace`` for one frozen, slotted record class, generated from its fields.
+
+    It builds the copy slot by slot, without the generic per-call field checks of
+    ``dataclasses.replace`` (about three times faster; the model replaces a record in every write
+    step). An unknown field name is a ``TypeError``, as there.
+    """
+    names = [f.name for f in dataclasses.fields(cls)]
+    assert all(f.init for f in dataclasses.fields(cls)) and set(names) == set(getattr(cls, "__slots__", ())), cls
+    lines = [f"def replace(_record, /, *, {', '.join(f'{n}=_UNSET' for n in names)}):", "    new = _new(_cls)"]
+    lines += [f"    _set(new, {n!r}, _record.{n} if {n} is _UNSET else {n})" for n in names]
+    lines.append("    return new")
+    namespace: dict[str, Any] = {"_UNSET": _UNSET, "_new": object.__new__, "_cls": cls, "_set": object.__setattr__}
+    exec("\n".join(lines), namespace)
+    return namespace["replace"]  # type: ignore[no-any-return]
+
+
+_RECORDS = (Member, Task, Job, Approval, Execution, Plan, PlanRun, Shutdown, Message, Owed, State)
+_REPLACERS: dict[type, Callable[..., Any]] = {cls: _replacer(cls) for cls in _RECORDS}
+
+
+def replace(record: T, /, **changes: Any) -> T:
+    """A copy of ``record`` with ``changes``: fast for the model's records, else ``dataclasses.replace``."""
+    fast = _REPLACERS.get(type(record))
+    if fast is None:
+        return dataclasses.replace(record, **changes)  # type: ignore[type-var]
+    return fast(record, **changes)  # type: ignore[no-any-return]
 
 
 def put(items: tuple[R, ...], index: int, item: R) -> tuple[R, ...]:

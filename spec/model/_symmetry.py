@@ -8,12 +8,11 @@ identity of their own.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from functools import cache
 from itertools import permutations, product
 from typing import Any
 
-from ._state import NONE, Approval, Execution, Job, Member, Message, Owed, Plan, Shutdown, State, Task
+from ._state import NONE, Approval, Execution, Job, Member, Message, Owed, Plan, Shutdown, State, Task, replace
 
 
 def _map(perm: tuple[int, ...], index: int) -> int:
