@@ -73,3 +73,15 @@ def test_memoised_checks_equal_plain_checks(name: str, mutant: str | None) -> No
         found += len(plain)
     if mutant is not None:
         assert found, "the sample should include violations, or this test shows nothing"
+
+
+def test_a_step_check_by_section_finds_nothing_in_an_unchanged_section() -> None:
+    """The memo skips such sections (see ``Invariant.by_section``)."""
+    checked = 0
+    for before, _ in _steps("standard", limit=200):
+        for inv in invariants.STEP_INVARIANTS:
+            if inv.by_section is not None:
+                for section in inv.reads or before:
+                    assert inv.by_section(section, before[section], before[section]) == []
+                    checked += 1
+    assert checked
