@@ -25,6 +25,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from spec import _compiled
 from spec.explore import Report, explore, format_trace, trace_json
 from spec.invariants import INVARIANTS
 from spec.model import CRASH_POINTS, MUTANTS, Model, load_config, manifest
@@ -36,6 +37,9 @@ EXTRA_CHECKS = {  # reported beside the invariants (an illegal edge is INV-3's o
     "INV-12": ["no_deadlock", "every_request_can_finish", "no_cycle_avoids_finish"],
 }
 
+
+DEFAULTS = Plan()
+"""The simulation's defaults (read from an instance: a compiled dataclass keeps no class defaults)."""
 
 PROGRESS_SECONDS = 3.0
 """A progress line at most this often (the explorer reports every 2,000 states)."""
@@ -351,6 +355,7 @@ def command(args: argparse.Namespace, console: Console) -> int:
                 "manifest_drift": drift,
                 "peak_memory_mib": round(peak, 1),
                 "workers": workers,
+                "compiled": _compiled.ACTIVE,
                 "seconds": round(wall, 3),
                 "ok": ok,
             },
@@ -364,7 +369,9 @@ def command(args: argparse.Namespace, console: Console) -> int:
         console.print(
             f"edge coverage: {total_edges - len(missing_edges)}/{total_edges}; crash points: "
             f"{len(CRASH_POINTS) - len(missing_crashes)}/{len(CRASH_POINTS)}; "
-            f"{wall:.1f} s on {workers} worker process(es); peak memory {peak:,.0f} MiB (largest process)",
+            f"{wall:.1f} s on {workers} worker process(es), "
+            f"{'compiled' if _compiled.ACTIVE else 'interpreted (scripts/compile.py builds the compiled explorer)'}; "
+            f"peak memory {peak:,.0f} MiB (largest process)",
             highlight=False,
         )
         for edge in missing_edges if coverage_required and not args.mutant else ():
@@ -418,16 +425,18 @@ def register(commands: Any) -> Any:
         action="store_true",
         help="random walks instead of an exhaustive search (every configuration without --config)",
     )
-    parser.add_argument("--walks", type=int, default=Plan.walks, help=f"walks per simulation (default {Plan.walks})")
     parser.add_argument(
-        "--walk-depth", type=int, default=Plan.depth, help=f"steps per walk at most (default {Plan.depth})"
+        "--walks", type=int, default=DEFAULTS.walks, help=f"walks per simulation (default {DEFAULTS.walks})"
     )
-    parser.add_argument("--seed", type=int, default=Plan.seed, help="the simulation's seed (default 0)")
+    parser.add_argument(
+        "--walk-depth", type=int, default=DEFAULTS.depth, help=f"steps per walk at most (default {DEFAULTS.depth})"
+    )
+    parser.add_argument("--seed", type=int, default=DEFAULTS.seed, help="the simulation's seed (default 0)")
     parser.add_argument(
         "--crash-rate",
         type=float,
-        default=Plan.crash_rate,
-        help=f"how often a simulated step crashes when it can (default {Plan.crash_rate})",
+        default=DEFAULTS.crash_rate,
+        help=f"how often a simulated step crashes when it can (default {DEFAULTS.crash_rate})",
     )
     parser.add_argument(
         "--jobs",

@@ -25,9 +25,9 @@ from __future__ import annotations
 import gc
 import random
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
+from ._records import CRASH_RATE, Plan
 from ._tables import IllegalTransition
 from .explore import Report, Violation, _check_state, _Search, _take
 from .model import _model
@@ -36,19 +36,7 @@ from .model._snapshot import snapshot
 from .model._state import State, replace
 from .model._symmetry import canonical_key
 
-CRASH_RATE = 0.1
-"""How often a step is a crash when its operation has crash points (0.1: one step in ten)."""
-
-
-@dataclass(frozen=True)
-class Plan:
-    """What a simulation runs: ``walks`` walks of at most ``depth`` steps each."""
-
-    walks: int = 3000
-    depth: int = 100
-    seed: int = 0
-    crash_rate: float = CRASH_RATE
-    shrink: bool = True  # shrink each counterexample found (see :func:`shrink`)
+DEFAULT_PLAN = Plan()
 
 
 class _Walk(_Search):
@@ -91,7 +79,7 @@ class _Walk(_Search):
 
 def simulate(
     model: Model,
-    plan: Plan = Plan(),
+    plan: Plan = DEFAULT_PLAN,
     *,
     stop_on: str | None = None,
     progress: Callable[[int, int, int], None] | None = None,

@@ -23,32 +23,16 @@ What the model abstracts away (and where it is checked instead):
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
 from .._tables import IllegalTransition, ensure_transition, initial_state
+from ._action import Action as Action  # re-exported: the model's moves are named here
 from ._config import Config
 from ._mutants import MUTANTS
 from ._state import NONE, Approval, Execution, Job, Member, Message, Owed, Plan, PlanRun, Shutdown, State, Task, replace
 
 ACTIVE_SHUTDOWN = frozenset({"requested", "draining", "timed_out"})
 BUSY_JOB = frozenset({"running", "cancel_requested"})
-
-
-@dataclass(frozen=True, order=True)
-class Action:
-    """One labelled move of the model. ``args`` are JSON-able (indices, booleans, strings)."""
-
-    name: str
-    args: tuple[tuple[str, Any], ...] = ()
-    crash_after: str = ""
-
-    def to_json(self) -> dict[str, Any]:
-        return {"action": self.name, "args": dict(self.args), "crash_after": self.crash_after or None}
-
-    def __str__(self) -> str:
-        text = f"{self.name}({', '.join(f'{k}={v!r}' for k, v in self.args)})"
-        return f"{text} ⚡ crash after {self.crash_after}" if self.crash_after else text
 
 
 Step = tuple[str, Callable[[State], State]]
