@@ -6,6 +6,10 @@ machine classes in :mod:`spec.machines` and the schema builders in :mod:`spec.sc
 
 from __future__ import annotations
 
+from . import _compiled
+
+_compiled.extend(__path__, "spec")  # the compiled explorer, if a fresh build exists
+
 from ._tables import (
     Edge,
     IllegalTransition,

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from .. import _compiled
+
+_compiled.extend(__path__, "spec/model")  # the compiled model, if a fresh build exists
+
 from ._config import BadConfig, Config, UnknownConfig, config_names, load_config, manifest, parse_config
 from ._model import Action, Model
 from ._mutants import MUTANTS, Mutant
