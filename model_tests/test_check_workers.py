@@ -72,5 +72,14 @@ def test_progress_lines_reach_the_caller(monkeypatch: pytest.MonkeyPatch) -> Non
     assert lines and all("tiny:" in line and "states/s" in line for line in lines)
 
 
+def test_json_keeps_progress_on_stderr(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """A long ``--json`` run still says how far it got, on stderr; stdout is the JSON alone."""
+    monkeypatch.setattr(_check, "PROGRESS_SECONDS", 0.0)
+    assert main(["check", "--config", "tiny", "--jobs", "1", "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["ok"] is True
+    assert "tiny:" in err and "states/s" in err
+
+
 def test_bad_worker_counts_are_refused() -> None:
     assert main(["check", "--config", "tiny", "--jobs", "0"]) == 2

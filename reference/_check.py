@@ -298,7 +298,7 @@ def command(args: argparse.Namespace, console: Console) -> int:
         jobs += [(load_config(name), plan) for name in pending_configs()]
     for config, how in jobs:
         pending = manifest().get(config.name, {}).get("pending")
-        if pending and how is None and not args.json:
+        if pending and how is None:  # on stderr with --json
             console.print(
                 f"[yellow]{config.name} has never been explored to completion[/yellow] ({pending}); "
                 "bound the run with --max-seconds or --max-states, or --simulate it",
@@ -314,9 +314,8 @@ def command(args: argparse.Namespace, console: Console) -> int:
             _print_report(console, report, seconds, jobs[index][0])
 
     started = time.perf_counter()
-    results, peak = run_jobs(
-        jobs, args.mutant, args.max_states, args.max_seconds, workers, None if args.json else say, done
-    )
+    # With --json the console writes to stderr: progress stays beside the JSON, not in it.
+    results, peak = run_jobs(jobs, args.mutant, args.max_states, args.max_seconds, workers, say, done)
     wall = time.perf_counter() - started
     runs = [(report, seconds, config) for (report, seconds), (config, _) in zip(results, jobs, strict=True)]
     taken = set().union(*(r.edges_taken for r, _, _ in runs))
