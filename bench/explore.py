@@ -3,7 +3,8 @@
 For each configuration: distinct states, transitions, wall time and states/s with every
 reduction on (partial-order reduction of outbox sends, dead-data reduction, symmetry where the
 configuration allows it, crashed states kept transient) and with the naive search (none of the
-first three), then the ratio of wall times. Peak memory of the whole run is printed last.
+first three), then the ratio of wall times. Peak memory of the whole run is printed last,
+with whether the explorer ran compiled (`scripts/compile.py`; `TEAMPROTO_PURE=1` runs it interpreted).
 Targets (issue 3): `standard` fully explored in ≤ 60 s, ≥ 50,000 states/s, ≤ 2 GiB.
 
 Every run is bounded by ``--seconds`` (default 120). Where the reduced search completes and the
@@ -26,6 +27,7 @@ import time
 from typing import Any
 
 from reference._check import default_suite
+from spec import _compiled
 from spec.explore import explore
 from spec.model import Model, load_config
 
@@ -70,7 +72,7 @@ def main() -> None:
             results[name]["rate_ratio_reduced_over_naive"] = reduced["states_per_second"] / naive["states_per_second"]
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     if args.json:
-        print(json.dumps({"configs": results, "peak_memory_mib": peak}, indent=2))
+        print(json.dumps({"configs": results, "peak_memory_mib": peak, "compiled": _compiled.ACTIVE}, indent=2))
         return
     print(
         f"{'config':<14} {'search':<8} {'states':>10} {'transitions':>12} {'depth':>5} {'seconds':>8} {'states/s':>9}"
@@ -90,7 +92,7 @@ def main() -> None:
                 f"{name:<14} not complete in {budget:.0f} s each; reduced/naive rate: "
                 f"{result['rate_ratio_reduced_over_naive']:.2f}x"
             )
-    print(f"peak memory: {peak:,.0f} MiB")
+    print(f"peak memory: {peak:,.0f} MiB; explorer {'compiled' if _compiled.ACTIVE else 'interpreted'}")
 
 
 if __name__ == "__main__":
