@@ -91,3 +91,15 @@ def test_an_edited_source_is_never_shadowed_by_a_stale_build(tmp_path: Path, mon
         edited.write_bytes(original)
     monkeypatch.setenv("TEAMPROTO_PURE", "1")
     assert not _compiled._fresh()
+
+
+def test_an_incomplete_build_is_not_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A build missing its runtime library or a module would fail on import: it is not used."""
+    if not _compiled.ACTIVE:
+        pytest.skip("no fresh compiled build (scripts/compile.py)")
+    assert _compiled._complete()
+    monkeypatch.setattr(_compiled, "RUNTIME", tmp_path)
+    assert not _compiled._complete()
+    monkeypatch.undo()
+    monkeypatch.setattr(_compiled, "COMPILED", (*_compiled.COMPILED, "spec/model/_missing.py"))
+    assert not _compiled._complete()

@@ -48,11 +48,17 @@ def source_digest() -> str:
     return digest.hexdigest()
 
 
+def _complete() -> bool:
+    """Every compiled module and the runtime library are in the build (none was deleted)."""
+    modules = [BUILD / Path(module).with_suffix("") for module in COMPILED]
+    return any(RUNTIME.glob("*__mypyc.*.so")) and all(any(m.parent.glob(f"{m.name}.*.so")) for m in modules)
+
+
 def _fresh() -> bool:
     if os.environ.get("TEAMPROTO_PURE"):
         return False
     try:
-        return STAMP.read_text(encoding="utf-8").strip() == source_digest()
+        return STAMP.read_text(encoding="utf-8").strip() == source_digest() and _complete()
     except OSError:
         return False
 
