@@ -45,7 +45,7 @@ def main() -> int:
         [sys.executable, "-m", "mypyc", *COMPILED], cwd=staging, capture_output=True, text=True, check=False
     )
     if run.returncode != 0:
-        print(run.stdout[-4000:] + run.stderr[-4000:], file=sys.stderr)
+        print("\n".join((run.stdout + run.stderr).splitlines()[-12:]), file=sys.stderr)  # the error is last
         print("compile: mypyc failed; teamproto runs interpreted", file=sys.stderr)
         shutil.rmtree(staging, ignore_errors=True)
         return 1
