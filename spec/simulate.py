@@ -31,6 +31,7 @@ from ._records import CRASH_RATE, Plan
 from ._tables import IllegalTransition
 from .explore import Report, Violation, _check_state, _Search, _take
 from .model import _model
+from .model._dead import erase
 from .model._model import Action, Model
 from .model._snapshot import snapshot
 from .model._state import State, replace
@@ -87,7 +88,8 @@ def simulate(
 ) -> Report:
     """Run ``plan.walks`` random walks of ``model``; see the module docstring.
 
-    The report counts distinct states by 64-bit fingerprints of their (canonical) keys,
+    The report counts distinct states by 64-bit fingerprints of the explorer's keys (dead data
+    erased, canonical under symmetry),
     transitions as the steps taken, ``walks`` as the walks run, and ``depth`` as the longest walk.
     The run ends after ``plan.walks`` walks, when ``out_of_time`` (polled before each walk) is
     true, or when the ``stop_on`` clause is violated; ``progress(states, walks done, longest walk)``
@@ -139,7 +141,11 @@ def walks(model: Model, plan: Plan) -> Iterator[list[tuple[Action | None, State]
 
 
 def _fingerprint(model: Model, state: State) -> int:
-    return hash(canonical_key(state)) if model.config.symmetry else hash(state)
+    """As the explorer keys its visited set: one per dead-data class (when the model reduces),
+    under symmetry one per orbit. States of one class have the same verdicts, so each class is
+    checked once."""
+    alike = erase(state) if model.reduce else state
+    return hash(canonical_key(alike)) if model.config.symmetry else hash(alike)
 
 
 Move = tuple[Action, Any]  # (action, next state or the IllegalTransition it raised)
