@@ -64,9 +64,11 @@ def run_config(
     max_seconds: float | None = None,
     plan: Plan | None = None,
     say: Callable[[str], None] | None = None,
+    fingerprints: bool = False,
 ) -> tuple[Report, float]:
-    """Explore ``config`` exhaustively, or simulate it when a ``plan`` of walks is given; ``say``
-    receives a progress line (rich markup) at most every :data:`PROGRESS_SECONDS`."""
+    """Explore ``config`` exhaustively (with hash compaction when ``fingerprints``), or simulate it
+    when a ``plan`` of walks is given; ``say`` receives a progress line (rich markup) at most every
+    :data:`PROGRESS_SECONDS`."""
     started = time.perf_counter()
     stop_on = MUTANTS[mutant].caught_by if mutant else None
 
@@ -91,7 +93,14 @@ def run_config(
     if plan is not None:
         report = simulate(model, plan, stop_on=stop_on, progress=progress, out_of_time=out_of_time)
     else:
-        report = explore(model, stop_on=stop_on, max_states=max_states, progress=progress, out_of_time=out_of_time)
+        report = explore(
+            model,
+            stop_on=stop_on,
+            max_states=max_states,
+            progress=progress,
+            out_of_time=out_of_time,
+            fingerprints=fingerprints,
+        )
     return report, time.perf_counter() - started
 
 
@@ -107,10 +116,16 @@ def _start_worker(queue: Any) -> None:
 
 
 def _work(
-    index: int, job: Job, mutant: str | None, max_states: int | None, max_seconds: float | None, quiet: bool
+    index: int,
+    job: Job,
+    mutant: str | None,
+    max_states: int | None,
+    max_seconds: float | None,
+    quiet: bool,
+    fingerprints: bool,
 ) -> tuple[int, Report, float, float]:
     say = None if quiet else _PROGRESS.put
-    report, seconds = run_config(job[0], mutant, max_states, max_seconds, job[1], say)
+    report, seconds = run_config(job[0], mutant, max_states, max_seconds, job[1], say, fingerprints)
     return index, report, seconds, peak_memory_mib()
 
 
@@ -130,6 +145,7 @@ def run_jobs(
     workers: int,
     say: Callable[[str], None] | None,
     done: Callable[[int, Report, float], None],
+    fingerprints: bool = False,
 ) -> tuple[list[tuple[Report, float]], float]:
     """Run every job, on ``workers`` processes when more than one (the longest first); ``done``
     is called for each run in the order of ``jobs``, as soon as it and every run before it ended.
@@ -146,7 +162,7 @@ def run_jobs(
 
     if workers <= 1 or len(jobs) <= 1:
         for index, job in enumerate(jobs):
-            results[index] = run_config(job[0], mutant, max_states, max_seconds, job[1], say)
+            results[index] = run_config(job[0], mutant, max_states, max_seconds, job[1], say, fingerprints)
             report_ready()
         return [results[i] for i in range(len(jobs))], peak_memory_mib()
     context = multiprocessing.get_context("spawn")
@@ -163,7 +179,9 @@ def run_jobs(
 
     order = sorted(range(len(jobs)), key=lambda i: -_cost(jobs[i]))
     with ProcessPoolExecutor(workers, mp_context=context, initializer=_start_worker, initargs=(queue,)) as pool:
-        pending = {pool.submit(_work, i, jobs[i], mutant, max_states, max_seconds, say is None) for i in order}
+        pending = {
+            pool.submit(_work, i, jobs[i], mutant, max_states, max_seconds, say is None, fingerprints) for i in order
+        }
         while pending:
             finished, pending = wait(pending, timeout=0.25, return_when=FIRST_COMPLETED)
             relay()
@@ -198,6 +216,7 @@ def report_json(report: Report, seconds: float, config: Config) -> dict[str, Any
         "pinned_states": pinned,
         "liveness_checked": report.liveness_checked,
         "deadlocks": report.deadlocks,
+        **({"fingerprints": True, "omission_bound": report.omission_bound} if report.fingerprints else {}),
         "checks": {name: ("violated" if name in report.violations else "held") for _, name in check_names()},
         "violations": [trace_json(v, config) for v in report.violations.values()],
         "missing_edges": [list(edge) for edge in report.missing_edges],
@@ -231,6 +250,11 @@ def _print_report(console: Console, report: Report, seconds: float, config: Conf
             if report.complete
             else f" [red]INCOMPLETE[/red] (a bound was reached; every state up to depth {report.expanded_through} "
             f"was expanded; new states by depth: {', '.join(f'{n:,}' for n in report.states_by_depth)})"
+        )
+        + (
+            f"; fingerprints (hash compaction): a state missed with probability ≤ {report.omission_bound:.1e}"
+            if report.fingerprints
+            else ""
         ),
         highlight=False,
     )
@@ -296,6 +320,15 @@ def command(args: argparse.Namespace, console: Console) -> int:
     else:
         jobs = [(load_config(name), None) for name in default_suite()]
         jobs += [(load_config(name), plan) for name in pending_configs()]
+    if args.fingerprints:
+        refused = [config.name for config, how in jobs if how is not None or config.liveness]
+        if refused:
+            console.print(
+                "[red]--fingerprints applies to exhaustive searches without the liveness check[/red] (it needs "
+                f"every state and edge); not to: {', '.join(refused)}",
+                highlight=False,
+            )
+            return 2
     for config, how in jobs:
         pending = manifest().get(config.name, {}).get("pending")
         if pending and how is None:  # on stderr with --json
@@ -315,7 +348,9 @@ def command(args: argparse.Namespace, console: Console) -> int:
 
     started = time.perf_counter()
     # With --json the console writes to stderr: progress stays beside the JSON, not in it.
-    results, peak = run_jobs(jobs, args.mutant, args.max_states, args.max_seconds, workers, say, done)
+    results, peak = run_jobs(
+        jobs, args.mutant, args.max_states, args.max_seconds, workers, say, done, args.fingerprints
+    )
     wall = time.perf_counter() - started
     runs = [(report, seconds, config) for (report, seconds), (config, _) in zip(results, jobs, strict=True)]
     taken = set().union(*(r.edges_taken for r, _, _ in runs))
@@ -442,6 +477,12 @@ def register(commands: Any) -> Any:
         type=int,
         default=None,
         help="run configurations on this many processes (default: one per processor; 1 runs in this process)",
+    )
+    parser.add_argument(
+        "--fingerprints",
+        action="store_true",
+        help="hash compaction for runs too large to keep every state: the visited set keeps a 64-bit hash "
+        "of each state, traces are rebuilt by replay (not with liveness)",
     )
     parser.add_argument("--trace-out", help="write the first counterexample as a JSON trace here")
     parser.add_argument("--json", action="store_true", help="machine-readable output")

@@ -54,6 +54,14 @@ class Report:
     walks: int = 0
     seed: int | None = None
     crash_rate: float | None = None
+    fingerprints: bool = False  # hash compaction: the visited set held 64-bit hashes of the keys
+
+    @property
+    def omission_bound(self) -> float:
+        """With fingerprints, a bound on the chance that some state went unexplored because its
+        key's 64-bit hash equals an earlier key's: n(n-1)/2 pairs, each colliding with chance
+        2^-64 for a uniform hash. 0 without fingerprints: the visited set compares whole keys."""
+        return min(1.0, self.states * (self.states - 1) / 2**65) if self.fingerprints else 0.0
 
     @property
     def missing_edges(self) -> list[tuple[str, str, str]]:

@@ -11,7 +11,9 @@ Reductions: crashed states are transient (checked, then restarted at once), an o
 is taken alone (partial-order reduction, ``Model.operations``), the visited set is keyed by the
 state with its dead data erased (:mod:`spec.model._dead`), and under symmetry by the canonical
 key of that (:mod:`spec.model._symmetry`). The stored states are concrete states: every check
-and every trace is of a state the model really reaches.
+and every trace is of a state the model really reaches. For runs too large to keep every state,
+``fingerprints`` keeps a 64-bit hash of each key instead (hash compaction, as TLC and SPIN offer)
+and rebuilds traces by replay; the report bounds the chance that a hash collision hid a state.
 
 Pure: no clock and no I/O. The caller times the run and passes a ``progress`` callback.
 """
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import copy
 import gc
+from array import array
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -45,6 +48,7 @@ class _Search:
         stop_on: str | None,
         max_states: int | None,
         progress: Callable[[int, int, int], None] | None,
+        fingerprints: bool = False,
     ) -> None:
         self.model, self.stop_on, self.max_states, self.progress = model, stop_on, max_states, progress
         self.out_of_time: Callable[[], bool] | None = None
@@ -52,11 +56,16 @@ class _Search:
         self.symmetry = model.config.symmetry
         self.config = model.config
         self.report = Report(model.config.name, model.mutant, require_coverage=model.config.require_coverage)
+        self.report.fingerprints = fingerprints
+        self.fingerprints = fingerprints  # hash compaction: keep 64-bit hashes of keys, not states
+        self.count = 0
         self.index: dict[Any, int] = {}  # State, or its canonical key under symmetry
-        self.states: list[State] = []
-        self.parent: list[int] = []
+        self.seen: set[int] = set()  # with fingerprints: the hashes of the keys
+        self.states: list[State] = []  # without fingerprints: every state reached
+        self.queued: dict[int, State] = {}  # with fingerprints: the states not yet expanded
+        self.parent = array("q")
         self.via: list[Action | None] = []
-        self.depth: list[int] = []
+        self.depth = array("H")  # a depth beyond 65,535 raises OverflowError
         self.successors: list[list[int]] = []  # crash edges (crash + restart) are stored as -target - 1
         self.keep_graph = model.config.liveness  # the edges are kept only for the liveness check
         self.intern = Interner()
@@ -66,7 +75,9 @@ class _Search:
         self.memo = invariants.Memo()  # model snapshots share their documents: checks are memoised
 
     def add(self, state: State, parent: int, action: Action | None) -> tuple[int, bool]:
-        if self.symmetry:
+        """Number ``state`` unless its key is known; returns (its number, whether it is new). With
+        fingerprints a known state's number is not kept: it is -1."""
+        if self.symmetry and not self.fingerprints:
             # Most duplicates are the very state stored, not a renaming of it: look that up first
             # and compute the canonical key (the costly part) only for the rest.
             known = self.stored.get(state)
@@ -74,14 +85,22 @@ class _Search:
                 return known, False
         alike = erase(state) if self.dead_data else state  # one state per dead-data class
         key: Any = canonical_key(alike) if self.symmetry else alike
-        known = self.index.get(key)
-        if known is not None:
-            return known, False
-        number = len(self.states)
-        if self.symmetry:
-            self.stored[state] = number
-        self.index[self.intern(key) if self.symmetry else key] = number
-        self.states.append(state)
+        number = self.count
+        if self.fingerprints:
+            fingerprint = hash(key)
+            if fingerprint in self.seen:
+                return -1, False
+            self.seen.add(fingerprint)
+            self.queued[number] = state
+        else:
+            known = self.index.get(key)
+            if known is not None:
+                return known, False
+            if self.symmetry:
+                self.stored[state] = number
+            self.index[self.intern(key) if self.symmetry else key] = number
+            self.states.append(state)
+        self.count += 1
         self.parent.append(parent)
         self.via.append(action if action is None else self.actions.setdefault(action, action))
         self.depth.append(0 if parent < 0 else self.depth[parent] + 1)
@@ -89,8 +108,14 @@ class _Search:
             self.successors.append([])
         return number, True
 
+    def take(self, number: int) -> State:
+        """The state to expand next (with fingerprints, it is no longer kept)."""
+        return self.queued.pop(number) if self.fingerprints else self.states[number]
+
     def trace(self, number: int, *last: tuple[Action, State]) -> list[tuple[Action | None, State]]:
         """The path from the initial state to state ``number``, then the ``last`` steps."""
+        if self.fingerprints:
+            return [*self.replay(number), *last]
         path: list[tuple[Action | None, State]] = []
         while number >= 0:
             state = self.states[number]
@@ -103,6 +128,28 @@ class _Search:
             number = self.parent[number]
         path.reverse()
         path.extend(last)
+        return path
+
+    def replay(self, number: int) -> list[tuple[Action | None, State]]:
+        """With fingerprints: the path to state ``number``, rebuilt from the actions on it. The
+        model is deterministic, so replaying them from the initial state reaches the very states
+        the search reached (a crash action reaches its crashed state, then the restart)."""
+        actions: list[Action] = []
+        while number > 0:
+            action = self.via[number]
+            assert action is not None
+            actions.append(action)
+            number = self.parent[number]
+        state = self.model.initial()
+        path: list[tuple[Action | None, State]] = [(None, state)]
+        for action in reversed(actions):
+            state = next(s for a, s in self.model.successors(state) if a == action and isinstance(s, State))
+            path.append((action, state))
+            if action.crash_after:
+                restart, restarted = next(iter(self.model.successors(state)))
+                assert isinstance(restarted, State)
+                state = restarted
+                path.append((restart, state))
         return path
 
     def violate(self, clause: str, name: str, message: str, trace: list[tuple[Action | None, State]]) -> None:
@@ -121,15 +168,28 @@ def explore(
     progress: Callable[[int, int, int], None] | None = None,
     out_of_time: Callable[[], bool] | None = None,
     dead_data: bool | None = None,
+    fingerprints: bool = False,
 ) -> Report:
     """Explore every state of ``model`` breadth-first; see the module docstring.
 
     ``max_states`` and ``out_of_time`` (polled every 2,000 states) bound the run; a bounded run
     that stops early is reported incomplete. ``dead_data`` (default: on when the model's
     reductions are) expands one state per class of :func:`spec.model._dead.erase`.
+
+    ``fingerprints`` turns on hash compaction, for runs too large to keep every state: the visited
+    set holds a 64-bit hash of each key instead of the key, only the states not yet expanded are
+    kept, and a trace is rebuilt by replaying the actions on its path. A hash shared by two keys
+    would hide the second state; the report's :attr:`Report.omission_bound` bounds the chance of
+    that. The liveness check needs the whole graph: it excludes fingerprints.
     """
     return _search(
-        model, stop_on=stop_on, max_states=max_states, progress=progress, out_of_time=out_of_time, dead_data=dead_data
+        model,
+        stop_on=stop_on,
+        max_states=max_states,
+        progress=progress,
+        out_of_time=out_of_time,
+        dead_data=dead_data,
+        fingerprints=fingerprints,
     ).report
 
 
@@ -141,9 +201,14 @@ def _search(
     progress: Callable[[int, int, int], None] | None = None,
     out_of_time: Callable[[], bool] | None = None,
     dead_data: bool | None = None,
+    fingerprints: bool = False,
 ) -> _Search:
-    """As :func:`explore`, returning the whole search (its states too)."""
-    search = _Search(model, stop_on, max_states, progress)
+    """As :func:`explore`, returning the whole search (its states too, without fingerprints)."""
+    if fingerprints and model.config.liveness:
+        raise ValueError(
+            f"{model.config.name}: the liveness check needs every state and edge; it cannot run with fingerprints"
+        )
+    search = _Search(model, stop_on, max_states, progress, fingerprints)
     search.out_of_time = out_of_time
     if dead_data is not None:
         search.dead_data = dead_data
@@ -162,7 +227,7 @@ def _search(
     search.report.edges_taken |= edges
     if model.config.liveness and search.report.complete and not search.stopped():
         _liveness(search)
-    search.report.states = len(search.states)
+    search.report.states = search.count
     search.report.depth = max(search.depth, default=0)
     search.report.states_by_depth = [0] * (search.report.depth + 1)
     for depth in search.depth:
@@ -174,16 +239,17 @@ def _search(
 
 def _bfs(search: _Search) -> None:
     model, report = search.model, search.report
-    start, _ = search.add(model.initial(), -1, None)
-    _check_state(search, start, snapshot(search.states[start], search.config))
+    initial = model.initial()
+    start, _ = search.add(initial, -1, None)
+    _check_state(search, start, initial, snapshot(initial, search.config))
     queue = deque([start])
     while queue and not search.stopped():
-        if search.max_states is not None and len(search.states) >= search.max_states:
+        if search.max_states is not None and search.count >= search.max_states:
             report.complete = False
             return
         number = queue.popleft()
         report.expanded_through = search.depth[number] - 1
-        state = search.states[number]
+        state = search.take(number)
         before = snapshot(state, search.config)
         outgoing = 0
         for action, after_state in model.successors(state):
@@ -198,10 +264,10 @@ def _bfs(search: _Search) -> None:
             target, new = search.add(after_state, number, action)
             if search.keep_graph:
                 search.successors[number].append(-target - 1 if crashed is not None else target)
-            if new and crashed is not None:
+            if new and crashed is not None and not search.fingerprints:
                 search.crash_prefix[after_state] = crashed
             if new:
-                _check_state(search, target, after)
+                _check_state(search, target, after_state, after)
                 queue.append(target)
         if outgoing == 0 and not model.is_goal(state):
             report.deadlocks += 1
@@ -210,7 +276,7 @@ def _bfs(search: _Search) -> None:
             )
         if number % 2000 == 0:
             if search.progress is not None:
-                search.progress(len(search.states), len(queue), search.depth[number])
+                search.progress(search.count, len(queue), search.depth[number])
             if search.out_of_time is not None and search.out_of_time():
                 report.complete = False
                 return
@@ -254,8 +320,7 @@ def _restart(
     raise AssertionError("a crashed state must have its restart")
 
 
-def _check_state(search: _Search, number: int, snap: dict[str, Any]) -> None:
-    state = search.states[number]
+def _check_state(search: _Search, number: int, state: State, snap: dict[str, Any]) -> None:
     for inv, message in search.memo.check_state(snap, reconciled=not state.crashed):
         search.violate(inv.clause, inv.name, message, search.trace(number))
 

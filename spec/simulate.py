@@ -170,7 +170,7 @@ def _one_walk(walk: _Walk, choose: Chooser, depth_limit: int, seen: set[int]) ->
     walk.start(state)
     before = snapshot(state, walk.config)
     if _first_visit(model, state, seen):
-        _check_state(walk, 0, before)
+        _check_state(walk, 0, state, before)
     for depth in range(depth_limit):
         if walk.stopped():
             return depth
@@ -198,7 +198,7 @@ def _one_walk(walk: _Walk, choose: Chooser, depth_limit: int, seen: set[int]) ->
         after_state = taken
         walk.extend(action, after_state, crashed)
         if _first_visit(model, after_state, seen):
-            _check_state(walk, depth + 1, after)
+            _check_state(walk, depth + 1, after_state, after)
         state, before = after_state, after
     return depth_limit
 
