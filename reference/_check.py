@@ -30,7 +30,7 @@ from spec.explore import Report, explore, format_trace, trace_json
 from spec.invariants import INVARIANTS
 from spec.model import CRASH_POINTS, MUTANTS, Model, load_config, manifest
 from spec.model._config import Config, config_names
-from spec.simulate import Plan, simulate
+from spec.simulate import DEFAULT_PLAN, Plan, simulate
 
 EXTRA_CHECKS = {  # reported beside the invariants (an illegal edge is INV-3's own name)
     "INV-7": ["reconcile_is_idempotent"],
@@ -460,17 +460,20 @@ def register(commands: Any) -> Any:
         help="random walks instead of an exhaustive search (every configuration without --config)",
     )
     parser.add_argument(
-        "--walks", type=int, default=DEFAULTS.walks, help=f"walks per simulation (default {DEFAULTS.walks})"
+        "--walks", type=int, default=DEFAULT_PLAN.walks, help=f"walks per simulation (default {DEFAULT_PLAN.walks})"
     )
     parser.add_argument(
-        "--walk-depth", type=int, default=DEFAULTS.depth, help=f"steps per walk at most (default {DEFAULTS.depth})"
+        "--walk-depth",
+        type=int,
+        default=DEFAULT_PLAN.depth,
+        help=f"steps per walk at most (default {DEFAULT_PLAN.depth})",
     )
-    parser.add_argument("--seed", type=int, default=DEFAULTS.seed, help="the simulation's seed (default 0)")
+    parser.add_argument("--seed", type=int, default=DEFAULT_PLAN.seed, help="the simulation's seed (default 0)")
     parser.add_argument(
         "--crash-rate",
         type=float,
-        default=DEFAULTS.crash_rate,
-        help=f"how often a simulated step crashes when it can (default {DEFAULTS.crash_rate})",
+        default=DEFAULT_PLAN.crash_rate,
+        help=f"how often a simulated step crashes when it can (default {DEFAULT_PLAN.crash_rate})",
     )
     parser.add_argument(
         "--jobs",

@@ -38,6 +38,7 @@ from .model._state import State, replace
 from .model._symmetry import canonical_key
 
 DEFAULT_PLAN = Plan()
+"""The simulation's defaults (an instance: a compiled dataclass keeps no class defaults; the CLI reads them here)."""
 
 
 class _Walk(_Search):
