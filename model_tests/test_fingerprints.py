@@ -89,3 +89,19 @@ def test_cli_refuses_fingerprints_where_they_cannot_apply(capsys: pytest.Capture
     out = capsys.readouterr().out
     assert "--fingerprints" in out and "tiny" in out and "pair" not in out.split("not to:")[1]
     assert main(["check", "--simulate", "--config", "pair", "--fingerprints"]) == 2
+
+
+def test_waiting_states_are_encoded_and_decoded_unchanged() -> None:
+    import dataclasses as dc
+
+    from spec.explore import _Codec, _search
+    from spec.model._state import State
+
+    scalars = ("clock", "monitor_done", "crashed", "profile_changes")
+    assert set(_Codec._FIELDS) | set(scalars) == {f.name for f in dc.fields(State)}
+    search = _search(Model(load_config("everything")), max_states=5000)
+    codec = _Codec()
+    blobs = [codec.encode(state) for state in search.states]
+    assert [codec.decode(blob) for blob in blobs] == search.states
+    assert max(map(len, blobs)) <= 56
+    assert len(codec.values) < len(search.states)  # tuples of records are kept once, shared

@@ -41,6 +41,56 @@ from .model._state import State
 from .model._symmetry import Interner, canonical_key
 
 
+class _Codec:
+    """A state as a short byte string of numbers, for the states waiting in a search with
+    fingerprints: each of its tuples of records is numbered once and kept once (states share
+    them), so a waiting state costs about 100 bytes instead of several hundred."""
+
+    _FIELDS = ("members", "tasks", "jobs", "approvals", "executions", "plans", "runs", "shutdowns", "bus", "outbox")
+
+    def __init__(self) -> None:
+        self.numbers: dict[Any, int] = {}  # a tuple of records -> its number
+        self.by_id: dict[int, int] = {}  # id of a kept tuple -> its number (kept tuples never die)
+        self.values: list[Any] = []
+
+    def number(self, value: Any) -> int:
+        known = self.by_id.get(id(value))
+        if known is not None:
+            return known
+        known = self.numbers.get(value)
+        if known is None:
+            known = self.numbers[value] = len(self.values)
+            self.values.append(value)
+            self.by_id[id(value)] = known
+        return known
+
+    def encode(self, s: State) -> bytes:
+        numbers = [s.clock, int(s.monitor_done), int(s.crashed), s.profile_changes]
+        numbers += [self.number(getattr(s, name)) for name in self._FIELDS]
+        return array("I", numbers).tobytes()
+
+    def decode(self, data: bytes) -> State:
+        numbers = array("I")
+        numbers.frombytes(data)
+        values = self.values
+        return State(
+            numbers[0],
+            values[numbers[4]],
+            values[numbers[5]],
+            values[numbers[6]],
+            values[numbers[7]],
+            values[numbers[8]],
+            values[numbers[9]],
+            values[numbers[10]],
+            values[numbers[11]],
+            values[numbers[12]],
+            values[numbers[13]],
+            bool(numbers[1]),
+            bool(numbers[2]),
+            numbers[3],
+        )
+
+
 class _Search:
     def __init__(
         self,
@@ -62,7 +112,8 @@ class _Search:
         self.index: dict[Any, int] = {}  # State, or its canonical key under symmetry
         self.seen: set[int] = set()  # with fingerprints: the hashes of the keys
         self.states: list[State] = []  # without fingerprints: every state reached
-        self.queued: dict[int, State] = {}  # with fingerprints: the states not yet expanded
+        self.queued: deque[bytes] = deque()  # with fingerprints: the states not yet expanded, encoded
+        self.codec = _Codec()
         self.parent = array("q")
         self.via: list[Action | None] = []
         self.depth = array("H")  # a depth beyond 65,535 raises OverflowError
@@ -91,7 +142,7 @@ class _Search:
             if fingerprint in self.seen:
                 return -1, False
             self.seen.add(fingerprint)
-            self.queued[number] = state
+            self.queued.append(self.codec.encode(state))
         else:
             known = self.index.get(key)
             if known is not None:
@@ -109,8 +160,12 @@ class _Search:
         return number, True
 
     def take(self, number: int) -> State:
-        """The state to expand next (with fingerprints, it is no longer kept)."""
-        return self.queued.pop(number) if self.fingerprints else self.states[number]
+        """State ``number``, the next to expand: states are expanded in the order they were found
+        (with fingerprints, it is then no longer kept)."""
+        if not self.fingerprints:
+            return self.states[number]
+        assert number == self.count - len(self.queued), "states are expanded in the order they were found"
+        return self.codec.decode(self.queued.popleft())
 
     def trace(self, number: int, *last: tuple[Action, State]) -> list[tuple[Action | None, State]]:
         """The path from the initial state to state ``number``, then the ``last`` steps."""
