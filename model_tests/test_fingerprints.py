@@ -105,3 +105,20 @@ def test_waiting_states_are_encoded_and_decoded_unchanged() -> None:
     assert [codec.decode(blob) for blob in blobs] == search.states
     assert max(map(len, blobs)) <= 56
     assert len(codec.values) < len(search.states)  # tuples of records are kept once, shared
+
+
+def test_the_fingerprint_table_is_a_set_of_64_bit_values() -> None:
+    import random
+
+    from spec.explore import _Fingerprints
+
+    table, reference = _Fingerprints(bits=4), set()
+    rng = random.Random(7)
+    values = [rng.getrandbits(64) - 2**63 for _ in range(3000)] + [0, 1, -1, 2**64 - 1, 5, 5 + 2**64]
+    values += [rng.choice(values) for _ in range(3000)]  # repeats, found again after the table grew
+    for value in values:
+        low = value & (2**64 - 1) or 1
+        assert table.add(value) == (low not in reference), value
+        reference.add(low)
+    assert len(table) == len(reference)
+    assert len(table.table) >= len(reference) * 4 / 3

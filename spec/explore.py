@@ -40,6 +40,50 @@ from .model._snapshot import snapshot
 from .model._state import State
 from .model._symmetry import Interner, canonical_key
 
+_MASK64 = (1 << 64) - 1
+_GOLDEN = 0x9E3779B97F4A7C15  # 2^64 / the golden ratio: multiplying by it spreads the slots (Fibonacci hashing)
+
+
+class _Fingerprints:
+    """A set of 64-bit fingerprints in one flat array of 8-byte slots, at most three quarters full
+    (a Python set of such ints costs about 80 bytes an entry). Open addressing with linear
+    probing; a zero slot is free, so the fingerprint 0 is stored as 1."""
+
+    def __init__(self, bits: int = 16) -> None:
+        self.bits = bits
+        self.table = array("Q", bytes(8 << bits))
+        self.size = 0
+
+    def __len__(self) -> int:
+        return self.size
+
+    def add(self, fingerprint: int) -> bool:
+        """Add the low 64 bits of ``fingerprint``; False when they were there already."""
+        value = fingerprint & _MASK64 or 1
+        table = self.table
+        mask = len(table) - 1
+        slot = (value * _GOLDEN & _MASK64) >> (64 - self.bits)
+        held = table[slot]
+        while held != 0:
+            if held == value:
+                return False
+            slot = (slot + 1) & mask
+            held = table[slot]
+        table[slot] = value
+        self.size += 1
+        if self.size * 4 > len(table) * 3:
+            self._grow()
+        return True
+
+    def _grow(self) -> None:
+        old = self.table
+        self.bits += 1
+        self.table = array("Q", bytes(8 << self.bits))
+        self.size = 0
+        for value in old:
+            if value != 0:
+                self.add(value)
+
 
 class _Codec:
     """A state as a short byte string of numbers, for the states waiting in a search with
@@ -110,7 +154,7 @@ class _Search:
         self.fingerprints = fingerprints  # hash compaction: keep 64-bit hashes of keys, not states
         self.count = 0
         self.index: dict[Any, int] = {}  # State, or its canonical key under symmetry
-        self.seen: set[int] = set()  # with fingerprints: the hashes of the keys
+        self.seen = _Fingerprints()  # with fingerprints: the hashes of the keys
         self.states: list[State] = []  # without fingerprints: every state reached
         self.queued: deque[bytes] = deque()  # with fingerprints: the states not yet expanded, encoded
         self.codec = _Codec()
@@ -138,10 +182,8 @@ class _Search:
         key: Any = canonical_key(alike) if self.symmetry else alike
         number = self.count
         if self.fingerprints:
-            fingerprint = hash(key)
-            if fingerprint in self.seen:
+            if not self.seen.add(hash(key)):
                 return -1, False
-            self.seen.add(fingerprint)
             self.queued.append(self.codec.encode(state))
         else:
             known = self.index.get(key)
