@@ -58,7 +58,9 @@ def test_runs_are_reported_in_the_order_asked() -> None:
     """The longest run starts first, yet every run is reported in order, each once."""
     jobs: list[_check.Job] = [(load_config("tiny"), None), (load_config("plan"), None), (load_config("tiny"), Plan(10))]
     reported: list[tuple[int, str]] = []
-    results, peak = _check.run_jobs(jobs, None, None, None, 2, None, lambda i, r, s: reported.append((i, r.config)))
+    results, peak = _check.run_jobs(
+        jobs, None, _check.Bounds(), 2, None, lambda i, r, s: reported.append((i, r.config))
+    )
     assert reported == [(0, "tiny"), (1, "plan"), (2, "tiny")]
     assert [r.simulation for r, _ in results] == [False, False, True]
     assert all(r.ok for r, _ in results) and peak > 0
@@ -68,7 +70,7 @@ def test_progress_lines_reach_the_caller(monkeypatch: pytest.MonkeyPatch) -> Non
     """A long run says how far it got (in this process; a worker relays the same lines)."""
     monkeypatch.setattr(_check, "PROGRESS_SECONDS", 0.0)
     lines: list[str] = []
-    _check.run_jobs([(load_config("tiny"), None)], None, None, None, 1, lines.append, lambda *_: None)
+    _check.run_jobs([(load_config("tiny"), None)], None, _check.Bounds(), 1, lines.append, lambda *_: None)
     assert lines and all("tiny:" in line and "states/s" in line for line in lines)
 
 

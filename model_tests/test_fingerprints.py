@@ -122,3 +122,122 @@ def test_the_fingerprint_table_is_a_set_of_64_bit_values() -> None:
         reference.add(low)
     assert len(table) == len(reference)
     assert len(table.table) >= len(reference) * 4 / 3
+
+
+def _in_pieces(model_of: object, pieces: int, step: int, **options: object) -> object:
+    """A search with fingerprints stopped every ``step`` states, saved through pickle and resumed."""
+    import pickle
+
+    saved: list[bytes] = []
+
+    def checkpoint(save: object, final: bool) -> None:
+        if final:
+            saved.append(pickle.dumps(save(), protocol=pickle.HIGHEST_PROTOCOL))  # type: ignore[operator]
+
+    report = None
+    for piece in range(pieces):
+        resume = pickle.loads(saved[-1]) if saved else None
+        bound = step * (piece + 1)
+        report = explore(
+            model_of(),  # type: ignore[operator]
+            fingerprints=True,
+            max_states=bound,
+            resume=resume,
+            checkpoint=checkpoint,
+            **options,  # type: ignore[arg-type]
+        )
+        if report.complete:
+            break
+    return report
+
+
+@pytest.mark.parametrize("name", ["pair", "plan"])
+def test_a_saved_search_goes_on_where_it_stopped(name: str) -> None:
+    config = _without_liveness(name)  # pair: symmetry; plan: crashes
+    whole = explore(Model(config), fingerprints=True)
+    pieces = _in_pieces(lambda: Model(config), 20, whole.states // 4)
+    assert pieces.complete  # type: ignore[attr-defined]
+    for field in ("states", "transitions", "depth", "states_by_depth", "deadlocks"):
+        assert getattr(pieces, field) == getattr(whole, field), field
+    assert pieces.findings() == whole.findings()  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("name", ["resumed_drain_keeps_requests", "release_before_jobs_settle"])
+def test_a_resumed_search_finds_the_same_counterexample(name: str) -> None:
+    mutant = MUTANTS[name]
+    config = _without_liveness(mutant.config)
+    whole = explore(Model(config, mutant.name), stop_on=mutant.caught_by, fingerprints=True)
+    pieces = _in_pieces(lambda: Model(config, mutant.name), 50, 300, stop_on=mutant.caught_by)
+    assert pieces.complete  # type: ignore[attr-defined]
+    assert sorted(pieces.violations) == sorted(whole.violations)  # type: ignore[attr-defined]
+    for check, violation in whole.violations.items():
+        assert _steps(pieces.violations[check]) == _steps(violation)  # type: ignore[attr-defined]
+
+
+def test_a_saved_search_resumes_only_its_own_model() -> None:
+    saved: list[dict[str, object]] = []
+    explore(
+        Model(load_config("pair")),
+        fingerprints=True,
+        max_states=100,
+        checkpoint=lambda save, final: saved.append(save()) if final else None,
+    )
+    with pytest.raises(ValueError, match="another"):
+        explore(Model(load_config("wide")), fingerprints=True, resume=saved[-1])
+    with pytest.raises(ValueError, match="another"):
+        explore(Model(load_config("pair"), "consume_without_digest_check"), fingerprints=True, resume=saved[-1])
+    with pytest.raises(ValueError, match="fingerprints"):
+        explore(Model(load_config("pair")), resume=saved[-1])
+
+
+def _check_json(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[str, object]]:
+    code = main(["check", "--json", "--jobs", "1", *argv])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def test_cli_checkpoint_stops_and_goes_on(tmp_path: object, capsys: pytest.CaptureFixture[str]) -> None:
+    from pathlib import Path
+
+    path = Path(str(tmp_path)) / "pair.checkpoint"
+    code, first = _check_json(capsys, "--config", "pair", "--checkpoint", str(path), "--max-states", "2000")
+    (run,) = first["runs"]  # type: ignore[misc]
+    assert code == 1 and not run["complete"] and run["fingerprints"] and path.exists()
+    code, second = _check_json(capsys, "--config", "pair", "--checkpoint", str(path), "--max-states", "4000")
+    (run,) = second["runs"]  # type: ignore[misc]
+    assert code == 1 and 4000 <= run["states"] < 6288
+    code, last = _check_json(capsys, "--config", "pair", "--checkpoint", str(path))
+    (run,) = last["runs"]  # type: ignore[misc]
+    assert code == 0 and run["complete"] and (run["states"], run["transitions"]) == (6288, 15623)
+    assert last["ok"] and not last["manifest_drift"]
+
+
+def _said(capsys: pytest.CaptureFixture[str]) -> str:
+    return " ".join(capsys.readouterr().out.split())
+
+
+def test_cli_refuses_a_bad_checkpoint_and_leaves_it(
+    tmp_path: object, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pathlib import Path
+
+    from spec import _compiled
+
+    folder = Path(str(tmp_path))
+    garbage = folder / "garbage"
+    garbage.write_bytes(b"not a pickle")
+    assert main(["check", "--config", "pair", "--checkpoint", str(garbage)]) == 2
+    assert "unreadable" in _said(capsys) and garbage.read_bytes() == b"not a pickle"
+    saved = folder / "pair.checkpoint"
+    assert main(["check", "--config", "pair", "--checkpoint", str(saved), "--max-states", "500"]) == 1
+    kept = saved.read_bytes()
+    capsys.readouterr()
+    assert main(["check", "--config", "wide", "--checkpoint", str(saved)]) == 2
+    assert "a search of pair, not of wide" in _said(capsys)
+    assert main(["check", "--config", "pair", "--mutant", "finish_keeps_task", "--checkpoint", str(saved)]) == 2
+    assert "not of pair with the mutant finish_keeps_task" in _said(capsys)
+    monkeypatch.setattr(_compiled, "source_digest", lambda: "another")
+    assert main(["check", "--config", "pair", "--checkpoint", str(saved)]) == 2
+    assert "another version of the model" in _said(capsys)
+    assert saved.read_bytes() == kept
+    assert main(["check", "--config", "pair", "--config", "wide", "--checkpoint", str(saved)]) == 2
+    assert main(["check", "--config", "pair", "--checkpoint", str(folder / "no" / "such")]) == 2

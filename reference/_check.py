@@ -13,11 +13,13 @@ import argparse
 import json
 import multiprocessing
 import os
+import pickle
 import resource
 import sys
 import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from dataclasses import dataclass
 from pathlib import Path
 from queue import Empty
 from typing import Any
@@ -41,6 +43,11 @@ EXTRA_CHECKS = {  # reported beside the invariants (an illegal edge is INV-3's o
 DEFAULTS = Plan()
 """The simulation's defaults (read from an instance: a compiled dataclass keeps no class defaults)."""
 
+CHECKPOINT_SECONDS = 600.0
+"""How often ``--checkpoint`` saves a long search (and when a bound stops it)."""
+
+CHECKPOINT_FORMAT = "teamproto-checkpoint/1"
+
 PROGRESS_SECONDS = 3.0
 """A progress line at most this often (the explorer reports every 2,000 states)."""
 
@@ -57,19 +64,100 @@ def peak_memory_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+@dataclass(frozen=True)
+class Bounds:
+    """How a run of ``teamproto check`` is bounded and kept: its limits, hash compaction, and the
+    file a search with fingerprints is saved to and resumed from."""
+
+    max_states: int | None = None
+    max_seconds: float | None = None
+    fingerprints: bool = False
+    checkpoint: Path | None = None
+    checkpoint_seconds: float = CHECKPOINT_SECONDS
+
+
+class BadCheckpoint(Exception):
+    """A checkpoint file that cannot be resumed: unreadable, or of another model or run."""
+
+    def __init__(self, path: Path, reason: str) -> None:
+        super().__init__(f"checkpoint {path}: {reason}; it was left as it is")
+
+
+def load_checkpoint(path: Path, config: Config, mutant: str | None) -> tuple[dict[str, Any], float] | None:
+    """The saved search in ``path`` and the seconds spent on it so far, or None when there is no
+    file yet. Refuses (:class:`BadCheckpoint`) a file that is not a checkpoint, or one made by
+    another source of the model (``spec/``), another configuration or another mutant."""
+    if not path.exists():
+        return None
+    try:
+        with path.open("rb") as file:
+            kept = pickle.load(file)  # the user's own file, written by save_checkpoint
+        if not isinstance(kept, dict) or kept.get("format") != CHECKPOINT_FORMAT:
+            raise BadCheckpoint(path, "not a teamproto checkpoint")
+    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, ValueError) as error:
+        raise BadCheckpoint(path, f"unreadable ({error})") from error
+    if kept["source"] != _compiled.source_digest():
+        raise BadCheckpoint(path, "saved by another version of the model (spec/ changed since)")
+    if (kept["config"], kept["mutant"]) != (config.name, mutant):
+        saved, wanted = _run_name(kept["config"], kept["mutant"]), _run_name(config.name, mutant)
+        raise BadCheckpoint(path, f"a search of {saved}, not of {wanted}")
+    return kept["search"], kept["seconds"]
+
+
+def _run_name(config: str, mutant: str | None) -> str:
+    return f"{config} with the mutant {mutant}" if mutant else config
+
+
+def save_checkpoint(path: Path, config: Config, mutant: str | None, search: dict[str, Any], seconds: float) -> None:
+    """Write the saved search atomically: a crash while writing leaves the previous checkpoint."""
+    kept = {
+        "format": CHECKPOINT_FORMAT,
+        "source": _compiled.source_digest(),
+        "config": config.name,
+        "mutant": mutant,
+        "seconds": seconds,
+        "search": search,
+    }
+    partial = path.with_name(path.name + ".partial")
+    with partial.open("wb") as file:
+        pickle.dump(kept, file, protocol=pickle.HIGHEST_PROTOCOL)
+        file.flush()
+        os.fsync(file.fileno())
+    os.replace(partial, path)
+
+
 def run_config(
     config: Config,
     mutant: str | None,
-    max_states: int | None,
-    max_seconds: float | None = None,
+    bounds: Bounds = Bounds(),
     plan: Plan | None = None,
     say: Callable[[str], None] | None = None,
-    fingerprints: bool = False,
 ) -> tuple[Report, float]:
-    """Explore ``config`` exhaustively (with hash compaction when ``fingerprints``), or simulate it
-    when a ``plan`` of walks is given; ``say`` receives a progress line (rich markup) at most every
-    :data:`PROGRESS_SECONDS`."""
+    """Explore ``config`` exhaustively, or simulate it when a ``plan`` of walks is given; ``say``
+    receives a progress line (rich markup) at most every :data:`PROGRESS_SECONDS`. With a
+    checkpoint file, the search goes on from it and is saved to it (see :class:`Bounds`); the
+    seconds returned then count every run of it."""
     started = time.perf_counter()
+    max_seconds = bounds.max_seconds
+    resume, before = None, 0.0
+    if bounds.checkpoint is not None:
+        found = load_checkpoint(bounds.checkpoint, config, mutant)
+        if found is not None:
+            resume, before = found
+            if say is not None:
+                say(f"  [dim]{config.name}: resumed from {bounds.checkpoint} ({before:,.0f} s spent before)[/dim]")
+    last_saved = [started]
+
+    def checkpoint(save: Callable[[], dict[str, Any]], final: bool) -> None:
+        now = time.perf_counter()
+        if bounds.checkpoint is None or not (final or now - last_saved[0] >= bounds.checkpoint_seconds):
+            return
+        data = save()
+        save_checkpoint(bounds.checkpoint, config, mutant, data, before + now - started)
+        last_saved[0] = time.perf_counter()
+        if say is not None:
+            say(f"  [dim]{config.name}: {data['count']:,} states saved to {bounds.checkpoint}[/dim]")
+
     stop_on = MUTANTS[mutant].caught_by if mutant else None
 
     last = [started]
@@ -96,12 +184,14 @@ def run_config(
         report = explore(
             model,
             stop_on=stop_on,
-            max_states=max_states,
+            max_states=bounds.max_states,
             progress=progress,
             out_of_time=out_of_time,
-            fingerprints=fingerprints,
+            fingerprints=bounds.fingerprints or bounds.checkpoint is not None,
+            resume=resume,
+            checkpoint=None if bounds.checkpoint is None else checkpoint,
         )
-    return report, time.perf_counter() - started
+    return report, before + time.perf_counter() - started
 
 
 Job = tuple[Config, Plan | None]
@@ -115,17 +205,9 @@ def _start_worker(queue: Any) -> None:
     _PROGRESS = queue
 
 
-def _work(
-    index: int,
-    job: Job,
-    mutant: str | None,
-    max_states: int | None,
-    max_seconds: float | None,
-    quiet: bool,
-    fingerprints: bool,
-) -> tuple[int, Report, float, float]:
+def _work(index: int, job: Job, mutant: str | None, bounds: Bounds, quiet: bool) -> tuple[int, Report, float, float]:
     say = None if quiet else _PROGRESS.put
-    report, seconds = run_config(job[0], mutant, max_states, max_seconds, job[1], say, fingerprints)
+    report, seconds = run_config(job[0], mutant, bounds, job[1], say)
     return index, report, seconds, peak_memory_mib()
 
 
@@ -140,12 +222,10 @@ def _cost(job: Job) -> float:
 def run_jobs(
     jobs: list[Job],
     mutant: str | None,
-    max_states: int | None,
-    max_seconds: float | None,
+    bounds: Bounds,
     workers: int,
     say: Callable[[str], None] | None,
     done: Callable[[int, Report, float], None],
-    fingerprints: bool = False,
 ) -> tuple[list[tuple[Report, float]], float]:
     """Run every job, on ``workers`` processes when more than one (the longest first); ``done``
     is called for each run in the order of ``jobs``, as soon as it and every run before it ended.
@@ -162,7 +242,7 @@ def run_jobs(
 
     if workers <= 1 or len(jobs) <= 1:
         for index, job in enumerate(jobs):
-            results[index] = run_config(job[0], mutant, max_states, max_seconds, job[1], say, fingerprints)
+            results[index] = run_config(job[0], mutant, bounds, job[1], say)
             report_ready()
         return [results[i] for i in range(len(jobs))], peak_memory_mib()
     context = multiprocessing.get_context("spawn")
@@ -179,9 +259,7 @@ def run_jobs(
 
     order = sorted(range(len(jobs)), key=lambda i: -_cost(jobs[i]))
     with ProcessPoolExecutor(workers, mp_context=context, initializer=_start_worker, initargs=(queue,)) as pool:
-        pending = {
-            pool.submit(_work, i, jobs[i], mutant, max_states, max_seconds, say is None, fingerprints) for i in order
-        }
+        pending = {pool.submit(_work, i, jobs[i], mutant, bounds, say is None) for i in order}
         while pending:
             finished, pending = wait(pending, timeout=0.25, return_when=FIRST_COMPLETED)
             relay()
@@ -320,14 +398,36 @@ def command(args: argparse.Namespace, console: Console) -> int:
     else:
         jobs = [(load_config(name), None) for name in default_suite()]
         jobs += [(load_config(name), plan) for name in pending_configs()]
-    if args.fingerprints:
+    if args.fingerprints or args.checkpoint:
         refused = [config.name for config, how in jobs if how is not None or config.liveness]
         if refused:
             console.print(
-                "[red]--fingerprints applies to exhaustive searches without the liveness check[/red] (it needs "
-                f"every state and edge); not to: {', '.join(refused)}",
+                "[red]--fingerprints and --checkpoint apply to exhaustive searches without the liveness check[/red] "
+                f"(it needs every state and edge); not to: {', '.join(refused)}",
                 highlight=False,
             )
+            return 2
+    if args.checkpoint and len(jobs) != 1:
+        console.print("[red]--checkpoint saves one search: name one configuration with --config[/red]")
+        return 2
+    if args.checkpoint_seconds <= 0:
+        console.print(f"[red]--checkpoint-seconds must be positive, not {args.checkpoint_seconds}[/red]")
+        return 2
+    bounds = Bounds(
+        args.max_states,
+        args.max_seconds,
+        args.fingerprints,
+        None if args.checkpoint is None else Path(args.checkpoint),
+        args.checkpoint_seconds,
+    )
+    if bounds.checkpoint is not None and not bounds.checkpoint.absolute().parent.is_dir():
+        console.print(f"[red]--checkpoint {bounds.checkpoint}: no such folder[/red]", highlight=False)
+        return 2
+    if bounds.checkpoint is not None:
+        try:  # refuse a bad file before anything runs
+            load_checkpoint(bounds.checkpoint, jobs[0][0], args.mutant)
+        except BadCheckpoint as error:
+            console.print(str(error), style="red", highlight=False, markup=False)
             return 2
     for config, how in jobs:
         pending = manifest().get(config.name, {}).get("pending")
@@ -348,9 +448,7 @@ def command(args: argparse.Namespace, console: Console) -> int:
 
     started = time.perf_counter()
     # With --json the console writes to stderr: progress stays beside the JSON, not in it.
-    results, peak = run_jobs(
-        jobs, args.mutant, args.max_states, args.max_seconds, workers, say, done, args.fingerprints
-    )
+    results, peak = run_jobs(jobs, args.mutant, bounds, workers, say, done)
     wall = time.perf_counter() - started
     runs = [(report, seconds, config) for (report, seconds), (config, _) in zip(results, jobs, strict=True)]
     taken = set().union(*(r.edges_taken for r, _, _ in runs))
@@ -486,6 +584,18 @@ def register(commands: Any) -> Any:
         action="store_true",
         help="hash compaction for runs too large to keep every state: the visited set keeps a 64-bit hash "
         "of each state, traces are rebuilt by replay (not with liveness)",
+    )
+    parser.add_argument(
+        "--checkpoint",
+        metavar="PATH",
+        help="with one --config: go on with the search saved in PATH, if any, and save it there every "
+        "--checkpoint-seconds and when a bound stops it (implies --fingerprints)",
+    )
+    parser.add_argument(
+        "--checkpoint-seconds",
+        type=float,
+        default=CHECKPOINT_SECONDS,
+        help=f"how often a --checkpoint is saved (default {CHECKPOINT_SECONDS:.0f})",
     )
     parser.add_argument("--trace-out", help="write the first counterexample as a JSON trace here")
     parser.add_argument("--json", action="store_true", help="machine-readable output")

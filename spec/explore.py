@@ -135,6 +135,10 @@ class _Codec:
         )
 
 
+SAVED_FORMAT = "teamproto-search/1"
+"""The format of :meth:`_Search.save`'s data."""
+
+
 class _Search:
     def __init__(
         self,
@@ -146,6 +150,7 @@ class _Search:
     ) -> None:
         self.model, self.stop_on, self.max_states, self.progress = model, stop_on, max_states, progress
         self.out_of_time: Callable[[], bool] | None = None
+        self.checkpoint: Callable[[Callable[[], dict[str, Any]], bool], None] | None = None
         self.dead_data = model.reduce
         self.symmetry = model.config.symmetry
         self.config = model.config
@@ -156,6 +161,7 @@ class _Search:
         self.index: dict[Any, int] = {}  # State, or its canonical key under symmetry
         self.seen = _Fingerprints()  # with fingerprints: the hashes of the keys
         self.states: list[State] = []  # without fingerprints: every state reached
+        self.queue: deque[int] = deque()  # without fingerprints: the numbers of the states not yet expanded
         self.queued: deque[bytes] = deque()  # with fingerprints: the states not yet expanded, encoded
         self.codec = _Codec()
         self.parent = array("q")
@@ -193,6 +199,7 @@ class _Search:
                 self.stored[state] = number
             self.index[self.intern(key) if self.symmetry else key] = number
             self.states.append(state)
+            self.queue.append(number)
         self.count += 1
         self.parent.append(parent)
         self.via.append(action if action is None else self.actions.setdefault(action, action))
@@ -201,13 +208,66 @@ class _Search:
             self.successors.append([])
         return number, True
 
-    def take(self, number: int) -> State:
-        """State ``number``, the next to expand: states are expanded in the order they were found
-        (with fingerprints, it is then no longer kept)."""
+    def waiting(self) -> int:
+        """How many states wait to be expanded."""
+        return len(self.queued) if self.fingerprints else len(self.queue)
+
+    def take(self) -> tuple[int, State]:
+        """The next state to expand and its number, in the order they were found (with
+        fingerprints it is then no longer kept)."""
         if not self.fingerprints:
-            return self.states[number]
-        assert number == self.count - len(self.queued), "states are expanded in the order they were found"
-        return self.codec.decode(self.queued.popleft())
+            number = self.queue.popleft()
+            return number, self.states[number]
+        number = self.count - len(self.queued)
+        return number, self.codec.decode(self.queued.popleft())
+
+    def save(self) -> dict[str, Any]:
+        """With fingerprints: everything the search needs to go on later (:meth:`restore`), as
+        plain data (arrays as bytes). The caller stores it; the explorer does no I/O."""
+        assert self.fingerprints, "only a search with fingerprints can be saved"
+        report = self.report
+        return {
+            "format": SAVED_FORMAT,
+            "config": self.config,
+            "mutant": self.model.mutant,
+            "dead_data": self.dead_data,
+            "count": self.count,
+            "seen": (self.seen.bits, self.seen.size, self.seen.table.tobytes()),
+            "parent": self.parent.tobytes(),
+            "depth": self.depth.tobytes(),
+            "via": self.via,
+            "queued": list(self.queued),
+            "codec": self.codec.values,
+            "transitions": report.transitions,
+            "violations": report.violations,
+            "edges": report.edges_taken | _model.EDGE_LOG[-1],
+            "crashed_at": report.crashed_at,
+            "deadlocks": report.deadlocks,
+        }
+
+    def restore(self, saved: dict[str, Any]) -> None:
+        """Go on from :meth:`save`'s data, of a search of the same configuration, mutant and
+        reductions (the caller checks that the model's source is the same too)."""
+        assert self.fingerprints and self.count == 0
+        mine = (self.config, self.model.mutant, self.dead_data)
+        if saved.get("format") != SAVED_FORMAT or (saved["config"], saved["mutant"], saved["dead_data"]) != mine:
+            raise ValueError("the saved search is of another format, configuration, mutant or reduction")
+        self.count = saved["count"]
+        self.seen.bits, self.seen.size = saved["seen"][0], saved["seen"][1]
+        self.seen.table = array("Q")
+        self.seen.table.frombytes(saved["seen"][2])
+        self.parent.frombytes(saved["parent"])
+        self.depth.frombytes(saved["depth"])
+        self.via = saved["via"]
+        self.actions = {action: action for action in self.via if action is not None}
+        self.queued = deque(saved["queued"])
+        self.codec.values = saved["codec"]
+        self.codec.numbers = {value: number for number, value in enumerate(self.codec.values)}
+        self.codec.by_id = {id(value): number for number, value in enumerate(self.codec.values)}
+        report = self.report
+        report.transitions, report.violations = saved["transitions"], saved["violations"]
+        report.edges_taken, report.crashed_at = saved["edges"], saved["crashed_at"]
+        report.deadlocks = saved["deadlocks"]
 
     def trace(self, number: int, *last: tuple[Action, State]) -> list[tuple[Action | None, State]]:
         """The path from the initial state to state ``number``, then the ``last`` steps."""
@@ -266,6 +326,8 @@ def explore(
     out_of_time: Callable[[], bool] | None = None,
     dead_data: bool | None = None,
     fingerprints: bool = False,
+    resume: dict[str, Any] | None = None,
+    checkpoint: Callable[[Callable[[], dict[str, Any]], bool], None] | None = None,
 ) -> Report:
     """Explore every state of ``model`` breadth-first; see the module docstring.
 
@@ -278,6 +340,11 @@ def explore(
     kept, and a trace is rebuilt by replaying the actions on its path. A hash shared by two keys
     would hide the second state; the report's :attr:`Report.omission_bound` bounds the chance of
     that. The liveness check needs the whole graph: it excludes fingerprints.
+
+    A search with fingerprints can be stopped and gone on with later: ``checkpoint(save, final)``
+    is called whenever ``out_of_time`` is polled (``final`` false) and when a bound stops the
+    search (``final`` true); calling ``save()`` returns the search as plain data, and
+    ``resume=`` that data goes on from there. The explorer does no I/O: the caller stores it.
     """
     return _search(
         model,
@@ -287,6 +354,8 @@ def explore(
         out_of_time=out_of_time,
         dead_data=dead_data,
         fingerprints=fingerprints,
+        resume=resume,
+        checkpoint=checkpoint,
     ).report
 
 
@@ -299,16 +368,23 @@ def _search(
     out_of_time: Callable[[], bool] | None = None,
     dead_data: bool | None = None,
     fingerprints: bool = False,
+    resume: dict[str, Any] | None = None,
+    checkpoint: Callable[[Callable[[], dict[str, Any]], bool], None] | None = None,
 ) -> _Search:
     """As :func:`explore`, returning the whole search (its states too, without fingerprints)."""
     if fingerprints and model.config.liveness:
         raise ValueError(
             f"{model.config.name}: the liveness check needs every state and edge; it cannot run with fingerprints"
         )
+    if (resume is not None or checkpoint is not None) and not fingerprints:
+        raise ValueError("only a search with fingerprints can be saved and resumed")
     search = _Search(model, stop_on, max_states, progress, fingerprints)
     search.out_of_time = out_of_time
+    search.checkpoint = checkpoint
     if dead_data is not None:
         search.dead_data = dead_data
+    if resume is not None:
+        search.restore(resume)
     _model.EDGE_LOG.append(set())
     # The search builds millions of acyclic containers and keeps most of them: the cyclic garbage
     # collector's passes over them cost more (6 % on pair, more on larger runs) than the few
@@ -336,17 +412,16 @@ def _search(
 
 def _bfs(search: _Search) -> None:
     model, report = search.model, search.report
-    initial = model.initial()
-    start, _ = search.add(initial, -1, None)
-    _check_state(search, start, initial, snapshot(initial, search.config))
-    queue = deque([start])
-    while queue and not search.stopped():
+    if search.count == 0:
+        initial = model.initial()
+        start, _ = search.add(initial, -1, None)
+        _check_state(search, start, initial, snapshot(initial, search.config))
+    while search.waiting() and not search.stopped():
         if search.max_states is not None and search.count >= search.max_states:
-            report.complete = False
+            _stop(search)
             return
-        number = queue.popleft()
+        number, state = search.take()
         report.expanded_through = search.depth[number] - 1
-        state = search.take(number)
         before = snapshot(state, search.config)
         outgoing = 0
         for action, after_state in model.successors(state):
@@ -365,7 +440,6 @@ def _bfs(search: _Search) -> None:
                 search.crash_prefix[after_state] = crashed
             if new:
                 _check_state(search, target, after_state, after)
-                queue.append(target)
         if outgoing == 0 and not model.is_goal(state):
             report.deadlocks += 1
             search.violate(
@@ -373,10 +447,19 @@ def _bfs(search: _Search) -> None:
             )
         if number % 2000 == 0:
             if search.progress is not None:
-                search.progress(search.count, len(queue), search.depth[number])
+                search.progress(search.count, search.waiting(), search.depth[number])
             if search.out_of_time is not None and search.out_of_time():
-                report.complete = False
+                _stop(search)
                 return
+            if search.checkpoint is not None:
+                search.checkpoint(search.save, False)
+
+
+def _stop(search: _Search) -> None:
+    """A bound stopped the search: it is incomplete, and it can be saved to go on later."""
+    search.report.complete = False
+    if search.checkpoint is not None:
+        search.checkpoint(search.save, True)
 
 
 def _take(
