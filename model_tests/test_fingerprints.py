@@ -94,11 +94,11 @@ def test_cli_refuses_fingerprints_where_they_cannot_apply(capsys: pytest.Capture
 def test_waiting_states_are_encoded_and_decoded_unchanged() -> None:
     import dataclasses as dc
 
-    from spec.explore import _Codec, _search
+    from spec.explore import CODEC_FIELDS, _Codec, _search
     from spec.model._state import State
 
     scalars = ("clock", "monitor_done", "crashed", "profile_changes")
-    assert set(_Codec._FIELDS) | set(scalars) == {f.name for f in dc.fields(State)}
+    assert set(CODEC_FIELDS) | set(scalars) == {f.name for f in dc.fields(State)}
     search = _search(Model(load_config("everything")), max_states=5000)
     codec = _Codec()
     blobs = [codec.encode(state) for state in search.states]
@@ -195,9 +195,12 @@ def _check_json(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, di
     return code, json.loads(capsys.readouterr().out)
 
 
-def test_cli_checkpoint_stops_and_goes_on(tmp_path: object, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_checkpoint_stops_and_goes_on(
+    tmp_path: object, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     from pathlib import Path
 
+    monkeypatch.setenv("PYTHONHASHSEED", "0")  # this process's seed is whatever it is: one process
     path = Path(str(tmp_path)) / "pair.checkpoint"
     code, first = _check_json(capsys, "--config", "pair", "--checkpoint", str(path), "--max-states", "2000")
     (run,) = first["runs"]  # type: ignore[misc]
@@ -223,6 +226,10 @@ def test_cli_refuses_a_bad_checkpoint_and_leaves_it(
     from spec import _compiled
 
     folder = Path(str(tmp_path))
+    monkeypatch.delenv("PYTHONHASHSEED", raising=False)
+    assert main(["check", "--config", "pair", "--checkpoint", str(folder / "unseeded")]) == 2
+    assert "PYTHONHASHSEED=0 teamproto check" in _said(capsys) and not (folder / "unseeded").exists()
+    monkeypatch.setenv("PYTHONHASHSEED", "0")
     garbage = folder / "garbage"
     garbage.write_bytes(b"not a pickle")
     assert main(["check", "--config", "pair", "--checkpoint", str(garbage)]) == 2
@@ -238,6 +245,55 @@ def test_cli_refuses_a_bad_checkpoint_and_leaves_it(
     monkeypatch.setattr(_compiled, "source_digest", lambda: "another")
     assert main(["check", "--config", "pair", "--checkpoint", str(saved)]) == 2
     assert "another version of the model" in _said(capsys)
+    monkeypatch.undo()
+    monkeypatch.setenv("PYTHONHASHSEED", "1")
+    assert main(["check", "--config", "pair", "--checkpoint", str(saved)]) == 2
+    assert "saved with PYTHONHASHSEED=0" in _said(capsys)
     assert saved.read_bytes() == kept
     assert main(["check", "--config", "pair", "--config", "wide", "--checkpoint", str(saved)]) == 2
     assert main(["check", "--config", "pair", "--checkpoint", str(folder / "no" / "such")]) == 2
+
+
+def test_a_checkpoint_goes_on_in_another_process(tmp_path: object) -> None:
+    """Fingerprints hash strings, and string hashes differ between processes unless their seed is
+    fixed: a search resumed in a new process must still recognise every state it saw."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    path = Path(str(tmp_path)) / "pair.checkpoint"
+    config = ["--config", "pair", "--checkpoint", str(path), "--json", "--jobs", "1"]
+
+    def run(seed: str, *more: str) -> tuple[int, dict[str, object]]:
+        command = [sys.executable, "-c", "import sys; from reference._cli import main; sys.exit(main(sys.argv[1:]))"]
+        done = subprocess.run(
+            [*command, "check", *config, *more],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+        )
+        return done.returncode, json.loads(done.stdout) if done.stdout.strip() else {}
+
+    code, first = run("0", "--max-states", "3000")
+    assert code == 1 and not first["runs"][0]["complete"]  # type: ignore[index]
+    assert run("1")[0] == 2  # another seed: refused, the file left as it is
+    code, last = run("0")
+    (whole,) = last["runs"]  # type: ignore[misc]
+    report = explore(Model(load_config("pair")))
+    assert code == 0 and whole["complete"]
+    assert (whole["states"], whole["transitions"]) == (report.states, report.transitions)
+    assert whole["states_by_depth"] == report.states_by_depth
+
+
+def test_a_saved_search_resumes_only_with_the_same_string_hashes() -> None:
+    saved: list[dict[str, object]] = []
+    explore(
+        Model(load_config("pair")),
+        fingerprints=True,
+        max_states=100,
+        checkpoint=lambda save, final: saved.append(save()) if final else None,
+    )
+    other = {**saved[-1], "hash_probe": saved[-1]["hash_probe"] + 1}  # type: ignore[operator]
+    with pytest.raises(ValueError, match="PYTHONHASHSEED"):
+        explore(Model(load_config("pair")), fingerprints=True, resume=other)

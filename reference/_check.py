@@ -96,6 +96,8 @@ def load_checkpoint(path: Path, config: Config, mutant: str | None) -> tuple[dic
             raise BadCheckpoint(path, "not a teamproto checkpoint")
     except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, ValueError) as error:
         raise BadCheckpoint(path, f"unreadable ({error})") from error
+    if kept["hash_seed"] != os.environ.get("PYTHONHASHSEED"):
+        raise BadCheckpoint(path, f"saved with PYTHONHASHSEED={kept['hash_seed']}: run with the same")
     if kept["source"] != _compiled.source_digest():
         raise BadCheckpoint(path, "saved by another version of the model (spec/ changed since)")
     if (kept["config"], kept["mutant"]) != (config.name, mutant):
@@ -113,6 +115,7 @@ def save_checkpoint(path: Path, config: Config, mutant: str | None, search: dict
     kept = {
         "format": CHECKPOINT_FORMAT,
         "source": _compiled.source_digest(),
+        "hash_seed": os.environ.get("PYTHONHASHSEED"),
         "config": config.name,
         "mutant": mutant,
         "seconds": seconds,
@@ -166,7 +169,7 @@ def run_config(
         now = time.perf_counter()
         if say is not None and now - last[0] >= PROGRESS_SECONDS:
             last[0] = now
-            rate = states / max(now - started, 1e-9)
+            rate = states / max(before + now - started, 1e-9)  # a resumed search: over all its runs
             line = (
                 f"{states:,} distinct states, {queue:,} walks, longest {depth}"
                 if plan is not None
@@ -407,6 +410,13 @@ def command(args: argparse.Namespace, console: Console) -> int:
                 highlight=False,
             )
             return 2
+    if args.checkpoint and not os.environ.get("PYTHONHASHSEED", "").isdigit():
+        console.print(
+            "[red]--checkpoint needs the same string hashes in every run of the search[/red] (its fingerprints "
+            "hash strings): start it with a fixed seed, e.g. PYTHONHASHSEED=0 teamproto check --checkpoint …",
+            highlight=False,
+        )
+        return 2
     if args.checkpoint and len(jobs) != 1:
         console.print("[red]--checkpoint saves one search: name one configuration with --config[/red]")
         return 2
@@ -589,7 +599,7 @@ def register(commands: Any) -> Any:
         "--checkpoint",
         metavar="PATH",
         help="with one --config: go on with the search saved in PATH, if any, and save it there every "
-        "--checkpoint-seconds and when a bound stops it (implies --fingerprints)",
+        "--checkpoint-seconds and when a bound stops it (implies --fingerprints; needs a fixed PYTHONHASHSEED)",
     )
     parser.add_argument(
         "--checkpoint-seconds",

@@ -85,12 +85,14 @@ class _Fingerprints:
                 self.add(value)
 
 
+CODEC_FIELDS = ("members", "tasks", "jobs", "approvals", "executions", "plans", "runs", "shutdowns", "bus", "outbox")
+"""The fields of a state that :class:`_Codec` numbers (the others are numbers already)."""
+
+
 class _Codec:
     """A state as a short byte string of numbers, for the states waiting in a search with
     fingerprints: each of its tuples of records is numbered once and kept once (states share
     them), so a waiting state costs about 100 bytes instead of several hundred."""
-
-    _FIELDS = ("members", "tasks", "jobs", "approvals", "executions", "plans", "runs", "shutdowns", "bus", "outbox")
 
     def __init__(self) -> None:
         self.numbers: dict[Any, int] = {}  # a tuple of records -> its number
@@ -110,7 +112,7 @@ class _Codec:
 
     def encode(self, s: State) -> bytes:
         numbers = [s.clock, int(s.monitor_done), int(s.crashed), s.profile_changes]
-        numbers += [self.number(getattr(s, name)) for name in self._FIELDS]
+        numbers += [self.number(getattr(s, name)) for name in CODEC_FIELDS]
         return array("I", numbers).tobytes()
 
     def decode(self, data: bytes) -> State:
@@ -137,6 +139,13 @@ class _Codec:
 
 SAVED_FORMAT = "teamproto-search/1"
 """The format of :meth:`_Search.save`'s data."""
+
+
+def hash_probe() -> int:
+    """Python's hash of a few strings, as a fingerprint hashes them: it differs between processes
+    unless they were started with the same ``PYTHONHASHSEED``. A saved search's fingerprints are
+    only valid in a process whose probe is the one saved with them."""
+    return hash(("teamproto", "running", "claimed", "requested", 1))
 
 
 class _Search:
@@ -228,6 +237,7 @@ class _Search:
         report = self.report
         return {
             "format": SAVED_FORMAT,
+            "hash_probe": hash_probe(),
             "config": self.config,
             "mutant": self.model.mutant,
             "dead_data": self.dead_data,
@@ -252,6 +262,11 @@ class _Search:
         mine = (self.config, self.model.mutant, self.dead_data)
         if saved.get("format") != SAVED_FORMAT or (saved["config"], saved["mutant"], saved["dead_data"]) != mine:
             raise ValueError("the saved search is of another format, configuration, mutant or reduction")
+        if saved["hash_probe"] != hash_probe():
+            raise ValueError(
+                "the saved search's fingerprints were made with other string hashes: resume it in a process "
+                "started with the same PYTHONHASHSEED"
+            )
         self.count = saved["count"]
         self.seen.bits, self.seen.size = saved["seen"][0], saved["seen"][1]
         self.seen.table = array("Q")
