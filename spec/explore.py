@@ -168,7 +168,7 @@ class _Search:
         self.fingerprints = fingerprints  # hash compaction: keep 64-bit hashes of keys, not states
         self.count = 0
         self.index: dict[Any, int] = {}  # State, or its canonical key under symmetry
-        self.seen = _Fingerprints()  # with fingerprints: the hashes of the keys
+        self.seen = _Fingerprints(16 if fingerprints else 1)  # with fingerprints: the hashes of the keys
         self.states: list[State] = []  # without fingerprints: every state reached
         self.queue: deque[int] = deque()  # without fingerprints: the numbers of the states not yet expanded
         self.queued: deque[bytes] = deque()  # with fingerprints: the states not yet expanded, encoded
