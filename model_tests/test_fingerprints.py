@@ -208,6 +208,10 @@ def test_cli_checkpoint_stops_and_goes_on(
     code, second = _check_json(capsys, "--config", "pair", "--checkpoint", str(path), "--max-states", "4000")
     (run,) = second["runs"]  # type: ignore[misc]
     assert code == 1 and 4000 <= run["states"] < 6288
+    expanded = run["expanded_through_depth"]
+    code, again = _check_json(capsys, "--config", "pair", "--checkpoint", str(path), "--max-states", "4000")
+    (run,) = again["runs"]  # type: ignore[misc]
+    assert code == 1 and run["expanded_through_depth"] == expanded >= 0  # stopped at once: as far as before
     code, last = _check_json(capsys, "--config", "pair", "--checkpoint", str(path))
     (run,) = last["runs"]  # type: ignore[misc]
     assert code == 0 and run["complete"] and (run["states"], run["transitions"]) == (6288, 15623)

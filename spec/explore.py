@@ -232,7 +232,8 @@ class _Search:
 
     def save(self) -> dict[str, Any]:
         """With fingerprints: everything the search needs to go on later (:meth:`restore`), as
-        plain data (arrays as bytes). The caller stores it; the explorer does no I/O."""
+        plain data (arrays as bytes). The caller stores it at once, before the search goes on: the
+        data shares the search's lists and sets. The explorer does no I/O."""
         assert self.fingerprints, "only a search with fingerprints can be saved"
         report = self.report
         return {
@@ -249,6 +250,7 @@ class _Search:
             "queued": list(self.queued),
             "codec": self.codec.values,
             "transitions": report.transitions,
+            "expanded_through": report.expanded_through,
             "violations": report.violations,
             "edges": report.edges_taken | _model.EDGE_LOG[-1],
             "crashed_at": report.crashed_at,
@@ -281,6 +283,7 @@ class _Search:
         self.codec.by_id = {id(value): number for number, value in enumerate(self.codec.values)}
         report = self.report
         report.transitions, report.violations = saved["transitions"], saved["violations"]
+        report.expanded_through = saved["expanded_through"]
         report.edges_taken, report.crashed_at = saved["edges"], saved["crashed_at"]
         report.deadlocks = saved["deadlocks"]
 
