@@ -174,7 +174,8 @@ def test_a_resumed_search_finds_the_same_counterexample(name: str) -> None:
         assert _steps(pieces.violations[check]) == _steps(violation)  # type: ignore[attr-defined]
 
 
-def test_a_saved_search_resumes_only_its_own_model() -> None:
+def _saved_pair() -> dict[str, object]:
+    """The first 100 states of a search of ``pair``, saved when the bound stops it."""
     saved: list[dict[str, object]] = []
     explore(
         Model(load_config("pair")),
@@ -182,6 +183,11 @@ def test_a_saved_search_resumes_only_its_own_model() -> None:
         max_states=100,
         checkpoint=lambda save, final: saved.append(save()) if final else None,
     )
+    return saved[-1]
+
+
+def test_a_saved_search_resumes_only_its_own_model() -> None:
+    saved = [_saved_pair()]
     with pytest.raises(ValueError, match="another"):
         explore(Model(load_config("wide")), fingerprints=True, resume=saved[-1])
     with pytest.raises(ValueError, match="another"):
@@ -291,13 +297,7 @@ def test_a_checkpoint_goes_on_in_another_process(tmp_path: object) -> None:
 
 
 def test_a_saved_search_resumes_only_with_the_same_string_hashes() -> None:
-    saved: list[dict[str, object]] = []
-    explore(
-        Model(load_config("pair")),
-        fingerprints=True,
-        max_states=100,
-        checkpoint=lambda save, final: saved.append(save()) if final else None,
-    )
-    other = {**saved[-1], "hash_probe": saved[-1]["hash_probe"] + 1}  # type: ignore[operator]
+    saved = _saved_pair()
+    other = {**saved, "hash_probe": saved["hash_probe"] + 1}  # type: ignore[operator]
     with pytest.raises(ValueError, match="PYTHONHASHSEED"):
         explore(Model(load_config("pair")), fingerprints=True, resume=other)
