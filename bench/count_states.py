@@ -25,22 +25,16 @@ import time
 
 from spec import _compiled
 from spec.model import Model, load_config
-from spec.model._dead import erase
 from spec.model._state import State
-from spec.model._symmetry import canonical_key
+from spec.simulate import _fingerprint
 
 
 def count(name: str, seconds: float, say: bool) -> dict[str, object]:
     model = Model(load_config(name))
-    symmetry = model.config.symmetry
-
-    def fingerprint(state: State) -> int:
-        alike = erase(state)
-        return hash(canonical_key(alike)) if symmetry else hash(alike)
 
     started = time.perf_counter()
     initial = model.initial()
-    seen = {fingerprint(initial)}
+    seen = {_fingerprint(model, initial)}
     level: list[State] = [initial]
     by_depth, transitions, complete = [1], 0, True
 
@@ -68,7 +62,7 @@ def count(name: str, seconds: float, say: bool) -> dict[str, object]:
                     after = next(iter(model.successors(after)))[1]  # the restart, as the explorer
                     assert isinstance(after, State)
                     transitions += 1
-                key = fingerprint(after)
+                key = _fingerprint(model, after)  # the explorer's key, hashed
                 if key not in seen:
                     seen.add(key)
                     following.append(after)

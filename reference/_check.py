@@ -46,7 +46,7 @@ DEFAULTS = Plan()
 CHECKPOINT_SECONDS = 600.0
 """How often ``--checkpoint`` saves a long search (and when a bound stops it)."""
 
-CHECKPOINT_FORMAT = "teamproto-checkpoint/1"
+CHECKPOINT_FORMAT = "teamproto-checkpoint/2"  # /2: the header and the search are pickled one after the other
 
 PROGRESS_SECONDS = 3.0
 """A progress line at most this often (the explorer reports every 2,000 states)."""
@@ -83,19 +83,29 @@ class BadCheckpoint(Exception):
         super().__init__(f"checkpoint {path}: {reason}; it was left as it is")
 
 
-def load_checkpoint(path: Path, config: Config, mutant: str | None) -> tuple[dict[str, Any], float] | None:
+def load_checkpoint(
+    path: Path, config: Config, mutant: str | None, search: bool = True
+) -> tuple[dict[str, Any], float] | None:
     """The saved search in ``path`` and the seconds spent on it so far, or None when there is no
     file yet. Refuses (:class:`BadCheckpoint`) a file that is not a checkpoint, or one made by
-    another source of the model (``spec/``), another configuration or another mutant."""
+    another source of the model (``spec/``), another configuration or another mutant. The file
+    holds a small header, then the search: with ``search`` false only the header is read (the
+    search returned is empty), to refuse a bad file before a run without loading it twice."""
     if not path.exists():
         return None
     try:
         with path.open("rb") as file:
             kept = pickle.load(file)  # the user's own file, written by save_checkpoint
-        if not isinstance(kept, dict) or kept.get("format") != CHECKPOINT_FORMAT:
-            raise BadCheckpoint(path, "not a teamproto checkpoint")
+            if not isinstance(kept, dict) or kept.get("format") != CHECKPOINT_FORMAT:
+                raise BadCheckpoint(path, "not a teamproto checkpoint")
+            _check_header(path, kept, config, mutant)
+            saved: dict[str, Any] = pickle.load(file) if search else {}
     except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, ValueError) as error:
         raise BadCheckpoint(path, f"unreadable ({error})") from error
+    return saved, kept["seconds"]
+
+
+def _check_header(path: Path, kept: dict[str, Any], config: Config, mutant: str | None) -> None:
     if kept["hash_seed"] != os.environ.get("PYTHONHASHSEED"):
         raise BadCheckpoint(path, f"saved with PYTHONHASHSEED={kept['hash_seed']}: run with the same")
     if kept["source"] != _compiled.source_digest():
@@ -103,7 +113,6 @@ def load_checkpoint(path: Path, config: Config, mutant: str | None) -> tuple[dic
     if (kept["config"], kept["mutant"]) != (config.name, mutant):
         saved, wanted = _run_name(kept["config"], kept["mutant"]), _run_name(config.name, mutant)
         raise BadCheckpoint(path, f"a search of {saved}, not of {wanted}")
-    return kept["search"], kept["seconds"]
 
 
 def _run_name(config: str, mutant: str | None) -> str:
@@ -119,11 +128,11 @@ def save_checkpoint(path: Path, config: Config, mutant: str | None, search: dict
         "config": config.name,
         "mutant": mutant,
         "seconds": seconds,
-        "search": search,
     }
     partial = path.with_name(path.name + ".partial")
     with partial.open("wb") as file:
-        pickle.dump(kept, file, protocol=pickle.HIGHEST_PROTOCOL)
+        pickle.dump(kept, file, protocol=pickle.HIGHEST_PROTOCOL)  # the header, read alone by the CLI first
+        pickle.dump(search, file, protocol=pickle.HIGHEST_PROTOCOL)
         file.flush()
         os.fsync(file.fileno())
     os.replace(partial, path)
@@ -435,7 +444,7 @@ def command(args: argparse.Namespace, console: Console) -> int:
         return 2
     if bounds.checkpoint is not None:
         try:  # refuse a bad file before anything runs
-            load_checkpoint(bounds.checkpoint, jobs[0][0], args.mutant)
+            load_checkpoint(bounds.checkpoint, jobs[0][0], args.mutant, search=False)
         except BadCheckpoint as error:
             console.print(str(error), style="red", highlight=False, markup=False)
             return 2
