@@ -1,8 +1,8 @@
-"""The clause registry: every clause id of PROTOCOL.md with a one-line title.
+"""The clause registry: every clause id of ``docs/protocol.md`` with a one-line title.
 
 Clause ids are stable. Tests cite them with ``@pytest.mark.clause("APR-5")``, spec modules
 cite them in docstrings, and the conformance report groups by them. ``tests/test_clauses.py``
-checks this registry against ``shared/PROTOCOL.md`` whenever that file is beside the checkout.
+checks this registry against ``docs/protocol.md``, which states each clause in full.
 """
 
 from __future__ import annotations
@@ -90,11 +90,11 @@ _CLAUSES: dict[str, str] = {
 }
 
 CLAUSES: Final[Mapping[str, str]] = MappingProxyType(_CLAUSES)
-"""Clause id → one-line title, in PROTOCOL.md order."""
+"""Clause id → one-line title, in the order of ``docs/protocol.md``."""
 
 
 class UnknownClause(KeyError):
-    """A clause id that PROTOCOL.md does not define (definite: nothing was recorded)."""
+    """A clause id that ``docs/protocol.md`` does not define (definite: nothing was recorded)."""
 
     def __init__(self, clause_id: str) -> None:
         super().__init__(clause_id)

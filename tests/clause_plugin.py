@@ -78,5 +78,5 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "clause(*ids): the PROTOCOL.md clauses this test checks")
+    config.addinivalue_line("markers", "clause(*ids): the docs/protocol.md clauses this test checks")
     config.pluginmanager.register(ClauseReporter(config.getoption("--clause-report")), "clause-reporter")
