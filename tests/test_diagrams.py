@@ -21,7 +21,7 @@ needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz dot
 
 
 def test_dot_is_deterministic_and_marks_initial_final_and_clauses() -> None:
-    """Same DOT twice; initial bold, finals double-bordered; each edge labelled event + clauses."""
+    """Same DOT twice; initial bold, finals double-bordered, a legend; each edge: event, guard, clauses."""
     for name in spec.MACHINES:
         text = machine_dot(name)
         assert text == machine_dot(name)
@@ -31,8 +31,14 @@ def test_dot_is_deterministic_and_marks_initial_final_and_clauses() -> None:
         for final in table.finals:
             assert f"  {final} [" in text and "peripheries=2" in text.split(f"  {final} [")[1].split("\n")[0]
         for edge in table.edges:
-            label = f"{edge.event}\\n[{' '.join(edge.clauses)}]"
-            assert f'{edge.source} -> {edge.target} [label="{label}"];' in text
+            line = next(x for x in text.splitlines() if f'id="edge:{edge.source}:{edge.event}:{edge.target}"' in x)
+            assert line.startswith(f"  {edge.source} -> {edge.target} [label=<<b>{edge.event}</b>")
+            assert f"[{' '.join(edge.clauses)}]" in line
+            guard_words = spec.EVENT_NOTES[name][edge.event].text.split()
+            assert guard_words[0].replace("&", "&amp;") in line and guard_words[-1].replace("&", "&amp;") in line
+        for state in table.states:
+            assert f'id="state:{state}"' in text
+        assert "cluster_legend" in text and "legend_initial" in text and "legend_final" in text
         assert " at 0x" not in text
 
 
