@@ -91,13 +91,13 @@ def test_clause_index_and_error_catalogue_name_every_clause_and_error() -> None:
 
     pages = expected_pages()
     index = pages[Path("reference/clauses.md")]
-    assert all(f"| **{clause_id}** |" in index for clause_id in spec.CLAUSES)
+    assert all(f"**{clause_id}** — " in index for clause_id in spec.CLAUSES)
     assert "`consume_without_digest_check` (model)" in index and "`skip_digest_check` (reference)" in index
     catalogue = pages[Path("reference/errors.md")]
     names = {cls.__name__ for cls in error_classes()}
     assert {"ArgumentsChanged", "IllegalTransition", "SchemaError", "StorageUnavailable"} <= names
     assert all(f"| `{name}` |" in catalogue for name in names)
-    assert "| `StorageUnavailable` | **indefinite** |" in catalogue
+    assert "| `StorageUnavailable` | **indefinite** | look the outcome up before acting |" in catalogue
 
 
 def test_sequence_diagram_shows_sends_changes_and_the_crash() -> None:
@@ -205,3 +205,44 @@ def test_viewer_in_chromium_reaches_the_last_step_and_shows_its_state(site: Path
     finally:
         driver.quit()
     assert len(list(shots.glob("viewer-approval_happy-*.png"))) == 5
+
+
+def test_a_trace_from_the_command_line_renders_as_a_sequence_diagram_and_a_viewer(tmp_path: Path) -> None:
+    """What `teamproto check --trace-out` writes is drawn, not redrawn by hand."""
+    trace = tmp_path / "digest.json"
+    check = [sys.executable, "-m", "reference._cli", "check", "--config", "tiny"]
+    check += ["--mutant", "consume_without_digest_check", "--trace-out", str(trace)]
+    subprocess.run(check, capture_output=True, text=True, timeout=300, cwd=ROOT, check=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "docs._gen.render", str(trace), "--out", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
+    assert result.returncode == 0, result.stderr
+    svg = ET.parse(tmp_path / "out" / "digest.svg").getroot()
+    assert svg.tag == SVG and "INV-1" in (svg.findtext(f"{SVG[:-3]}title") or "")
+    assert '<option value="digest">' in (tmp_path / "out" / "viewer.html").read_text(encoding="utf-8")
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"format": "other"}', encoding="utf-8")
+    refused = subprocess.run(
+        [sys.executable, "-m", "docs._gen.render", str(bad), "--out", str(tmp_path / "x")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
+    assert refused.returncode == 2 and "not a teamproto-trace/1 file" in refused.stderr
+    assert "Traceback" not in refused.stderr
+
+
+def test_each_pitfall_of_the_source_article_is_a_runnable_example() -> None:
+    """The ten pitfalls ("常见坑") of the first source article each head a section with examples."""
+    found = {}
+    for chapter in CHAPTERS:
+        text = chapter.read_text(encoding="utf-8")
+        for number, section in re.findall(r"^## Pitfall (\d+):.*?\n(.*?)(?=^## |\Z)", text, re.M | re.S):
+            found[int(number)] = (chapter.name, ">>> " in section)
+    assert sorted(found) == list(range(1, 11))
+    assert all(runs for _, runs in found.values()), found

@@ -21,6 +21,8 @@ ACTION = {
     False: "It may have happened: look the outcome up by its idempotency key before doing anything else.",
 }
 
+TODO = {True: "act on the message; nothing to undo", False: "look the outcome up before acting"}
+
 
 def _modules() -> list[Any]:
     modules = []
@@ -65,16 +67,16 @@ def _doc(cls: type) -> str:
 
 def error_catalogue() -> str:
     """The page."""
-    rows = ["| error | kind | defined in | meaning | message (template) |", "|---|---|---|---|---|"]
+    rows = ["| error | kind | what to do | defined in | meaning | message (template) |", "|---|---|---|---|---|---|"]
     for cls in error_classes():
         base = cls.__mro__[1].__name__
         message = template(cls).replace("|", "\\|")
         inherited = f"A kind of `{base}`" + (f": {_doc(cls.__mro__[1])}" if _doc(cls.__mro__[1]) else ".")
         meaning = (_doc(cls) or inherited).replace("|", "\\|")
         kind = "definite" if cls.definite else "**indefinite**"
-        rows.append(
-            f"| `{cls.__name__}` | {kind} | `{cls.__module__}` | {meaning} | {message and f'`` {message} ``'} |"
-        )
+        template_cell = message and f"`` {message} ``"
+        cells = [f"`{cls.__name__}`", kind, TODO[cls.definite], f"`{cls.__module__}`", meaning, template_cell]
+        rows.append("| " + " | ".join(cells) + " |")
     return (
         "# Error catalogue\n\n"
         "Every typed error of `spec` and `reference`. Each says whether it is *definite* or "

@@ -54,9 +54,11 @@ def _python_files(root: Path, folders: tuple[str, ...]) -> list[Path]:
 
 
 def code_citations(root: Path) -> dict[str, list[str]]:
-    """Clause id → the source files of spec/reference/conformance that cite it."""
+    """Clause id → the source files of spec/reference/conformance that cite it (the registry aside)."""
     found: dict[str, set[str]] = defaultdict(set)
     for path in _python_files(root, CODE_DIRS):
+        if path == root / "spec" / "clauses.py":  # the registry names every clause; it implements none
+            continue
         for clause_id in set(_ID.findall(path.read_text(encoding="utf-8"))):
             found[clause_id].add(str(path.relative_to(root)))
     return {k: sorted(v) for k, v in found.items()}
@@ -91,14 +93,13 @@ def clause_index(root: Path) -> str:
     ]
     for family, title in FAMILIES.items():
         out.append(f"## {family}: {title}\n\nStatements: {{ref}}`{ANCHORS[family]}`.\n")
-        out.append("| clause | title | code | tests | mutants |\n|---|---|---|---|---|")
         for clause_id, text in spec.CLAUSES.items():
             if clause_id.split("-")[0] != family:
                 continue
-            files = "<br>".join(f"`{f}`" for f in code.get(clause_id, [])) or "—"
+            files = ", ".join(f"`{f}`" for f in code.get(clause_id, [])) or "none"
             marked = tests.get(clause_id, [])
-            named = "<br>".join(f"`{t}`" for t in marked) or "**none**"
-            broken = "<br>".join(mutants_breaking(clause_id)) or "—"
-            out.append(f"| **{clause_id}** | {text} | {files} | {named} | {broken} |")
-        out.append("")
+            named = ", ".join(f"`{t}`" for t in marked) or "**none**"
+            broken = ", ".join(mutants_breaking(clause_id)) or "none"
+            out.append(f"**{clause_id}** — {text}\n")
+            out.append(f"- code: {files}\n- tests ({len(marked)}): {named}\n- mutants: {broken}\n")
     return "\n".join(out) + "\n"

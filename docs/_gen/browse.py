@@ -66,7 +66,7 @@ def viewer_state(driver: Any, machine: str) -> dict[str, Any]:
 
 def step_through(driver: Any, site: Path, trace: str, shots: Path | None = None) -> list[dict[str, Any]]:
     """Open the viewer on ``trace``, press ▶ until the last step (a screenshot at each), then ◀ once."""
-    driver.get((site / "viewer.html").as_uri() + f"#trace={trace}&step=0")
+    driver.get((site.resolve() / "viewer.html").as_uri() + f"#trace={trace}&step=0")
     seen = [viewer_state(driver, "operation_approval")]
     while seen[-1]["step"] < seen[-1]["last"]:
         if shots is not None:
@@ -96,7 +96,7 @@ def main(argv: list[str]) -> int:
     driver = browser()
     try:
         for page in PAGES:
-            driver.get((args.site / page).as_uri())
+            driver.get((args.site.resolve() / page).as_uri())
             driver.save_screenshot(str(args.out / ("page-" + page.replace("/", "-").replace(".html", ".png"))))
         for trace in TRACES:
             seen = step_through(driver, args.site, trace, args.out)

@@ -39,6 +39,7 @@ function show(i){
                                 : name + '.' + f + ': ' + JSON.stringify(pair[0]) + ' → ' + JSON.stringify(pair[1]));
     $('changes').appendChild(d); }));
   if (!s.changes.length) $('changes').textContent = '(nothing changed)';
+  if (i === 0) $('changes').textContent = '(the initial state: ' + s.changes.length + ' records; see the whole snapshot)';
   $('snapshot').textContent = JSON.stringify(s.snapshot, null, 1);
   history.replaceState(null, '', '#trace=' + trace.name + '&step=' + i);
 }
