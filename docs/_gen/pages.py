@@ -10,6 +10,7 @@ writes them and ``scripts/docs --check`` fails naming each stale one.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,7 @@ def _cell(text: object) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def table(head: list[str], rows: list[list[object]]) -> str:
+def table(head: list[str], rows: Sequence[Sequence[object]]) -> str:
     """A Markdown table."""
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]

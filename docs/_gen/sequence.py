@@ -5,7 +5,8 @@ never drawn by hand.
 Lifelines: the Lead, each member of the snapshot, and the harness (ticks, the monitor, the
 outbox, restarts). Each step is one row: its number and action on the left; a dot on the actor's
 lifeline; an arrow for each message that step put on the bus; a note for each record it changed;
-a red band where the process crashed.
+a red band where the process crashed; and, for a counterexample, the broken invariant in red at
+the foot.
 """
 
 from __future__ import annotations
@@ -126,6 +127,12 @@ def sequence_svg(trace: dict[str, Any]) -> str:
         previous = step["snapshot"]
         body.extend(_draw_step(number, step, row, xs, y))
         y += row_height(row) + 6
+    violation = trace.get("violation")
+    if violation:
+        verdict = f"✗ {violation['clause']} {violation['invariant']}: {violation['message']}"
+        for offset, part in enumerate(textwrap.wrap(verdict, 150)):
+            body.append(_text(8, y + 12 + LINE * offset, part, fill="#b71c1c", font_weight="bold"))
+        y += LINE * (len(textwrap.wrap(verdict, 150)) + 1)
     heads = [_text(xs[n], 30, n, text_anchor="middle", font_weight="bold") for n in names]
     dash = 'stroke="#bbb" stroke-dasharray="4 3"'
     lifelines = [f'<line x1="{x:.0f}" y1="40" x2="{x:.0f}" y2="{y:.0f}" {dash}/>' for x in xs.values()]

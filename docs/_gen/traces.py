@@ -51,6 +51,7 @@ HAPPY: dict[str, tuple[str, str, Callable[[Snapshot], bool]]] = {
 }
 
 COUNTEREXAMPLES = (
+    "cancel_after_consume",
     "consume_without_digest_check",
     "approval_grants_capability",
     "recovery_repeats_call",
@@ -174,10 +175,10 @@ def steps(trace: dict[str, Any]) -> list[dict[str, Any]]:
             current[machine] = sorted({r["status"] for r in snap.get(kind, [])})
         taken = []
         for change in changes(previous, snap):
-            machine = RECORD_MACHINES.get(change["kind"])
+            changed_machine = RECORD_MACHINES.get(change["kind"])
             status = change["fields"].get("status")
-            if machine and status and status[0] != status[1]:
-                taken.append([machine, status[0], status[1]])
+            if changed_machine and status and status[0] != status[1]:
+                taken.append([changed_machine, status[0], status[1]])
         out.append(
             {
                 "action": action_text(step["action"]),
