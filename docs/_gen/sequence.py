@@ -15,6 +15,8 @@ import textwrap
 from html import escape
 from typing import Any
 
+from spec.schemas import record_id
+
 from .traces import action_text, changes
 
 LEAD_ACTIONS = frozenset(
@@ -43,17 +45,21 @@ def participants(trace: dict[str, Any]) -> list[str]:
     return ["lead", *members, "harness"]
 
 
-def actor(action: dict[str, Any] | None, sent: list[dict[str, Any]], names: list[str]) -> str:
-    """Who took this step: the member named in its arguments, the Lead, a message's sender, or the harness."""
-    if action is None:
+OWNER_FIELDS = ("target_id", "requester_id", "owner_id")  # a shutdown request's member is its target
+HARNESS_ACTIONS = frozenset({"tick", "monitor.pass", "restart", "outbox.send", "plan.deliver_decision"})
+
+
+def actor(action: dict[str, Any] | None, sent: list[dict[str, Any]], names: list[str], owners: list[str]) -> str:
+    """Who took this step: the Lead, the member named in its arguments, a message's sender, the member
+    whose record the step changed (``owners``), or the harness (ticks, the monitor, the outbox, restarts)."""
+    if action is None or action["action"] in HARNESS_ACTIONS:
         return "harness"
     if action["action"] in LEAD_ACTIONS:
         return "lead"
     if "member" in action["args"] and f"m{action['args']['member']}" in names:
         return f"m{action['args']['member']}"
-    if sent and sent[0]["sender"] in names:
-        return str(sent[0]["sender"])
-    return "harness"
+    candidates = [m["sender"] for m in sent] + owners
+    return next((str(c) for c in candidates if c in names), "harness")
 
 
 def _row(trace_step: dict[str, Any], previous: dict[str, Any] | None) -> dict[str, Any]:
@@ -73,7 +79,24 @@ def _row(trace_step: dict[str, Any], previous: dict[str, Any] | None) -> dict[st
         if not c["created"]:
             shown = [(f, pair) for f, pair in c["fields"].items() if f not in QUIET_FIELDS][:2]
             notes.extend(f"{c['kind']} {c['key']}.{f}: {pair[0]!r} → {pair[1]!r}" for f, pair in shown)
-    return {"action": trace_step["action"], "sent": sent, "notes": notes if previous is not None else []}
+    owners = [_owner(trace_step["snapshot"], c) for c in step_changes if c["kind"] != "message"]
+    return {
+        "action": trace_step["action"],
+        "sent": sent,
+        "notes": notes if previous is not None else [],
+        "owners": [o for o in owners if o],
+    }
+
+
+def _owner(snapshot: dict[str, Any], change: dict[str, Any]) -> str | None:
+    """The member a changed record belongs to (its requester, target or owner), if it names one."""
+    for record in snapshot.get(change["kind"], []):
+        if str(record_id(change["kind"], record)).startswith(change["key"]):
+            if change["kind"] == "plan_execution":  # an execution belongs to its plan's requester
+                plans = snapshot.get("plan_approval", [])
+                record = next((p for p in plans if p["protocol_id"] == record["plan_id"]), record)
+            return next((str(record[f]) for f in OWNER_FIELDS if record.get(f)), None)
+    return None
 
 
 def _text(x: float, y: float, text: str, **attrs: str) -> str:
@@ -89,7 +112,7 @@ def _arrow(x1: float, x2: float, y: float, label: str) -> list[str]:
 def _draw_step(number: int, step: dict[str, Any], row: dict[str, Any], xs: dict[str, float], y: float) -> list[str]:
     """The elements of one row: the action, the actor's dot, the messages sent, the records changed."""
     names = list(xs)
-    who = actor(step["action"], row["sent"], names)
+    who = actor(step["action"], row["sent"], names, row["owners"])
     crashed = bool(step["action"] and step["action"].get("crash_after"))
     body = []
     if crashed:

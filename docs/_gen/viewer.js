@@ -26,7 +26,7 @@ function show(i){
   document.querySelectorAll('.tp-current,.tp-taken').forEach(e => e.classList.remove('tp-current', 'tp-taken'));
   document.querySelectorAll('.machine').forEach(div => {
     const m = div.dataset.machine, current = s.current[m] || [];
-    div.classList.toggle('tp-active', s.taken.some(t => t[0] === m));
+    div.classList.toggle('tp-active', i > 0 && s.taken.some(t => t[0] === m));
     div.dataset.current = current.join(' ');
     current.forEach(st => { const g = div.querySelector('[id="state:' + st + '"]'); if (g) g.classList.add('tp-current'); });
     s.taken.filter(t => t[0] === m && t[1]).forEach(t => div.querySelectorAll('[id^="edge:' + t[1] + ':"][id$=":' + t[2] + '"]')
