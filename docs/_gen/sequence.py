@@ -79,7 +79,7 @@ def _row(trace_step: dict[str, Any], previous: dict[str, Any] | None) -> dict[st
         if not c["created"]:
             shown = [(f, pair) for f, pair in c["fields"].items() if f not in QUIET_FIELDS][:2]
             notes.extend(f"{c['kind']} {c['key']}.{f}: {pair[0]!r} → {pair[1]!r}" for f, pair in shown)
-    owners = [_owner(trace_step["snapshot"], c) for c in step_changes if c["kind"] != "message"]
+    owners = [_owner(trace_step["snapshot"], c) for c in step_changes if c["kind"] not in ("message", "clock")]
     return {
         "action": trace_step["action"],
         "sent": sent,
