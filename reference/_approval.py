@@ -356,7 +356,7 @@ class ApprovalProtocol:
 
     # ---- REC: reconciliation -----------------------------------------------------------------
     def reconcile(self) -> None:
-        """PROTOCOL §5 rows for approvals; idempotent (REC-1). Expiring an *approved* one past its
+        """docs/protocol.md §5 rows for approvals; idempotent (REC-1). Expiring an *approved* one past its
         deadline is the monitor's job (:meth:`expire_due`), not reconciliation's."""
         logged: dict[str, int] = {}
         for row in self.h.storage.scan(_audit.TABLE):

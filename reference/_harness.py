@@ -237,7 +237,7 @@ class Harness:
         return snap
 
     def reconcile(self) -> None:
-        """Act on persisted state alone (PROTOCOL §5); idempotent (REC-1)."""
+        """Act on persisted state alone (docs/protocol.md §5); idempotent (REC-1)."""
         self.approvals.reconcile()
         self._reconcile_claims()
 

@@ -1,6 +1,6 @@
-"""Reconciliation on restart: act on persisted state alone (PROTOCOL §5, REC-1 … REC-3).
+"""Reconciliation on restart: act on persisted state alone (docs/protocol.md §5, REC-1 … REC-3).
 
-One pass over every store, row by row of the PROTOCOL §5 table. Each repair is idempotent, so the
+One pass over every store, row by row of the docs/protocol.md §5 table. Each repair is idempotent, so the
 pass as a whole is (REC-1); the explorer checks that running it twice changes nothing.
 """
 

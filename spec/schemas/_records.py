@@ -1,4 +1,4 @@
-"""JSON Schemas of every persisted record of PROTOCOL §0, and of the snapshot (DESIGN rule 5).
+"""JSON Schemas of every persisted record of docs/protocol.md §0, and of the snapshot (DESIGN rule 5).
 
 Record kinds are also the snapshot's collections. ``version`` is the compare-and-set counter
 (STO-4); ``events`` are the record's own audit events (AUD-1).
