@@ -15,38 +15,10 @@ from typing import Any
 
 import reference as r
 import spec
+from conformance._abstract import project
 from spec.model._ops import RISK_TEXT
 
 SAME, CHANGED = {"target": "staging"}, {"target": "production"}
-
-
-def project(snap: dict[str, Any]) -> dict[str, Any]:
-    """What the approval slice decides: approvals, executions, approval messages, profiles, claims.
-    The refinement mapping of the model tests: the reference's snapshot must equal the model's
-    under it (audit entries, timestamps and delivery status are the reference's own)."""
-    return {
-        "approvals": sorted(
-            (
-                a["protocol_id"],
-                a["status"],
-                a["requester_id"],
-                a["task_id"],
-                a["profile_version"],
-                a["reason"] or None,
-                a["consumed_at"] is not None,
-            )
-            for a in snap["operation_approval"]
-        ),
-        "executions": sorted(
-            (e["idempotency_key"], e["status"], e["attempts"], e["arguments_digest"], e["requester_id"])
-            for e in snap["tool_execution"]
-        ),
-        "messages": sorted(
-            m["message"]["message_id"] for m in snap["message"] if m["message"]["message_type"].startswith("approval_")
-        ),
-        "profiles": sorted((p["member_id"], p["version"], tuple(p["tools"])) for p in snap["capability_profile"]),
-        "claims": sorted((t["task_id"], t["status"], t["owner_id"]) for t in snap["task"]),
-    }
 
 
 class Replayer:

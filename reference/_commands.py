@@ -9,3 +9,6 @@ extra_command("check")(_check.register)
 from . import _mutants_cli  # noqa: E402
 
 extra_command("mutants")(_mutants_cli.register)
+from conformance._cli import register as _conformance  # noqa: E402
+
+extra_command("conformance")(_conformance)

@@ -1,0 +1,99 @@
+"""The refinement mapping: what of a snapshot the model decides, with identifiers made opaque.
+
+``project`` is the mapping of the model tests (ids compared as they are: the reference computes
+them by the formula the model uses). ``abstract`` is the conformance suite's: an implementation
+may name its protocols, messages and idempotency keys as it likes (``protocol-`` plus 16 hex
+digits, UUIDs, anything), so every id is replaced by what the *caller* chose — the requester and
+the ``tool_call_id`` the harness injected (APR-3). Two approvals under one label, or two messages
+of one type for one approval, are then visible as duplicates (MSG-4, INV-6).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+Snapshot = dict[str, Any]
+
+
+def project(snap: Snapshot) -> dict[str, Any]:
+    """What the approval slice decides: approvals, executions, approval messages, profiles, claims.
+    The refinement mapping of the model tests: the reference's snapshot must equal the model's
+    under it (audit entries, timestamps and delivery status are the reference's own)."""
+    return {
+        "approvals": sorted(
+            (
+                a["protocol_id"],
+                a["status"],
+                a["requester_id"],
+                a["task_id"],
+                a["profile_version"],
+                a["reason"] or None,
+                a["consumed_at"] is not None,
+            )
+            for a in snap["operation_approval"]
+        ),
+        "executions": sorted(
+            (e["idempotency_key"], e["status"], e["attempts"], e["arguments_digest"], e["requester_id"])
+            for e in snap["tool_execution"]
+        ),
+        "messages": sorted(
+            m["message"]["message_id"] for m in snap["message"] if m["message"]["message_type"].startswith("approval_")
+        ),
+        "profiles": sorted((p["member_id"], p["version"], tuple(p["tools"])) for p in snap["capability_profile"]),
+        "claims": sorted((t["task_id"], t["status"], t["owner_id"]) for t in snap["task"]),
+    }
+
+
+def approval_labels(snap: Snapshot) -> dict[str, str]:
+    """Each approval's id → its caller-chosen label ``<requester>/<tool_call_id>``."""
+    return {a["protocol_id"]: f"{a['requester_id']}/{a['tool_call_id']}" for a in snap.get("operation_approval", [])}
+
+
+def abstract(snap: Snapshot) -> dict[str, Any]:
+    """The conformance suite's mapping: :func:`project` with every id replaced by its label.
+
+    A key an implementation does not know yet (an execution whose approval is gone) keeps the
+    label ``?``; the model never produces one, so it differs."""
+    labels = approval_labels(snap)
+    messages: Counter[tuple[str, str]] = Counter(
+        (m["message"]["message_type"], labels.get(m["message"]["correlation_id"], "?"))
+        for m in snap.get("message", [])
+        if m["message"]["message_type"].startswith("approval_")
+    )
+    return {
+        "approvals": sorted(
+            [
+                labels[a["protocol_id"]],
+                a["status"],
+                a["task_id"],
+                a["profile_version"],
+                a.get("reason") or None,
+                a.get("consumed_at") is not None,
+            ]
+            for a in snap.get("operation_approval", [])
+        ),
+        "executions": sorted(
+            [labels.get(e["idempotency_key"], "?"), e["status"], e["attempts"], e["arguments_digest"]]
+            for e in snap.get("tool_execution", [])
+        ),
+        "messages": sorted([kind, label, count] for (kind, label), count in messages.items()),
+        "profiles": sorted([p["member_id"], p["version"], sorted(p["tools"])] for p in snap.get("capability_profile", [])),
+        "claims": sorted([t["task_id"], t["status"], t["owner_id"]] for t in snap.get("task", [])),
+        "members": sorted([m["member_id"], m["status"], m["incarnation"]] for m in snap.get("member", [])),
+    }
+
+
+def differences(expected: dict[str, Any], actual: dict[str, Any]) -> list[str]:
+    """One readable line per section that differs."""
+    out = []
+    for section in expected:
+        want, got = expected[section], actual.get(section)
+        if want != got:
+            missing = [row for row in want if row not in (got or [])]
+            extra = [row for row in got or [] if row not in want]
+            out.append(f"{section}: model has {missing or 'nothing more'}, implementation has {extra or 'nothing more'}")
+    return out
+
+
+__all__ = ["abstract", "approval_labels", "differences", "project"]

@@ -1,0 +1,113 @@
+"""``teamproto conformance``: run the suite against a driver, validate a log, or rebuild the vectors."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+
+def register(commands: Any) -> Any:
+    p = commands.add_parser("conformance", help="check an implementation (any language) clause by clause through its driver")
+    p.add_argument("--driver", metavar="CMD", help="the command that starts the implementation's driver")
+    p.add_argument("--data-dir", type=Path, help="where each case's data directory goes (default: a temporary folder)")
+    p.add_argument("--report", type=Path, metavar="DIR", help="write report.md, junit.xml and report.json here")
+    p.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+    p.add_argument("--clauses", default="", help="only cases checking these clauses or families, e.g. APR,SHD-3")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random programs (default 0)")
+    p.add_argument("--programs", type=int, default=12, help="how many random programs (default 12)")
+    p.add_argument("--depth", type=int, default=25, help="steps of each random program (default 25)")
+    p.add_argument("--log", type=Path, metavar="FILE", help="validate a JSON-lines event log against the model instead")
+    p.add_argument("--export-log", type=Path, metavar="DB", help="print a reference SQLite store's audit log as events")
+    p.add_argument("--write-vectors", action="store_true", help="rebuild conformance/vectors and conformance/schemas")
+    p.add_argument("--check-vectors", action="store_true", help="exit 1 naming each stale vector or schema file")
+    return handle
+
+
+def handle(args: argparse.Namespace, console: Console) -> int:
+    if args.write_vectors or args.check_vectors:
+        return _vectors(args, console)
+    if args.export_log is not None:
+        from ._log import export_reference_log
+
+        for event in export_reference_log(args.export_log):
+            sys.stdout.write(json.dumps(event, sort_keys=True) + "\n")
+        return 0
+    if args.log is not None:
+        return _log(args, console)
+    if not args.driver:
+        console.print("[red]error[/red]: give --driver CMD (or --log FILE, --write-vectors, --check-vectors)")
+        return 2
+    return _suite(args, console)
+
+
+def _vectors(args: argparse.Namespace, console: Console) -> int:
+    from ._vectors import stale, write_all
+
+    if args.check_vectors:
+        found = stale(rebuild=["tiny"])
+        if args.json:
+            json.dump({"stale": [str(p) for p in found], "ok": not found}, sys.stdout)
+            sys.stdout.write("\n")
+        for path in found:
+            console.print(f"[red]stale[/red] {path} — run `teamproto conformance --write-vectors` and commit the result")
+        if not found:
+            console.print("conformance vectors and schemas are up to date")
+        return 1 if found else 0
+    changed = write_all()
+    for path in changed:
+        console.print(f"wrote {path}")
+    console.print(f"{len(changed)} file(s) changed")
+    return 0
+
+
+def _suite(args: argparse.Namespace, console: Console) -> int:
+    from ._report import print_table, write_reports
+    from ._run import Options, run_suite
+
+    families = tuple(c.strip() for c in args.clauses.split(",") if c.strip())
+    options = Options(args.driver, args.data_dir, families, args.seed, args.programs, args.depth)
+    progress_console = Console(stderr=True)
+    with Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), console=progress_console, transient=True
+    ) as bar:
+        task = bar.add_task("conformance", total=None)
+
+        def tick(done: int, total: int, case: Any) -> None:
+            bar.update(task, completed=done, total=total, description=f"{case.id} {case.verdict}")
+
+        cases, result = run_suite(options, tick)
+    if args.report is not None:
+        write_reports(args.report, cases, result)
+    if args.json:
+        json.dump({**result, "results": [c.to_json() for c in cases]}, sys.stdout, indent=2, sort_keys=True)
+        sys.stdout.write("\n")
+    else:
+        print_table(console, cases, result)
+    return int(result["exit"])
+
+
+def _log(args: argparse.Namespace, console: Console) -> int:
+    from ._log import validate_file
+
+    verdict = validate_file(args.log)
+    if args.json:
+        json.dump(verdict, sys.stdout, indent=2, sort_keys=True)
+        sys.stdout.write("\n")
+    elif verdict["ok"]:
+        console.print(f"{args.log}: a behaviour of the model ({verdict['events']} events)")
+    else:
+        console.print(f"[red]{args.log}: not a behaviour of the model[/red] — {verdict['message']}", highlight=False)
+        console.print(json.dumps(verdict["event"], sort_keys=True), markup=False, highlight=False)
+        console.print("model states possible just before it:", highlight=False)
+        for state in verdict["possible"]:
+            console.print("  " + json.dumps(state, sort_keys=True), markup=False, highlight=False)
+    return 0 if verdict["ok"] else 1
+
+
+__all__ = ["register"]

@@ -1,0 +1,198 @@
+"""Random programs: the model's own operations drawn at random (as the model tests and the
+explorer's random walks draw them), run on the implementation and on the model side by side, with
+armed crashes at named write steps, real SIGKILLs of the driver process mid-operation followed by
+a restart on the same data directory, and calls the model refuses (which must be refused and
+change nothing). After every step the implementation's snapshot must abstract to the model's state
+and satisfy every ``spec.invariants`` predicate."""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from spec import invariants
+from spec.model import Model, parse_config, snapshot
+from spec.model._model import Action
+from spec.model._reconcile import reconcile
+from spec.model._state import State
+
+from ._abstract import abstract, differences
+from ._cases import Case, Session
+from ._client import Crashed
+from ._replay import _id_problem, resolve
+from ._translate import clauses_of, init_request, request_for
+
+CONFIG = parse_config(
+    "conformance",
+    {
+        "description": "the model side of the conformance suite's random programs",
+        "members": 2, "tasks": 2, "approvals": 3, "plans": 0, "shutdowns": 0, "max_ticks": 6, "ttl_ticks": 1,
+        "unit_ticks": 10**9, "plan_steps": 1, "crashes": True, "jobs": False, "lapses": False, "max_incarnation": 1,
+        "profile_changes": 3, "max_retractions": 0, "symmetry": False, "liveness": False, "require_coverage": False,
+    },
+)  # fmt: skip
+REFUSED, KILL, CRASH = 0.15, 0.08, 0.12
+
+
+class Program:
+    def __init__(self, command: str, caps: dict[str, Any], root: Path, seed: str, case: Case) -> None:
+        self.rng = random.Random(seed)
+        self.caps, self.case = caps, case
+        self.model = Model(CONFIG, reduce=False)
+        self.state = self.model.initial()
+        self.session = Session(command, init_request(CONFIG), root)
+        self.ids: dict[str, str] = {}
+        self.before: dict[str, Any] = {}
+
+    # ---- checks ------------------------------------------------------------------------------
+    def check(self, clauses: tuple[str, ...], what: str) -> bool:
+        """The snapshot abstracts to the model's state and every invariant holds; False if not."""
+        snap = self.session.snapshot()
+        expected = abstract(snapshot(self.state, CONFIG))
+        actual = abstract(snap)
+        if actual != expected:
+            lines = differences(expected, actual)
+            self.case.fail(f"after {what}: the snapshot does not abstract to the model's state", clauses, self.session.trace + lines)
+            return False
+        problems = _invariants(self.before, snap)
+        if problems:
+            self.case.fail(f"after {what}: {problems[0][1]}", [c for c, _ in problems], self.session.trace)
+            return False
+        self.before = snap
+        return True
+
+    # ---- steps -------------------------------------------------------------------------------
+    def run(self, depth: int) -> None:
+        self.session.start()
+        if not self.check(("REC-2",), "init"):
+            return
+        for _ in range(depth):
+            enabled = [(a, s) for a, s in self.model.operations(self.state) if a.name in self.caps["operations"]]
+            refusable = self.refusable({a for a, _ in self.model.operations(self.state)})
+            draw = self.rng.random()
+            if draw < REFUSED and refusable:
+                ok = self.refused(self.rng.choice(refusable))
+            elif not enabled:
+                return
+            else:
+                action, steps = self.rng.choice(enabled)
+                ok = self.take(action, steps, draw)
+            if not ok:
+                return
+
+    def take(self, action: Action, steps: list[Any], draw: float) -> bool:
+        request = request_for(action, self.state, CONFIG)
+        assert request is not None
+        request = resolve(request, self.session.last)
+        names = [name for name, _ in steps]
+        if steps and draw < REFUSED + KILL:
+            return self.killed(action, request, steps)
+        if steps and draw < REFUSED + KILL + CRASH and all(n in self.caps["write_steps"] for n in names):
+            return self.crashed(action, request, steps, self.rng.randrange(len(steps)))
+        reply = self.session.call(request)
+        if reply["type"] != "ok":
+            self.case.fail(f"{action.name} was refused, but the model takes it", clauses_of(action.name), self.session.trace)
+            return False
+        problem = _id_problem(action.name, request, reply, self.ids)
+        if problem:
+            self.case.fail(problem, ("MSG-4", "INV-6"), self.session.trace)
+            return False
+        for _, apply in steps:
+            self.state = apply(self.state)
+        return self.check(clauses_of(action.name), action.name)
+
+    def crashed(self, action: Action, request: dict[str, Any], steps: list[Any], last: int) -> bool:
+        name = steps[last][0]
+        if self.session.crash_call(request, name) is not None:
+            self.case.fail(f"armed to crash after {name}, {action.name} did not reach it", clauses_of(action.name), self.session.trace)
+            return False
+        for _, apply in steps[: last + 1]:
+            self.state = apply(self.state)
+        self.state = reconcile(self.model, replace(self.state, crashed=False))
+        self.session.start()
+        return self.check(("REC-1", "REC-2", "APR-8"), f"the restart after a crash at {name}")
+
+    def killed(self, action: Action, request: dict[str, Any], steps: list[Any]) -> bool:
+        """SIGKILL while the operation may be anywhere; the model explains it by some prefix."""
+        self.session.impl.send_raw(_line(request, self.session.impl))
+        time.sleep(self.rng.uniform(0.0, 0.01))
+        self.session.impl.kill()
+        self.session.note(f"{action.name} — the process killed with SIGKILL mid-operation", None)
+        self.session.start()
+        snap = self.session.snapshot()
+        prefixes, state = [self.state], self.state
+        for _, apply in steps:
+            state = apply(state)
+            prefixes.append(state)
+        for prefix in prefixes:
+            candidate = reconcile(self.model, replace(prefix, crashed=False))
+            if abstract(snapshot(candidate, CONFIG)) == abstract(snap):
+                self.state = candidate
+                return self.check(("REC-2",), "the restart after SIGKILL")
+        self.case.fail(
+            f"after SIGKILL during {action.name}: no crash point of the model explains the snapshot",
+            ("REC-2",),
+            self.session.trace,
+        )
+        return False
+
+    def refusable(self, enabled: set[Action]) -> list[Action]:
+        """Calls the model refuses now: consumes by anyone, with the same or changed arguments, and
+        cancels, of every approval that exists."""
+        out = []
+        for slot, ap in enumerate(self.state.approvals):
+            if not ap.status:
+                continue
+            for m in range(CONFIG.members):
+                for changed in (False, True):
+                    out.append(Action("approval.consume", (("changed_arguments", changed), ("member", m), ("slot", slot))))
+            out.append(Action("approval.cancel", (("slot", slot),)))
+        return [a for a in out if a not in enabled and a.name in self.caps["operations"]]
+
+    def refused(self, action: Action) -> bool:
+        request = resolve(request_for(action, self.state, CONFIG) or {}, self.session.last)
+        reply = self.session.call(request)
+        args = dict(action.args)
+        clauses = ("APR-2", "APR-5") if args.get("changed_arguments") else clauses_of(action.name)
+        if reply["type"] != "error" or not reply["error"]["definite"]:
+            self.case.fail(f"{action.name} was taken, but the model refuses it", clauses, self.session.trace)
+            return False
+        return self.check(clauses, f"the refused {action.name}")
+
+
+def _line(request: dict[str, Any], impl: Any) -> str:
+    import json
+
+    impl.next_id += 1
+    return json.dumps({**request, "msg_id": impl.next_id - 1})
+
+
+def _invariants(before: dict[str, Any], after: dict[str, Any]) -> list[tuple[str, str]]:
+    """Every violated state and step invariant, as (clause, message); a snapshot the invariants
+    cannot read (a record missing a field they read) is reported as such."""
+    try:
+        found = invariants.check_state(after) + (invariants.check_step(before, after) if before else [])
+    except (KeyError, TypeError) as error:
+        return [("DRV-2", f"the snapshot lacks what the invariants read ({error!r})")]
+    return [(inv.clause, f"{inv.clause} {inv.name}: {message}") for inv, message in found]
+
+
+def run_program(command: str, caps: dict[str, Any], root: Path, seed: int, number: int, depth: int) -> Case:
+    clauses = sorted({c for op in caps.get("operations", []) for c in clauses_of(op)} | {"REC-2", "INV-1", "INV-3"})
+    case = Case(f"random-{number:03d}", "random programs", "operation approval", f"seed {seed}/{number}, {depth} steps", clauses)
+    started = time.monotonic()
+    program = Program(command, caps, root, f"{seed}/{number}", case)
+    try:
+        program.run(depth)
+    except Crashed as error:
+        case.fail(f"the process died unexpectedly ({error})", ["REC-2"], program.session.trace)
+    finally:
+        program.session.close()
+        case.seconds = time.monotonic() - started
+    return case
+
+
+__all__ = ["CONFIG", "run_program"]

@@ -1,0 +1,113 @@
+"""Replaying test vectors through a driver: after every step the implementation's snapshot must
+abstract to the model's state (``conformance._abstract.abstract``)."""
+
+from __future__ import annotations
+
+import copy
+import time
+from pathlib import Path
+from typing import Any
+
+from ._abstract import abstract, approval_labels, differences
+from ._cases import Case, Session, group_of
+from ._client import Crashed
+from ._translate import clauses_of
+
+
+def resolve(request: dict[str, Any], snap: dict[str, Any]) -> dict[str, Any]:
+    """Replace ``{"$approval": label}`` by the implementation's own id for that label."""
+    by_label = {label: pid for pid, label in approval_labels(snap).items()}
+    out = copy.deepcopy(request)
+    for key, value in request.items():
+        if isinstance(value, dict) and "$approval" in value:
+            out[key] = by_label.get(value["$approval"], f"unknown:{value['$approval']}")
+    return out
+
+
+def vector_clauses(vector: dict[str, Any]) -> list[str]:
+    clauses = {c for op in vector["operations"] for c in clauses_of(op)}
+    if any("crash_after" in step for step in vector["steps"]):
+        clauses |= {"REC-1", "REC-2"}
+    return sorted(clauses)
+
+
+def missing_capabilities(operations: list[str], crash_steps: list[str], caps: dict[str, Any]) -> list[str]:
+    have = set(caps.get("operations", []))
+    missing = [op for op in operations if op not in have]
+    steps = set(caps.get("write_steps", []))
+    missing += [f"arm_crash {step}" for step in crash_steps if step not in steps]
+    return sorted(set(missing))
+
+
+def run_vector(command: str, document: dict[str, Any], vector: dict[str, Any], caps: dict[str, Any], root: Path) -> Case:
+    case = Case(
+        vector["name"],
+        "vectors",
+        group_of(vector["operations"]),
+        f"{document['config']}: {' → '.join(s['operation'] for s in vector['steps'])}",
+        vector_clauses(vector),
+    )
+    crash_steps = [s["crash_after"] for s in vector["steps"] if "crash_after" in s]
+    missing = missing_capabilities(vector["operations"], crash_steps, caps)
+    if missing:
+        return case.unimplemented(missing)
+    started = time.monotonic()
+    session = Session(command, document["init"], root)
+    try:
+        session.start()
+        session.snapshot()
+        _steps(case, session, vector)
+    except Crashed as error:
+        case.fail(f"the process died unexpectedly ({error})", ["REC-2"], session.trace)
+    finally:
+        session.close()
+        case.seconds = time.monotonic() - started
+    return case
+
+
+def _steps(case: Case, session: Session, vector: dict[str, Any]) -> None:
+    ids: dict[str, str] = {}
+    for step in vector["steps"]:
+        op = step["operation"]
+        clauses = clauses_of(op)
+        if op == "restart":
+            session.start()
+        else:
+            request = resolve(step["request"], session.last)
+            if "crash_after" in step:
+                reply = session.crash_call(request, step["crash_after"])
+                if reply is not None:
+                    case.fail(f"armed to crash after {step['crash_after']}, {op} did not reach it", clauses, session.trace)
+                    return
+                continue
+            reply = session.call(request)
+            if reply["type"] != "ok":
+                case.fail(f"{op} was refused, but the model takes it", clauses, session.trace)
+                return
+            problem = _id_problem(op, request, reply, ids)
+            if problem:
+                case.fail(problem, ("MSG-4", "INV-6"), session.trace)
+                return
+        actual = abstract(session.snapshot())
+        if actual != step["expect"]:
+            lines = differences(step["expect"], actual)
+            case.fail(f"after {op}: the snapshot does not abstract to the model's state", clauses, session.trace + lines)
+            return
+
+
+def _id_problem(op: str, request: dict[str, Any], reply: dict[str, Any], ids: dict[str, str]) -> str | None:
+    """Ids are opaque: a retry must give the same id, two requests two ids (MSG-4)."""
+    if op not in ("approval.request", "approval.retry"):
+        return None
+    pid = reply.get("result", {}).get("protocol_id")
+    if not isinstance(pid, str) or not pid:
+        return f"{op} replied without a protocol_id"
+    label = f"{request['actor']['member_id']}/{request['tool_call_id']}"
+    if ids.setdefault(label, pid) != pid:
+        return f"{op} for {label} gave id {pid!r}, an earlier call gave {ids[label]!r}: ids must be stable"
+    if sum(1 for other in ids.values() if other == pid) > 1:
+        return f"{op} for {label} gave id {pid!r}, already the id of another request: ids must be unique"
+    return None
+
+
+__all__ = ["missing_capabilities", "resolve", "run_vector"]

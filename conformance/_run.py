@@ -1,0 +1,100 @@
+"""The suite: vectors, bad input and random programs against one driver command."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ._badinput import CASES, run_bad
+from ._cases import Case
+from ._client import Crashed, Implementation, Undecided
+from ._random import run_program
+from ._replay import run_vector, vector_clauses
+from ._report import summary
+from ._translate import clauses_of
+from ._vectors import VECTORS, load
+
+
+@dataclass
+class Options:
+    driver: str
+    data_dir: Path | None = None
+    clauses: tuple[str, ...] = ()
+    seed: int = 0
+    programs: int = 12
+    depth: int = 25
+    vectors: Path = VECTORS
+
+
+Job = tuple[list[str], Callable[[], Case]]
+
+
+def capabilities(command: str) -> dict[str, Any]:
+    """Ask the driver what it implements (before any ``init``)."""
+    impl = Implementation(command, {})
+    try:
+        impl.start_process()
+        reply = impl.call({"type": "capabilities"})
+    except Crashed as error:
+        raise Undecided(f"the driver {command!r} died before answering capabilities ({error})") from None
+    except OSError as error:
+        raise Undecided(f"the driver {command!r} could not be started ({error})") from None
+    finally:
+        impl.stop()
+    if reply["type"] != "ok" or not isinstance(reply.get("result", {}).get("operations"), list):
+        raise Undecided(f"capabilities must list operations; the driver answered {reply}")
+    result = dict(reply["result"])
+    result.setdefault("write_steps", [])
+    return result
+
+
+def jobs(options: Options, caps: dict[str, Any], root: Path) -> list[Job]:
+    out: list[Job] = []
+    seen: set[str] = set()
+    for document in load(options.vectors):
+        for vector in document["vectors"]:
+            key = json.dumps([document["init"]["team"], vector["steps"]], sort_keys=True)
+            if key in seen:
+                continue  # the same steps in another configuration: replayed once
+            seen.add(key)
+            out.append((vector_clauses(vector), lambda d=document, v=vector: run_vector(options.driver, d, v, caps, root)))
+    for bad in CASES:
+        out.append((list(bad.clauses), lambda b=bad: run_bad(options.driver, b, caps, root)))
+    random_clauses = sorted({c for op in caps["operations"] for c in clauses_of(op)} | {"REC-2"})
+    for number in range(options.programs):
+        out.append(
+            (random_clauses, lambda n=number: run_program(options.driver, caps, root, options.seed, n, options.depth))
+        )
+    if options.clauses:
+        out = [job for job in out if any(c == f or c.startswith(f + "-") for c in job[0] for f in options.clauses)]
+    return out
+
+
+def run_suite(options: Options, progress: Callable[[int, int, Case], None] | None = None) -> tuple[list[Case], dict[str, Any]]:
+    """Run every case; return them and the summary (``exit``: 0 conforming, 1 not, 2 undecided)."""
+    root = options.data_dir or Path(tempfile.mkdtemp(prefix="teamproto-conformance-"))
+    root.mkdir(parents=True, exist_ok=True)
+    cases: list[Case] = []
+    undecided: str | None = None
+    try:
+        caps = capabilities(options.driver)
+        todo = jobs(options, caps, root)
+        for number, (_, job) in enumerate(todo, start=1):
+            case = job()
+            cases.append(case)
+            if progress is not None:
+                progress(number, len(todo), case)
+    except Undecided as error:
+        undecided = str(error)
+    finally:
+        if options.data_dir is None:
+            shutil.rmtree(root, ignore_errors=True)
+    return cases, summary(cases, undecided)
+
+
+__all__ = ["Options", "capabilities", "run_suite"]

@@ -1,0 +1,149 @@
+"""The driver protocol's JSON Schemas, written out as ``conformance/schemas/*.schema.json`` by
+``teamproto conformance --write-vectors`` (and checked for staleness with ``--check-vectors``).
+
+Every identifier is an opaque string (``ID``): the suite never computes one, so ``protocol-`` plus
+16 hex digits, UUIDs or any other shape is accepted."""
+
+from __future__ import annotations
+
+from typing import Any
+
+Schema = dict[str, Any]
+ID: Schema = {"type": "string", "minLength": 1, "maxLength": 200}
+MAX_LINE_BYTES = 1 << 20
+"""A request line longer than this is refused with ``payload_too_large`` (its msg_id still read)."""
+MAX_ARGUMENTS_BYTES = 1 << 16
+"""Tool arguments whose canonical JSON is longer than this are refused with ``payload_too_large``."""
+
+
+def _obj(required: dict[str, Schema], optional: dict[str, Schema] | None = None) -> Schema:
+    return {
+        "type": "object",
+        "properties": {**required, **(optional or {})},
+        "required": sorted(required),
+        "additionalProperties": False,
+    }
+
+
+def _request(kind: str, required: dict[str, Schema] | None = None, optional: dict[str, Schema] | None = None) -> Schema:
+    base = {"type": {"const": kind}, "msg_id": {"type": "integer", "minimum": 0}}
+    return _obj({**base, **(required or {})}, optional)
+
+
+ACTOR: Schema = _obj({"member_id": ID}, {"incarnation": {"type": "integer", "minimum": 1}})
+ARGUMENTS: Schema = {"type": "object"}
+CALL: dict[str, Schema] = {"actor": ACTOR, "tool_call_id": ID, "task_id": ID}
+TEAM: Schema = _obj(
+    {
+        "lead": ID,
+        "members": {"type": "array", "items": _obj({"member_id": ID, "tools": {"type": "array", "items": ID}})},
+        "tasks": {"type": "array", "items": ID},
+    }
+)
+REQUEST_ARGS = {**CALL, "tool": ID, "arguments": ARGUMENTS, "risk_summary": {"type": "string"}}
+
+REQUESTS: dict[str, Schema] = {
+    "init": _request(
+        "init",
+        {
+            "data_dir": {"type": "string", "minLength": 1},
+            "team": TEAM,
+            "tools": {"type": "array", "items": _obj({"name": ID, "protected": {"type": "boolean"}})},
+            "config": {"type": "object"},
+            "clock": {"type": "number", "minimum": 0},
+        },
+    ),
+    "capabilities": _request("capabilities"),
+    "snapshot": _request("snapshot"),
+    "restart": _request("restart"),
+    "tick": _request("tick", {"seconds": {"type": "number", "exclusiveMinimum": 0}}),
+    "arm_crash": _request("arm_crash", {"step": ID}),
+    "monitor.pass": _request("monitor.pass"),
+    "task.claim": _request("task.claim", {"member_id": ID, "task_id": ID}),
+    "task.finish": _request(
+        "task.finish", {"member_id": ID, "task_id": ID, "outcome": {"enum": ["completed", "failed"]}}
+    ),
+    "profile.change": _request("profile.change", {"member_id": ID, "tools": {"type": "array", "items": ID}}),
+    "member.restart": _request("member.restart", {"member_id": ID}),
+    "approval.request": _request("approval.request", {**REQUEST_ARGS, "ttl_seconds": {"type": "number"}}),
+    "approval.retry": _request("approval.retry", {**REQUEST_ARGS, "ttl_seconds": {"type": "number"}}),
+    "approval.review": _request(
+        "approval.review",
+        {"actor": ACTOR, "protocol_id": ID, "decision": {"enum": ["approved", "rejected"]}},
+        {"summary": {"type": "string"}},
+    ),
+    "approval.cancel": _request("approval.cancel", {**CALL, "protocol_id": ID}),
+    "approval.consume": _request(
+        "approval.consume", {**CALL, "protocol_id": ID, "tool": ID, "arguments": ARGUMENTS}
+    ),
+    "message.deliver": _request("message.deliver", {"message_id": ID, "correlation_id": ID}),
+}
+"""Request type → schema. Operations of the model not listed here (added as the reference grows)
+take the generic form ``{"type": <operation>, "msg_id": n, "args": {...}}``."""
+
+GENERIC: Schema = _obj(
+    {"type": {"type": "string", "pattern": r"^[a-z_]+\.[a-z_]+$"}, "msg_id": {"type": "integer", "minimum": 0}},
+    {"args": {"type": "object"}},
+)
+
+ERROR_CODES: tuple[str, ...] = (
+    "schema_invalid",
+    "payload_too_large",
+    "unimplemented",
+    "unknown_id",
+    "forged_identity",
+    "stale_incarnation",
+    "member_not_running",
+    "not_task_owner",
+    "tool_not_in_profile",
+    "approval_not_active",
+    "approval_other_agent",
+    "approval_other_task",
+    "tool_mismatch",
+    "arguments_changed",
+    "approval_expired",
+    "profile_changed",
+    "not_responder",
+    "review_conflict",
+    "cancel_refused",
+    "protocol_conflict",
+    "fail_closed",
+    "unknown_tool",
+    "illegal_transition",
+    "refused",
+)
+"""Typed errors (DESIGN rule 8). ``refused`` is any other definite refusal."""
+
+REPLY: Schema = {
+    "oneOf": [
+        _obj({"in_reply_to": {"type": "integer"}, "type": {"const": "ok"}}, {"result": {"type": "object"}}),
+        _obj(
+            {
+                "in_reply_to": {"type": ["integer", "null"]},
+                "type": {"const": "error"},
+                "error": _obj(
+                    {"code": {"enum": list(ERROR_CODES)}, "definite": {"type": "boolean"}, "message": {"type": "string"}}
+                ),
+            }
+        ),
+    ]
+}
+
+
+def request_schema() -> Schema:
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "teamproto conformance driver: one request line",
+        "anyOf": [*REQUESTS.values(), GENERIC],
+    }
+
+
+def reply_schema() -> Schema:
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "teamproto conformance driver: one reply line",
+        **REPLY,
+    }
+
+
+__all__ = ["ERROR_CODES", "MAX_ARGUMENTS_BYTES", "MAX_LINE_BYTES", "REQUESTS", "reply_schema", "request_schema"]

@@ -1,0 +1,178 @@
+"""Test vectors: for every pinned configuration, explorer traces that together take every machine
+edge the configuration reaches and crash at every crash point it reaches, as JSON the suite
+replays step by step (``conformance/vectors/<config>.json``; rebuilt by ``teamproto conformance
+--write-vectors``, checked by ``--check-vectors``)."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from spec.explore import _bfs, _Search
+from spec.model import Config, Model, load_config, snapshot
+from spec.model._model import Action
+from spec.model._state import State
+
+from ._abstract import abstract
+from ._translate import init_request, request_for
+
+VECTORS = Path(__file__).parent / "vectors"
+TOO_LARGE = frozenset({"pair_crashes", "pair_plan"})
+"""Pinned configurations whose full search takes minutes here: their vectors would add nothing
+the smaller ones do not already take, edge for edge (``covers`` in each file says what is taken)."""
+
+
+def pinned() -> list[str]:
+    manifest = json.loads((Path(load_config.__code__.co_filename).parent / "configs/manifest.json").read_text())
+    return [name for name, pin in manifest.items() if pin.get("states") is not None and name not in TOO_LARGE]
+
+
+def _edges(before: State, after: State) -> set[str]:
+    """Every (record, from, to) the step took, read off the status of each record slot (a bus
+    message or an outbox entry by its key): what the explorer's edge coverage counts."""
+    out = set()
+    for field in dataclasses.fields(State):
+        old, new = getattr(before, field.name), getattr(after, field.name)
+        if not isinstance(new, tuple) or not new or not hasattr(new[0], "status"):
+            continue
+        keyed = hasattr(new[0], "key")
+        previous = {(r.key if keyed else i): r.status for i, r in enumerate(old)}
+        for i, row in enumerate(new):
+            was = previous.get(row.key if keyed else i, "")
+            if row.status != was:
+                out.add(f"{field.name}:{was or '-'}->{row.status or '-'}")
+    return out
+
+
+class _Covering(_Search):
+    """A search that notes, as it goes, each transition taking an edge or a crash point that no
+    earlier transition took (breadth first, so each is reached by a shortest path)."""
+
+    def __init__(self, model: Model) -> None:
+        super().__init__(model, None, None, None)
+        self.covered: set[str] = set()
+        self.picks: list[tuple[int, Action]] = []
+
+    def add(self, state: State, parent: int, action: Action | None) -> tuple[int, bool]:
+        if parent >= 0 and action is not None:
+            items = _edges(self.states[parent], state)
+            if action.crash_after:
+                items.add(f"crash:{action.crash_after}")
+            if not items <= self.covered:
+                self.covered |= items
+                self.picks.append((parent, action))
+        return super().add(state, parent, action)
+
+
+def _trace(search: _Covering, parent: int, action: Action) -> list[tuple[Action | None, State]]:
+    state = search.states[parent]
+    after = next(s for a, s in search.model.successors(state) if a == action)
+    assert isinstance(after, State)
+    last: list[tuple[Action, State]] = [(action, after)]
+    if action.crash_after:
+        restart, restarted = next(iter(search.model.successors(after)))
+        assert isinstance(restarted, State)
+        last.append((restart, restarted))
+    return search.trace(parent, *last)
+
+
+def choose(search: _Covering) -> list[list[tuple[Action | None, State]]]:
+    """The traces of the picks, less those that are a prefix of another."""
+    traces = [_trace(search, parent, action) for parent, action in search.picks]
+    keys = [tuple(a for a, _ in t) for t in traces]
+    return [t for t, k in zip(traces, keys, strict=True) if not any(o != k and o[: len(k)] == k for o in keys)]
+
+
+def vector(config: Config, trace: list[tuple[Action | None, State]], name: str) -> dict[str, Any]:
+    steps = []
+    for (_, before), (action, after) in zip(trace, trace[1:], strict=False):
+        assert action is not None
+        step: dict[str, Any] = {"operation": action.name, "model_action": action.to_json()}
+        step["request"] = request_for(action, before, config)
+        if action.crash_after:
+            step["crash_after"] = action.crash_after
+        else:
+            step["expect"] = abstract(snapshot(after, config))
+        steps.append(step)
+    operations = sorted({s["operation"] for s in steps})
+    return {"name": name, "operations": operations, "steps": steps}
+
+
+def build(config_name: str) -> dict[str, Any]:
+    config = load_config(config_name)
+    search = _Covering(Model(config))
+    _bfs(search)
+    vectors = [vector(config, trace, f"{config_name}-{k:03d}") for k, trace in enumerate(choose(search))]
+    return {
+        "format": "teamproto-vectors/1",
+        "config": config_name,
+        "init": init_request(config),
+        "ttl_seconds": config.ttl_ticks,
+        "covers": sorted(search.covered),
+        "vectors": vectors,
+    }
+
+
+def render(document: dict[str, Any]) -> str:
+    return json.dumps(document, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def source_digest() -> str:
+    """sha256 over every input of the vectors: the model and the spec (``spec/``, configurations
+    included) and the suite's own translation, abstraction and generator."""
+    root = Path(__file__).resolve().parent.parent
+    files = sorted(root.glob("spec/**/*.py")) + sorted(root.glob("spec/model/configs/*.json"))
+    files += [root / "conformance" / name for name in ("_abstract.py", "_translate.py", "_vectors.py", "_schema_src.py")]
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def write_all(folder: Path = VECTORS) -> list[Path]:
+    """Rebuild every vector file and the protocol's schema files; return those that changed."""
+    return [path for path, text in expected_files(folder).items() if _write(path, text)]
+
+
+def _schema_files(folder: Path) -> dict[Path, str]:
+    from ._schema_src import reply_schema, request_schema
+
+    schemas = folder.parent / "schemas"
+    return {schemas / "request.schema.json": render(request_schema()), schemas / "reply.schema.json": render(reply_schema())}
+
+
+def expected_files(folder: Path = VECTORS, only: list[str] | None = None) -> dict[Path, str]:
+    stamp = source_digest()
+    names = pinned() if only is None else only
+    files = {folder / f"{name}.json": render({**build(name), "source": stamp}) for name in names}
+    return {**files, **_schema_files(folder)}
+
+
+def _write(path: Path, text: str) -> bool:
+    if path.exists() and path.read_text(encoding="utf-8") == text:
+        return False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return True
+
+
+def stale(folder: Path = VECTORS, rebuild: list[str] | None = None) -> list[Path]:
+    """Vector files whose ``source`` stamp is not the digest of the sources now, missing files,
+    strays, stale schema files; and those of ``rebuild`` that differ from a fresh build."""
+    stamp = source_digest()
+    wanted = {folder / f"{name}.json" for name in pinned()}
+    out = [p for p in sorted(wanted) if not p.exists() or json.loads(p.read_text(encoding="utf-8")).get("source") != stamp]
+    out += [p for p in sorted(folder.glob("*.json")) if p not in wanted]
+    fresh = {**_schema_files(folder), **(expected_files(folder, rebuild) if rebuild else {})}
+    out += [p for p, text in fresh.items() if (not p.exists() or p.read_text(encoding="utf-8") != text) and p not in out]
+    return out
+
+
+def load(folder: Path = VECTORS) -> list[dict[str, Any]]:
+    return [json.loads(path.read_text(encoding="utf-8")) for path in sorted(folder.glob("*.json"))]
+
+
+__all__ = ["VECTORS", "build", "load", "pinned", "source_digest", "stale", "write_all"]

@@ -1,0 +1,251 @@
+"""The reference harness as a conformance driver: ``python -m reference.driver``.
+
+It speaks the driver protocol of ``conformance/README.md`` — one JSON request a line on stdin,
+one JSON reply a line on stdout — over :class:`SQLiteStorage` in the data directory named by
+``init``. ``init`` on a directory that already holds a team is a restart: the harness is rebuilt
+over the same storage and reconciles (PROTOCOL §5). ``arm_crash`` names a write step of the model
+(``spec.model.WRITE_STEPS``) or of the reference; the next operation that reaches it exits the
+process right after it (exit status 70, no reply), through the reference's :class:`FaultPlan`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import spec
+from conformance._protocol import DriverError, Message, parse_request
+from conformance._schema_src import MAX_ARGUMENTS_BYTES, MAX_LINE_BYTES
+from spec.ids import canonical_json
+from spec.model import WRITE_STEPS
+
+from ._agent_tools import INJECTED
+from ._approval import APPROVAL_STEPS
+from ._clock import ManualClock
+from ._errors import Crash, UnknownApproval
+from ._harness import CallContext, Harness
+from ._storage import SQLiteStorage
+from ._tools import Arguments, Tool
+
+OPERATIONS = (
+    "task.claim",
+    "task.finish",
+    "profile.change",
+    "approval.request",
+    "approval.retry",
+    "approval.review",
+    "approval.cancel",
+    "approval.consume",
+    "monitor.pass",
+    "tick",
+    "restart",
+)
+"""The model's operations this driver implements (``capabilities``); ``member.restart`` and
+``message.deliver`` are harness operations outside the model's list that the suite's bad-input
+cases use."""
+EXTRA = ("member.restart", "message.deliver")
+CRASH_EXIT = 70
+_OVERRIDES = {"UnknownApproval": "unknown_id", "SchemaError": "schema_invalid", "ApprovalRefused": "refused"}
+
+
+def error_code(error: BaseException) -> str:
+    """The protocol's error code of a reference error: its class name in snake case."""
+    name = type(error).__name__
+    return _OVERRIDES.get(name) or re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+class FileWorld:
+    """The external system of the tests, on disk: every call is kept by idempotency key, so a
+    crashed driver's successor can look an outcome up (APR-8)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def run(self, key: str, arguments: Arguments) -> dict[str, Any]:
+        with self.path.open("a", encoding="utf-8") as out:
+            out.write(canonical_json({"key": key, "arguments": arguments}) + "\n")
+            out.flush()
+            os.fsync(out.fileno())
+        return {"ok": True}
+
+    def lookup(self, key: str) -> dict[str, Any] | None:
+        if not self.path.exists():
+            return None
+        lines = self.path.read_text(encoding="utf-8").splitlines()
+        return {"ok": True} if any(json.loads(line)["key"] == key for line in lines if line) else None
+
+
+class Driver:
+    def __init__(self) -> None:
+        self.harness: Harness | None = None
+        self.storage: SQLiteStorage | None = None
+        self.init_request: Message | None = None
+
+    # ---- set-up ------------------------------------------------------------------------------
+    def init(self, req: Message) -> dict[str, Any]:
+        folder = Path(req["data_dir"])
+        folder.mkdir(parents=True, exist_ok=True)
+        if self.storage is not None:
+            self.storage.close()
+        self.storage = SQLiteStorage(folder / "team.db")
+        self.clock = ManualClock(float(req["clock"]))
+        world = FileWorld(folder / "world.jsonl")
+        self.tools = [Tool(t["name"], world.run, lookup=world.lookup, protected=t["protected"]) for t in req["tools"]]
+        self.init_request = req
+        fresh = not self.storage.scan("member")
+        self.harness = Harness(self.storage, self.clock, self.tools, lead_id=req["team"]["lead"])
+        if fresh:
+            for member in req["team"]["members"]:
+                self.harness.add_member(member["member_id"], member["tools"])
+            for task in req["team"]["tasks"]:
+                self.harness.add_task(task)
+        else:
+            self.harness.reconcile()
+        return {"restarted": not fresh}
+
+    def restart(self, req: Message) -> dict[str, Any]:
+        assert self.init_request is not None
+        return self.init({**self.init_request, "clock": self.clock.now()})
+
+    @property
+    def h(self) -> Harness:
+        if self.harness is None:
+            raise DriverError("schema_invalid", "send init first")
+        return self.harness
+
+    def capabilities(self, req: Message) -> dict[str, Any]:
+        steps = sorted(set(WRITE_STEPS) | set(APPROVAL_STEPS))
+        limits = {"max_line_bytes": MAX_LINE_BYTES, "max_arguments_bytes": MAX_ARGUMENTS_BYTES}
+        return {"operations": [*OPERATIONS, *EXTRA], "write_steps": steps, "limits": limits, "name": "reference"}
+
+    def snapshot(self, req: Message) -> dict[str, Any]:
+        return {"snapshot": self.h.snapshot()}
+
+    def arm_crash(self, req: Message) -> dict[str, Any]:
+        if req["step"] not in WRITE_STEPS and req["step"] not in APPROVAL_STEPS:
+            raise DriverError("unknown_id", f"no write step {req['step']!r}; see capabilities.write_steps")
+        assert self.storage is not None
+        self.storage.faults.crash_after.add(req["step"])
+        return {}
+
+    def tick(self, req: Message) -> dict[str, Any]:
+        self.clock.advance(req["seconds"])
+        return {"clock": self.clock.now()}
+
+    # ---- operations --------------------------------------------------------------------------
+    def _ctx(self, req: Message) -> CallContext:
+        actor = req["actor"]
+        return CallContext(actor["member_id"], actor.get("incarnation", 1), req["tool_call_id"], req["task_id"])
+
+    @staticmethod
+    def _arguments(req: Message) -> Arguments:
+        arguments: Arguments = req["arguments"]
+        forged = [field for field in INJECTED if field in arguments]
+        if forged:
+            raise DriverError("forged_identity", f"argument {forged[0]!r} is injected by the harness (APR-3)")
+        if len(canonical_json(arguments).encode("utf-8")) > MAX_ARGUMENTS_BYTES:
+            raise DriverError("payload_too_large", f"tool arguments are at most {MAX_ARGUMENTS_BYTES} bytes")
+        return arguments
+
+    def approval_request(self, req: Message) -> dict[str, Any]:
+        arguments = self._arguments(req)
+        ttl = req["ttl_seconds"]
+        pid = self.h.approvals.request(self._ctx(req), req["tool"], arguments, req["risk_summary"], ttl)
+        return {"protocol_id": pid}
+
+    def approval_review(self, req: Message) -> dict[str, Any]:
+        doc = self.h.approvals.review(req["actor"]["member_id"], req["protocol_id"], req["decision"], req.get("summary", ""))
+        return {"status": doc["status"]}
+
+    def approval_cancel(self, req: Message) -> dict[str, Any]:
+        return {"status": self.h.approvals.cancel(self._ctx(req), req["protocol_id"])["status"]}
+
+    def approval_consume(self, req: Message) -> dict[str, Any]:
+        arguments = self._arguments(req)
+        done = self.h.approvals.call(self._ctx(req), req["tool"], arguments, approval_id=req["protocol_id"])
+        return {"idempotency_key": done["idempotency_key"], "result": done["result"]}
+
+    def monitor_pass(self, req: Message) -> dict[str, Any]:
+        return {"expired": self.h.approvals.expire_due()}
+
+    def task_claim(self, req: Message) -> dict[str, Any]:
+        self._known("member", req["member_id"])
+        self._known("task", req["task_id"])
+        return {"claim_token": self.h.claim(req["member_id"], req["task_id"])}
+
+    def task_finish(self, req: Message) -> dict[str, Any]:
+        task = self._known("task", req["task_id"])
+        if task["owner_id"] != req["member_id"] or task["status"] != "claimed":
+            raise DriverError("not_task_owner", f"{req['member_id']} does not hold {req['task_id']} (TSK-1)")
+        self.h.finish_task(req["member_id"], req["task_id"], req["outcome"])
+        return {}
+
+    def profile_change(self, req: Message) -> dict[str, Any]:
+        self._known("member", req["member_id"])
+        return {"version": self.h.set_profile(req["member_id"], req["tools"])}
+
+    def member_restart(self, req: Message) -> dict[str, Any]:
+        self._known("member", req["member_id"])
+        return {"incarnation": self.h.restart_member(req["member_id"])}
+
+    def message_deliver(self, req: Message) -> dict[str, Any]:
+        self._known("message", req["message_id"])
+        return {"recorded_result": self.h.deliver(req["message_id"], req["correlation_id"])}
+
+    def _known(self, table: str, key: str) -> dict[str, Any]:
+        stored = self.h.read(table, key)
+        if stored is None:
+            raise DriverError("unknown_id", f"no {table} {key!r}")
+        return stored.doc
+
+    # ---- dispatch ----------------------------------------------------------------------------
+    def handle(self, req: Message) -> Message:
+        name = req["type"]
+        if name not in (*OPERATIONS, *EXTRA, "init", "capabilities", "snapshot", "arm_crash"):
+            raise DriverError("unimplemented", f"this driver does not implement {name!r}; see capabilities")
+        method = getattr(self, name.replace(".", "_"))
+        try:
+            result = method(req)
+        finally:
+            if self.storage is not None and name not in ("arm_crash", "capabilities", "snapshot"):
+                self.storage.faults.crash_after.clear()
+        return {"in_reply_to": req["msg_id"], "type": "ok", "result": result}
+
+
+def _msg_id(line: str) -> int | None:
+    found = re.search(r'"msg_id"\s*:\s*(\d+)', line[:4096])
+    return int(found.group(1)) if found else None
+
+
+def serve_line(driver: Driver, line: str) -> Message:
+    try:
+        return driver.handle(parse_request(line))
+    except DriverError as error:
+        return error.reply(_msg_id(line))
+    except spec.ProtocolError as error:
+        return DriverError(error_code(error), str(error), error.definite).reply(_msg_id(line))
+    except UnknownApproval as error:  # pragma: no cover - a ProtocolError; kept for clarity
+        return DriverError("unknown_id", str(error)).reply(_msg_id(line))
+
+
+def main() -> int:
+    driver = Driver()
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        try:
+            reply = serve_line(driver, line)
+        except Crash:
+            sys.stdout.flush()
+            os._exit(CRASH_EXIT)  # the process dies right after the armed write step
+        sys.stdout.write(json.dumps(reply, sort_keys=True) + "\n")
+        sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
