@@ -10,6 +10,7 @@ of one type for one approval, are then visible as duplicates (MSG-4, INV-6).
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from typing import Any
 
@@ -84,6 +85,22 @@ def abstract(snap: Snapshot) -> dict[str, Any]:
     }
 
 
+def canonical_ids(snap: Snapshot) -> Snapshot:
+    """The snapshot with every approval id replaced by the reference's stable id of its label, so
+    that predicates written against the reference's ids (``spec.invariants``: INV-6 checks
+    ``protocol_id`` against MSG-4's formula) read any implementation's snapshot. Duplicate labels
+    are left to :func:`abstract`, which sees them."""
+    from spec.ids import protocol_id
+
+    text = json.dumps(snap, sort_keys=True)
+    for pid, approval in {a["protocol_id"]: a for a in snap.get("operation_approval", [])}.items():
+        stable = protocol_id(approval["requester_id"], approval["tool_call_id"], "operation_approval")
+        if pid != stable:
+            text = text.replace(json.dumps(pid), json.dumps(stable))
+    result: Snapshot = json.loads(text)
+    return result
+
+
 def differences(expected: dict[str, Any], actual: dict[str, Any]) -> list[str]:
     """One readable line per section that differs."""
     out = []
@@ -96,4 +113,4 @@ def differences(expected: dict[str, Any], actual: dict[str, Any]) -> list[str]:
     return out
 
 
-__all__ = ["abstract", "approval_labels", "differences", "project"]
+__all__ = ["abstract", "approval_labels", "canonical_ids", "differences", "project"]
