@@ -79,7 +79,9 @@ def abstract(snap: Snapshot) -> dict[str, Any]:
             for e in snap.get("tool_execution", [])
         ),
         "messages": sorted([kind, label, count] for (kind, label), count in messages.items()),
-        "profiles": sorted([p["member_id"], p["version"], sorted(p["tools"])] for p in snap.get("capability_profile", [])),
+        "profiles": sorted(
+            [p["member_id"], p["version"], sorted(p["tools"])] for p in snap.get("capability_profile", [])
+        ),
         "claims": sorted([t["task_id"], t["status"], t["owner_id"]] for t in snap.get("task", [])),
         "members": sorted([m["member_id"], m["status"], m["incarnation"]] for m in snap.get("member", [])),
     }
@@ -109,7 +111,9 @@ def differences(expected: dict[str, Any], actual: dict[str, Any]) -> list[str]:
         if want != got:
             missing = [row for row in want if row not in (got or [])]
             extra = [row for row in got or [] if row not in want]
-            out.append(f"{section}: model has {missing or 'nothing more'}, implementation has {extra or 'nothing more'}")
+            out.append(
+                f"{section}: model has {missing or 'nothing more'}, implementation has {extra or 'nothing more'}"
+            )
     return out
 
 

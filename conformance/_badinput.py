@@ -36,11 +36,18 @@ def call(member: str, slot: int, task: str, incarnation: int = 1) -> dict[str, A
 
 
 def request(member: str = "m0", slot: int = 0, task: str = "t0", arguments: Any = None) -> dict[str, Any]:
-    extra = {"tool": "deploy", "arguments": SAME if arguments is None else arguments, "risk_summary": "deploy", "ttl_seconds": 1}
+    extra = {
+        "tool": "deploy",
+        "arguments": SAME if arguments is None else arguments,
+        "risk_summary": "deploy",
+        "ttl_seconds": 1,
+    }
     return {"type": "approval.request", **call(member, slot, task), **extra}
 
 
-def consume(pid: str, member: str = "m0", task: str = "t0", arguments: Any = None, incarnation: int = 1) -> dict[str, Any]:
+def consume(
+    pid: str, member: str = "m0", task: str = "t0", arguments: Any = None, incarnation: int = 1
+) -> dict[str, Any]:
     body = {"protocol_id": pid, "tool": "deploy", "arguments": SAME if arguments is None else arguments}
     return {"type": "approval.consume", **call(member, 0, task, incarnation), **body}
 
@@ -75,45 +82,158 @@ def _deliver_twice(session: Session, pid: str) -> dict[str, Any]:
 BIG = {"target": "staging", "blob": "x" * (MAX_ARGUMENTS_BYTES + 1)}
 
 CASES: tuple[Bad, ...] = (
-    Bad("schema-missing-field", "a consume without protocol_id", ("MSG-2",), ("schema_invalid",),
-        lambda s, p: s.call({k: v for k, v in consume(p).items() if k != "protocol_id"})),
-    Bad("schema-wrong-type", "a review whose decision is a number", ("MSG-2",), ("schema_invalid",),
-        lambda s, p: s.call({**review(p), "decision": 1})),
-    Bad("schema-not-json", "a line that is not JSON", ("MSG-2",), ("schema_invalid",), lambda s, p: _raw(s, '{"type": "snap')),
-    Bad("forged-argument", "the model writes requester_id into the arguments", ("APR-3",), ("forged_identity",),
-        lambda s, p: s.call(request(slot=1, arguments={**SAME, "requester_id": "m1"}))),
-    Bad("forged-consumer", "m1 consumes m0's approval", ("APR-3", "APR-5"), ("approval_other_agent",),
-        lambda s, p: s.call(consume(p, member="m1", task="t1"))),
-    Bad("forged-reviewer", "m0 reviews its own request", ("APR-4",), ("not_responder",),
-        lambda s, p: s.call(review(p, actor="m0"))),
-    Bad("forged-canceller", "m1 cancels m0's request", ("APR-9",), ("approval_other_agent",),
-        lambda s, p: s.call({"type": "approval.cancel", **call("m1", 0, "t1"), "protocol_id": p})),
-    Bad("stale-incarnation", "m0 restarted; a call of its old incarnation", ("XPR-1", "INV-11"), ("stale_incarnation",),
-        lambda s, p: s.call(consume(p, incarnation=1)), ("restart_member",), ("member.restart",)),
-    Bad("changed-arguments", "the approved call with other arguments", ("APR-2", "APR-5"), ("arguments_changed",),
-        lambda s, p: s.call(consume(p, arguments=CHANGED))),
-    Bad("expired-approval", "the approved call past its deadline, before the monitor's pass", ("APR-5",),
-        ("approval_expired",), lambda s, p: s.call(consume(p)), ("tick",), ("tick",)),
-    Bad("duplicate-consume", "the approved call made twice", ("APR-6", "INV-1"), ("approval_not_active",),
-        lambda s, p: s.call(consume(p)), ("consume",), ("approval.consume",)),
-    Bad("duplicate-request", "the same request again: the same id, nothing new", ("MSG-4", "INV-6", "STO-2"), (),
-        lambda s, p: s.call(request())),
-    Bad("conflicting-retry", "the same tool_call_id with other arguments", ("STO-2",), ("protocol_conflict",),
-        lambda s, p: s.call(request(arguments=CHANGED))),
-    Bad("redelivered-message", "the request message delivered again", ("MSG-5", "MSG-3"), (),
-        _deliver_twice, ("deliver",), ("message.deliver",)),
-    Bad("reordered-consume", "a consume before the review", ("APR-5",), ("approval_not_active",),
-        lambda s, p: s.call(consume(p)), ("unreviewed",), ("approval.consume",)),
-    Bad("reordered-review", "a review after the consume", ("APR-4", "APR-6"), ("review_conflict",),
-        lambda s, p: s.call(review(p, decision="rejected")), ("consume",), ("approval.consume",)),
-    Bad("unknown-id-review", "a review of an id nobody made", ("APR-4",), ("unknown_id",),
-        lambda s, p: s.call(review("no-such-protocol"))),
-    Bad("unknown-id-consume", "a consume of an id nobody made", ("APR-5",), ("unknown_id",),
-        lambda s, p: s.call(consume("protocol-00000000deadbeef"))),
-    Bad("oversized-arguments", f"tool arguments over {MAX_ARGUMENTS_BYTES} bytes", ("MSG-2",), ("payload_too_large",),
-        lambda s, p: s.call(request(slot=1, arguments=BIG))),
-    Bad("oversized-line", f"a request line over {MAX_LINE_BYTES} bytes", ("MSG-2",), ("payload_too_large",),
-        lambda s, p: _raw(s, canonical_json({**review(p), "msg_id": 10**6, "summary": "x" * MAX_LINE_BYTES}))),
+    Bad(
+        "schema-missing-field",
+        "a consume without protocol_id",
+        ("MSG-2",),
+        ("schema_invalid",),
+        lambda s, p: s.call({k: v for k, v in consume(p).items() if k != "protocol_id"}),
+    ),
+    Bad(
+        "schema-wrong-type",
+        "a review whose decision is a number",
+        ("MSG-2",),
+        ("schema_invalid",),
+        lambda s, p: s.call({**review(p), "decision": 1}),
+    ),
+    Bad(
+        "schema-not-json",
+        "a line that is not JSON",
+        ("MSG-2",),
+        ("schema_invalid",),
+        lambda s, p: _raw(s, '{"type": "snap'),
+    ),
+    Bad(
+        "forged-argument",
+        "the model writes requester_id into the arguments",
+        ("APR-3",),
+        ("forged_identity",),
+        lambda s, p: s.call(request(slot=1, arguments={**SAME, "requester_id": "m1"})),
+    ),
+    Bad(
+        "forged-consumer",
+        "m1 consumes m0's approval",
+        ("APR-3", "APR-5"),
+        ("approval_other_agent",),
+        lambda s, p: s.call(consume(p, member="m1", task="t1")),
+    ),
+    Bad(
+        "forged-reviewer",
+        "m0 reviews its own request",
+        ("APR-4",),
+        ("not_responder",),
+        lambda s, p: s.call(review(p, actor="m0")),
+    ),
+    Bad(
+        "forged-canceller",
+        "m1 cancels m0's request",
+        ("APR-9",),
+        ("approval_other_agent",),
+        lambda s, p: s.call({"type": "approval.cancel", **call("m1", 0, "t1"), "protocol_id": p}),
+    ),
+    Bad(
+        "stale-incarnation",
+        "m0 restarted; a call of its old incarnation",
+        ("XPR-1", "INV-11"),
+        ("stale_incarnation",),
+        lambda s, p: s.call(consume(p, incarnation=1)),
+        ("restart_member",),
+        ("member.restart",),
+    ),
+    Bad(
+        "changed-arguments",
+        "the approved call with other arguments",
+        ("APR-2", "APR-5"),
+        ("arguments_changed",),
+        lambda s, p: s.call(consume(p, arguments=CHANGED)),
+    ),
+    Bad(
+        "expired-approval",
+        "the approved call past its deadline, before the monitor's pass",
+        ("APR-5",),
+        ("approval_expired",),
+        lambda s, p: s.call(consume(p)),
+        ("tick",),
+        ("tick",),
+    ),
+    Bad(
+        "duplicate-consume",
+        "the approved call made twice",
+        ("APR-6", "INV-1"),
+        ("approval_not_active",),
+        lambda s, p: s.call(consume(p)),
+        ("consume",),
+        ("approval.consume",),
+    ),
+    Bad(
+        "duplicate-request",
+        "the same request again: the same id, nothing new",
+        ("MSG-4", "INV-6", "STO-2"),
+        (),
+        lambda s, p: s.call(request()),
+    ),
+    Bad(
+        "conflicting-retry",
+        "the same tool_call_id with other arguments",
+        ("STO-2",),
+        ("protocol_conflict",),
+        lambda s, p: s.call(request(arguments=CHANGED)),
+    ),
+    Bad(
+        "redelivered-message",
+        "the request message delivered again",
+        ("MSG-5", "MSG-3"),
+        (),
+        _deliver_twice,
+        ("deliver",),
+        ("message.deliver", "tick"),
+    ),
+    Bad(
+        "reordered-consume",
+        "a consume before the review",
+        ("APR-5",),
+        ("approval_not_active",),
+        lambda s, p: s.call(consume(p)),
+        ("unreviewed",),
+        ("approval.consume",),
+    ),
+    Bad(
+        "reordered-review",
+        "a review after the consume",
+        ("APR-4", "APR-6"),
+        ("review_conflict",),
+        lambda s, p: s.call(review(p, decision="rejected")),
+        ("consume",),
+        ("approval.consume",),
+    ),
+    Bad(
+        "unknown-id-review",
+        "a review of an id nobody made",
+        ("APR-4",),
+        ("unknown_id",),
+        lambda s, p: s.call(review("no-such-protocol")),
+    ),
+    Bad(
+        "unknown-id-consume",
+        "a consume of an id nobody made",
+        ("APR-5",),
+        ("unknown_id",),
+        lambda s, p: s.call(consume("protocol-00000000deadbeef")),
+    ),
+    Bad(
+        "oversized-arguments",
+        f"tool arguments over {MAX_ARGUMENTS_BYTES} bytes",
+        ("MSG-2",),
+        ("payload_too_large",),
+        lambda s, p: s.call(request(slot=1, arguments=BIG)),
+    ),
+    Bad(
+        "oversized-line",
+        f"a request line over {MAX_LINE_BYTES} bytes",
+        ("MSG-2",),
+        ("payload_too_large",),
+        lambda s, p: _raw(s, canonical_json({**review(p), "msg_id": 10**6, "summary": "x" * MAX_LINE_BYTES})),
+    ),
 )
 
 
@@ -135,6 +255,7 @@ def _set_up(session: Session, bad: Bad) -> str:
         elif step == "deliver":
             session.snapshot()
             session.first_delivery = _deliver_twice(session, pid)  # type: ignore[attr-defined]
+            session.call({"type": "tick", "seconds": 1})  # a later delivery: a new result would differ
     return pid
 
 
@@ -168,7 +289,9 @@ def _judge(case: Case, bad: Bad, reply: dict[str, Any], unchanged: bool, trace: 
     elif bad.codes and not reply["error"]["definite"]:
         case.fail("refused, but not definite: nothing was changed, so the error must say so", bad.clauses, trace)
     elif not bad.codes and reply["type"] != "ok":
-        case.fail(f"refused with {reply['error']['code']}; a duplicate must be answered as the first", bad.clauses, trace)
+        case.fail(
+            f"refused with {reply['error']['code']}; a duplicate must be answered as the first", bad.clauses, trace
+        )
     elif not unchanged:
         case.fail("the snapshot changed: bad input must change nothing", bad.clauses, trace)
 
@@ -178,7 +301,9 @@ def _same_answer(case: Case, bad: Bad, session: Session, reply: dict[str, Any], 
     if case.verdict != "OK" or reply["type"] != "ok":
         return
     if bad.name == "duplicate-request" and reply["result"].get("protocol_id") != pid:
-        case.fail(f"the retry gave id {reply['result'].get('protocol_id')!r}, the first {pid!r}", bad.clauses, session.trace)
+        case.fail(
+            f"the retry gave id {reply['result'].get('protocol_id')!r}, the first {pid!r}", bad.clauses, session.trace
+        )
     first = getattr(session, "first_delivery", None)
     if bad.name == "redelivered-message" and (first is None or first.get("result") != reply["result"]):
         case.fail("the second delivery returned another result than the first", bad.clauses, session.trace)

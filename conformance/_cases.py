@@ -60,18 +60,37 @@ class Case:
         return dict(self.__dict__)
 
 
+IDLE: dict[str, Implementation] = {}
+"""A live driver process per command, between cases."""
+
+
+def stop_idle() -> None:
+    while IDLE:
+        IDLE.popitem()[1].stop()
+
+
 class Session:
     """One implementation process over one fresh data directory, with the trace of what was sent."""
 
     def __init__(self, command: str, init: dict[str, Any], root: Path) -> None:
         self.folder = Path(tempfile.mkdtemp(prefix="case-", dir=root))
-        self.impl = Implementation(command, {**init, "data_dir": str(self.folder)})
+        data = self.folder / "data"
+        self.command = command
+        self.impl = Implementation(command, {**init, "data_dir": str(data)}, self.folder / "driver.stderr")
         self.clock = 0.0
         self.trace: list[str] = []
         self.last: dict[str, Any] = {}
 
     def start(self) -> dict[str, Any]:
-        reply = self.impl.start(self.clock)
+        idle = IDLE.pop(self.command, None)
+        if not self.trace and idle is not None and idle.alive():
+            idle.init_request = self.impl.init_request
+            self.impl = idle  # a live process of an earlier case serves this one's data directory
+            reply = self.impl.call({**self.impl.init_request, "clock": self.clock})
+        else:
+            if idle is not None:
+                idle.stop()
+            reply = self.impl.start(self.clock)
         if reply["type"] != "ok":
             raise Crashed(f"init was refused: {reply['error']}")
         self.note("init" if not self.trace else "restart: a new process, init on the same data directory", reply)
@@ -114,7 +133,11 @@ class Session:
         return self.last
 
     def close(self) -> None:
-        self.impl.stop()
+        """Keep a live process for the next case (``init`` with another data directory)."""
+        if self.impl.alive() and self.command not in IDLE:
+            IDLE[self.command] = self.impl
+        else:
+            self.impl.stop()
 
 
 def describe(request: dict[str, Any]) -> str:
@@ -131,4 +154,4 @@ def describe(request: dict[str, Any]) -> str:
     return f"{request['type']} {' '.join(parts)}".strip()
 
 
-__all__ = ["FAILED", "OK", "UNIMPLEMENTED", "Case", "Session", "describe", "group_of"]
+__all__ = ["FAILED", "OK", "UNIMPLEMENTED", "Case", "Session", "describe", "group_of", "stop_idle"]

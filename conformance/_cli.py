@@ -13,7 +13,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
 
 def register(commands: Any) -> Any:
-    p = commands.add_parser("conformance", help="check an implementation (any language) clause by clause through its driver")
+    p = commands.add_parser(
+        "conformance", help="check an implementation (any language) clause by clause through its driver"
+    )
     p.add_argument("--driver", metavar="CMD", help="the command that starts the implementation's driver")
     p.add_argument("--data-dir", type=Path, help="where each case's data directory goes (default: a temporary folder)")
     p.add_argument("--report", type=Path, metavar="DIR", help="write report.md, junit.xml and report.json here")
@@ -55,7 +57,9 @@ def _vectors(args: argparse.Namespace, console: Console) -> int:
             json.dump({"stale": [str(p) for p in found], "ok": not found}, sys.stdout)
             sys.stdout.write("\n")
         for path in found:
-            console.print(f"[red]stale[/red] {path} — run `teamproto conformance --write-vectors` and commit the result")
+            console.print(
+                f"[red]stale[/red] {path} — run `teamproto conformance --write-vectors` and commit the result"
+            )
         if not found:
             console.print("conformance vectors and schemas are up to date")
         return 1 if found else 0

@@ -9,6 +9,7 @@ import shlex
 import signal
 import subprocess
 import threading
+from pathlib import Path
 from typing import Any
 
 from ._protocol import Message, reply_problem
@@ -26,8 +27,9 @@ class Undecided(Exception):
 
 
 class Implementation:
-    def __init__(self, command: str, init: Message) -> None:
+    def __init__(self, command: str, init: Message, stderr: Path | None = None) -> None:
         self.command = shlex.split(command)
+        self.stderr = stderr
         self.init_request = init
         self.next_id = 0
         self.process: subprocess.Popen[str] | None = None
@@ -41,11 +43,12 @@ class Implementation:
 
     def start_process(self) -> None:
         self.stop()
+        errors = self.stderr.open("a", encoding="utf-8") if self.stderr is not None else subprocess.DEVNULL
         self.process = subprocess.Popen(
             self.command,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
+            stderr=errors,
             text=True,
             encoding="utf-8",
             start_new_session=True,
@@ -84,7 +87,7 @@ class Implementation:
         if line is None:
             assert self.process is not None
             self.process.wait()
-            raise Crashed(f"exit status {self.process.returncode}")
+            raise Crashed(f"exit status {self.process.returncode}{self.last_words()}")
         try:
             doc = json.loads(line)
         except json.JSONDecodeError:
@@ -92,9 +95,25 @@ class Implementation:
         problem = reply_problem(doc)
         if problem:
             raise Undecided(f"a reply outside the reply schema ({problem}): {line[:200]!r}")
-        if msg_id is not None and doc["in_reply_to"] != msg_id and not (doc["type"] == "error" and doc["in_reply_to"] is None):
+        if (
+            msg_id is not None
+            and doc["in_reply_to"] != msg_id
+            and not (doc["type"] == "error" and doc["in_reply_to"] is None)
+        ):
             raise Undecided(f"a reply to msg_id {doc['in_reply_to']}, expected {msg_id}")
         return dict(doc)
+
+    def last_words(self) -> str:
+        """The last line the process wrote on stderr, if any."""
+        if self.stderr is None or not self.stderr.exists():
+            return ""
+        lines = [
+            line for line in self.stderr.read_text(encoding="utf-8", errors="replace").splitlines() if line.strip()
+        ]
+        return f"; its stderr ends: {lines[-1][:300]}" if lines else ""
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
 
     def kill(self) -> None:
         """A real crash: SIGKILL to the whole process group, whatever it is doing."""

@@ -17,7 +17,6 @@ from spec import invariants
 from spec.model import Model, parse_config, snapshot
 from spec.model._model import Action
 from spec.model._reconcile import reconcile
-from spec.model._state import State
 
 from ._abstract import abstract, canonical_ids, differences
 from ._cases import Case, Session
@@ -55,7 +54,11 @@ class Program:
         actual = abstract(snap)
         if actual != expected:
             lines = differences(expected, actual)
-            self.case.fail(f"after {what}: the snapshot does not abstract to the model's state", clauses, self.session.trace + lines)
+            self.case.fail(
+                f"after {what}: the snapshot does not abstract to the model's state",
+                clauses,
+                self.session.trace + lines,
+            )
             return False
         problems = _invariants(self.before, canonical_ids(snap))
         if problems:
@@ -94,7 +97,9 @@ class Program:
             return self.crashed(action, request, steps, self.rng.choice(writing))
         reply = self.session.call(request)
         if reply["type"] != "ok":
-            self.case.fail(f"{action.name} was refused, but the model takes it", clauses_of(action.name), self.session.trace)
+            self.case.fail(
+                f"{action.name} was refused, but the model takes it", clauses_of(action.name), self.session.trace
+            )
             return False
         problem = _id_problem(action.name, request, reply, self.ids)
         if problem:
@@ -118,7 +123,11 @@ class Program:
     def crashed(self, action: Action, request: dict[str, Any], steps: list[Any], last: int) -> bool:
         name = steps[last][0]
         if self.session.crash_call(request, name) is not None:
-            self.case.fail(f"armed to crash after {name}, {action.name} did not reach it", clauses_of(action.name), self.session.trace)
+            self.case.fail(
+                f"armed to crash after {name}, {action.name} did not reach it",
+                clauses_of(action.name),
+                self.session.trace,
+            )
             return False
         for _, apply in steps[: last + 1]:
             self.state = apply(self.state)
@@ -159,7 +168,9 @@ class Program:
                 continue
             for m in range(CONFIG.members):
                 for changed in (False, True):
-                    out.append(Action("approval.consume", (("changed_arguments", changed), ("member", m), ("slot", slot))))
+                    out.append(
+                        Action("approval.consume", (("changed_arguments", changed), ("member", m), ("slot", slot)))
+                    )
             out.append(Action("approval.cancel", (("slot", slot),)))
         return [a for a in out if a not in enabled and a.name in self.caps["operations"]]
 
@@ -193,7 +204,9 @@ def _invariants(before: dict[str, Any], after: dict[str, Any]) -> list[tuple[str
 
 def run_program(command: str, caps: dict[str, Any], root: Path, seed: int, number: int, depth: int) -> Case:
     clauses = sorted({c for op in caps.get("operations", []) for c in clauses_of(op)} | {"REC-2", "INV-1", "INV-3"})
-    case = Case(f"random-{number:03d}", "random programs", "operation approval", f"seed {seed}/{number}, {depth} steps", clauses)
+    case = Case(
+        f"random-{number:03d}", "random programs", "operation approval", f"seed {seed}/{number}, {depth} steps", clauses
+    )
     started = time.monotonic()
     program = Program(command, caps, root, f"{seed}/{number}", case)
     try:

@@ -39,7 +39,9 @@ def missing_capabilities(operations: list[str], crash_steps: list[str], caps: di
     return sorted(set(missing))
 
 
-def run_vector(command: str, document: dict[str, Any], vector: dict[str, Any], caps: dict[str, Any], root: Path) -> Case:
+def run_vector(
+    command: str, document: dict[str, Any], vector: dict[str, Any], caps: dict[str, Any], root: Path
+) -> Case:
     case = Case(
         vector["name"],
         "vectors",
@@ -77,7 +79,9 @@ def _steps(case: Case, session: Session, vector: dict[str, Any]) -> None:
             if "crash_after" in step:
                 reply = session.crash_call(request, step["crash_after"])
                 if reply is not None:
-                    case.fail(f"armed to crash after {step['crash_after']}, {op} did not reach it", clauses, session.trace)
+                    case.fail(
+                        f"armed to crash after {step['crash_after']}, {op} did not reach it", clauses, session.trace
+                    )
                     return
                 continue
             reply = session.call(request)
@@ -91,7 +95,9 @@ def _steps(case: Case, session: Session, vector: dict[str, Any]) -> None:
         actual = abstract(session.snapshot())
         if actual != step["expect"]:
             lines = differences(step["expect"], actual)
-            case.fail(f"after {op}: the snapshot does not abstract to the model's state", clauses, session.trace + lines)
+            case.fail(
+                f"after {op}: the snapshot does not abstract to the model's state", clauses, session.trace + lines
+            )
             return
 
 

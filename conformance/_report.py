@@ -55,7 +55,7 @@ def summary(cases: list[Case], undecided: str | None) -> dict[str, Any]:
         "cases": counts,
         "clauses": verdicts,
         "failed_clauses": failed,
-        "exit": 2 if undecided is not None or counts[OK] == 0 and not failed else (1 if failed else 0),
+        "exit": 2 if undecided is not None or (counts[OK] == 0 and not failed) else (1 if failed else 0),
     }
 
 
@@ -72,11 +72,15 @@ def print_table(console: Console, cases: list[Case], result: dict[str, Any]) -> 
         if missing:
             ops = sorted({op for c in missing for op in c.message.split("implement ", 1)[-1].split(", ")})
             what = f"{len(missing)} cases need {', '.join(ops)}"
-            table.add_row(what if len(what) < 60 else what[:57] + "…", "", "", f"[{COLOURS[UNIMPLEMENTED]}]{UNIMPLEMENTED}[/]")
+            table.add_row(
+                what if len(what) < 60 else what[:57] + "…", "", "", f"[{COLOURS[UNIMPLEMENTED]}]{UNIMPLEMENTED}[/]"
+            )
         console.print(table)
     verdicts = result["clauses"]
     console.print(
-        "clauses: " + "  ".join(f"[{COLOURS[v]}]{c} {v}[/]" for c, v in verdicts.items()), highlight=False, soft_wrap=True
+        "clauses: " + "  ".join(f"[{COLOURS[v]}]{c} {v}[/]" for c, v in verdicts.items()),
+        highlight=False,
+        soft_wrap=True,
     )
     for clause, case in shortest_failures(cases).items():
         console.print(f"\n[red]{clause} FAILED[/] in {case.id} — {case.message}", highlight=False)
@@ -91,7 +95,10 @@ def print_table(console: Console, cases: list[Case], result: dict[str, Any]) -> 
 
 def markdown(cases: list[Case], result: dict[str, Any]) -> str:
     out = ["# teamproto conformance report", ""]
-    out.append(f"**{'Conforming' if result['conforming'] else 'Not conforming'}** — " + ", ".join(f"{n} {v}" for v, n in result["cases"].items()))
+    out.append(
+        f"**{'Conforming' if result['conforming'] else 'Not conforming'}** — "
+        + ", ".join(f"{n} {v}" for v, n in result["cases"].items())
+    )
     out += ["", "## Clauses", "", "| clause | verdict |", "|---|---|"]
     out += [f"| {c} | {v} |" for c, v in result["clauses"].items()]
     for group in sorted({c.group for c in cases}):
@@ -110,7 +117,9 @@ def junit(cases: list[Case]) -> str:
     failures = sum(1 for c in cases if c.verdict == FAILED)
     skipped = sum(1 for c in cases if c.verdict == UNIMPLEMENTED)
     out = ['<?xml version="1.0" encoding="UTF-8"?>']
-    out.append(f'<testsuite name="teamproto-conformance" tests="{len(cases)}" failures="{failures}" skipped="{skipped}">')
+    out.append(
+        f'<testsuite name="teamproto-conformance" tests="{len(cases)}" failures="{failures}" skipped="{skipped}">'
+    )
     for c in cases:
         name = quoteattr(f"{c.id} [{' '.join(c.clauses)}]")
         out.append(f'  <testcase classname={quoteattr(c.group)} name={name} time="{c.seconds:.3f}">')

@@ -7,11 +7,12 @@ import shutil
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from ._badinput import CASES, run_bad
-from ._cases import Case
+from ._cases import Case, stop_idle
 from ._client import Crashed, Implementation, Undecided
 from ._random import run_program
 from ._replay import run_vector, vector_clauses
@@ -29,6 +30,8 @@ class Options:
     programs: int = 12
     depth: int = 25
     vectors: Path = VECTORS
+    sections: tuple[str, ...] = ("vectors", "bad input", "random programs")
+    configs: tuple[str, ...] = ()  # only the vectors of these configurations (default: all)
 
 
 Job = tuple[list[str], Callable[[], Case]]
@@ -56,26 +59,29 @@ def capabilities(command: str) -> dict[str, Any]:
 def jobs(options: Options, caps: dict[str, Any], root: Path) -> list[Job]:
     out: list[Job] = []
     seen: set[str] = set()
-    for document in load(options.vectors):
+    for document in load(options.vectors) if "vectors" in options.sections else []:
+        if options.configs and document["config"] not in options.configs:
+            continue
         for vector in document["vectors"]:
             key = json.dumps([document["init"]["team"], vector["steps"]], sort_keys=True)
             if key in seen:
                 continue  # the same steps in another configuration: replayed once
             seen.add(key)
-            out.append((vector_clauses(vector), lambda d=document, v=vector: run_vector(options.driver, d, v, caps, root)))
-    for bad in CASES:
-        out.append((list(bad.clauses), lambda b=bad: run_bad(options.driver, b, caps, root)))
+            out.append((vector_clauses(vector), partial(run_vector, options.driver, document, vector, caps, root)))
+    for bad in CASES if "bad input" in options.sections else ():
+        out.append((list(bad.clauses), partial(run_bad, options.driver, bad, caps, root)))
     random_clauses = sorted({c for op in caps["operations"] for c in clauses_of(op)} | {"REC-2"})
-    for number in range(options.programs):
-        out.append(
-            (random_clauses, lambda n=number: run_program(options.driver, caps, root, options.seed, n, options.depth))
-        )
+    for number in range(options.programs if "random programs" in options.sections else 0):
+        program = partial(run_program, options.driver, caps, root, options.seed, number, options.depth)
+        out.append((random_clauses, program))
     if options.clauses:
         out = [job for job in out if any(c == f or c.startswith(f + "-") for c in job[0] for f in options.clauses)]
     return out
 
 
-def run_suite(options: Options, progress: Callable[[int, int, Case], None] | None = None) -> tuple[list[Case], dict[str, Any]]:
+def run_suite(
+    options: Options, progress: Callable[[int, int, Case], None] | None = None
+) -> tuple[list[Case], dict[str, Any]]:
     """Run every case; return them and the summary (``exit``: 0 conforming, 1 not, 2 undecided)."""
     root = options.data_dir or Path(tempfile.mkdtemp(prefix="teamproto-conformance-"))
     root.mkdir(parents=True, exist_ok=True)
@@ -92,6 +98,7 @@ def run_suite(options: Options, progress: Callable[[int, int, Case], None] | Non
     except Undecided as error:
         undecided = str(error)
     finally:
+        stop_idle()
         if options.data_dir is None:
             shutil.rmtree(root, ignore_errors=True)
     return cases, summary(cases, undecided)

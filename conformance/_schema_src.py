@@ -26,7 +26,7 @@ def _obj(required: dict[str, Schema], optional: dict[str, Schema] | None = None)
 
 
 def _request(kind: str, required: dict[str, Schema] | None = None, optional: dict[str, Schema] | None = None) -> Schema:
-    base = {"type": {"const": kind}, "msg_id": {"type": "integer", "minimum": 0}}
+    base: dict[str, Schema] = {"type": {"const": kind}, "msg_id": {"type": "integer", "minimum": 0}}
     return _obj({**base, **(required or {})}, optional)
 
 
@@ -73,9 +73,7 @@ REQUESTS: dict[str, Schema] = {
         {"summary": {"type": "string"}},
     ),
     "approval.cancel": _request("approval.cancel", {**CALL, "protocol_id": ID}),
-    "approval.consume": _request(
-        "approval.consume", {**CALL, "protocol_id": ID, "tool": ID, "arguments": ARGUMENTS}
-    ),
+    "approval.consume": _request("approval.consume", {**CALL, "protocol_id": ID, "tool": ID, "arguments": ARGUMENTS}),
     "message.deliver": _request("message.deliver", {"message_id": ID, "correlation_id": ID}),
 }
 """Request type → schema. Operations of the model not listed here (added as the reference grows)
@@ -122,7 +120,11 @@ REPLY: Schema = {
                 "in_reply_to": {"type": ["integer", "null"]},
                 "type": {"const": "error"},
                 "error": _obj(
-                    {"code": {"enum": list(ERROR_CODES)}, "definite": {"type": "boolean"}, "message": {"type": "string"}}
+                    {
+                        "code": {"enum": list(ERROR_CODES)},
+                        "definite": {"type": "boolean"},
+                        "message": {"type": "string"},
+                    }
                 ),
             }
         ),

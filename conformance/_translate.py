@@ -30,13 +30,19 @@ CLAUSES: dict[str, tuple[str, ...]] = {
     "tick": (),
     "restart": ("REC-1", "REC-2", "APR-8"),
 }
-_FAMILY_CLAUSES = {"task": ("TSK-1",), "job": ("MEM-4",), "member": ("XPR-1",), "shutdown": ("SHD-1",), "plan": ("PLN-1",)}
+_FAMILY_CLAUSES = {
+    "task": ("TSK-1",),
+    "job": ("MEM-4",),
+    "member": ("XPR-1",),
+    "shutdown": ("SHD-1",),
+    "plan": ("PLN-1",),
+}
 _FAMILY_CLAUSES["outbox"] = ("REC-3",)
 
 
 def clauses_of(operation: str) -> tuple[str, ...]:
     """The clauses an operation's steps check (a new operation: its family's first clause)."""
-    return CLAUSES.get(operation) or _FAMILY_CLAUSES.get(operation.split(".")[0], ())
+    return CLAUSES.get(operation) or _FAMILY_CLAUSES.get(operation.split(".")[0]) or ()
 
 
 def label(requester: int, slot: int) -> str:
@@ -61,7 +67,12 @@ def request_for(action: Action, s: State, config: Config) -> dict[str, Any] | No
         return {"type": name, "member_id": member_id(args["member"]), "task_id": task_id(args["task"])}
     if name == "task.finish":
         m = args["member"]
-        return {"type": name, "member_id": member_id(m), "task_id": task_id(s.members[m].task), "outcome": args["outcome"]}
+        return {
+            "type": name,
+            "member_id": member_id(m),
+            "task_id": task_id(s.members[m].task),
+            "outcome": args["outcome"],
+        }
     if name == "profile.change":
         return {"type": name, "member_id": member_id(args["member"]), "tools": [TOOL] if args["keep_tool"] else []}
     if name.startswith("approval."):

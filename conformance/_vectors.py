@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -88,7 +89,7 @@ def choose(search: _Covering) -> list[list[tuple[Action | None, State]]]:
 
 def vector(config: Config, trace: list[tuple[Action | None, State]], name: str) -> dict[str, Any]:
     steps = []
-    for (_, before), (action, after) in zip(trace, trace[1:], strict=False):
+    for (_, before), (action, after) in itertools.pairwise(trace):
         assert action is not None
         step: dict[str, Any] = {"operation": action.name, "model_action": action.to_json()}
         step["request"] = request_for(action, before, config)
@@ -125,7 +126,9 @@ def source_digest() -> str:
     included) and the suite's own translation, abstraction and generator."""
     root = Path(__file__).resolve().parent.parent
     files = sorted(root.glob("spec/**/*.py")) + sorted(root.glob("spec/model/configs/*.json"))
-    files += [root / "conformance" / name for name in ("_abstract.py", "_translate.py", "_vectors.py", "_schema_src.py")]
+    files += [
+        root / "conformance" / name for name in ("_abstract.py", "_translate.py", "_vectors.py", "_schema_src.py")
+    ]
     digest = hashlib.sha256()
     for path in files:
         digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
@@ -141,7 +144,10 @@ def _schema_files(folder: Path) -> dict[Path, str]:
     from ._schema_src import reply_schema, request_schema
 
     schemas = folder.parent / "schemas"
-    return {schemas / "request.schema.json": render(request_schema()), schemas / "reply.schema.json": render(reply_schema())}
+    return {
+        schemas / "request.schema.json": render(request_schema()),
+        schemas / "reply.schema.json": render(reply_schema()),
+    }
 
 
 def expected_files(folder: Path = VECTORS, only: list[str] | None = None) -> dict[Path, str]:
@@ -164,10 +170,14 @@ def stale(folder: Path = VECTORS, rebuild: list[str] | None = None) -> list[Path
     strays, stale schema files; and those of ``rebuild`` that differ from a fresh build."""
     stamp = source_digest()
     wanted = {folder / f"{name}.json" for name in pinned()}
-    out = [p for p in sorted(wanted) if not p.exists() or json.loads(p.read_text(encoding="utf-8")).get("source") != stamp]
+    out = [
+        p for p in sorted(wanted) if not p.exists() or json.loads(p.read_text(encoding="utf-8")).get("source") != stamp
+    ]
     out += [p for p in sorted(folder.glob("*.json")) if p not in wanted]
     fresh = {**_schema_files(folder), **(expected_files(folder, rebuild) if rebuild else {})}
-    out += [p for p, text in fresh.items() if (not p.exists() or p.read_text(encoding="utf-8") != text) and p not in out]
+    out += [
+        p for p, text in fresh.items() if (not p.exists() or p.read_text(encoding="utf-8") != text) and p not in out
+    ]
     return out
 
 

@@ -157,8 +157,12 @@ class Driver:
         pid = self.h.approvals.request(self._ctx(req), req["tool"], arguments, req["risk_summary"], ttl)
         return {"protocol_id": pid}
 
+    approval_retry = approval_request  # the same call again: the same id, nothing new (MSG-4, STO-2)
+
     def approval_review(self, req: Message) -> dict[str, Any]:
-        doc = self.h.approvals.review(req["actor"]["member_id"], req["protocol_id"], req["decision"], req.get("summary", ""))
+        doc = self.h.approvals.review(
+            req["actor"]["member_id"], req["protocol_id"], req["decision"], req.get("summary", "")
+        )
         return {"status": doc["status"]}
 
     def approval_cancel(self, req: Message) -> dict[str, Any]:

@@ -1,0 +1,195 @@
+"""Log validation (trace validation): is a recorded log of a running implementation a behaviour of
+the model? The log says what happened to each approval and when; it does not say which claims,
+ticks, monitor passes, outbox sends, crashes and restarts came between. The validator searches
+over all of those: it keeps every model state the log so far could have led to, and an event is
+explained when some transition from one of them (silent steps first) shows exactly that event.
+
+Format ``teamproto-events/1``, JSON lines (``teamproto conformance --export-log`` writes it from
+the reference's audit log):
+
+- line 1, the header: ``{"format": "teamproto-events/1", "members": ["m0", …], "tasks": ["t0", …],
+  "lead": "lead"}``;
+- then one event a line, in the order they happened:
+  ``{"event": "approval.requested", "subject": <any id>, "actor": "m0", "at": 0.0, "ttl_seconds": 1}``;
+  ``event`` is ``approval.`` + ``requested | approved | rejected | consumed | cancelled | expired``;
+  ``subject`` is the approval's id, opaque (approvals are told apart by order of first appearance);
+  ``at`` is the virtual time in seconds (whole ticks); ``ttl_seconds`` is on ``requested`` only.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from spec.model import Model, parse_config
+from spec.model._state import State
+
+EVENTS = ("requested", "approved", "rejected", "consumed", "cancelled", "expired")
+MAX_STATES = 200_000
+
+
+class Undecidable(Exception):
+    pass
+
+
+def read_log(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    if not lines or lines[0].get("format") != "teamproto-events/1":
+        raise Undecidable('the first line must be the header {"format": "teamproto-events/1", …}')
+    return lines[0], lines[1:]
+
+
+def _config(header: dict[str, Any], events: list[dict[str, Any]]) -> Any:
+    ttls = {e["ttl_seconds"] for e in events if e["event"] == "approval.requested"}
+    if len(ttls) > 1 or any(float(t) != int(t) or t < 1 for t in ttls):
+        raise Undecidable(f"one whole-second ttl for every request is needed; the log has {sorted(ttls)}")
+    if any(float(e["at"]) != int(e["at"]) for e in events):
+        raise Undecidable("event times must be whole ticks (seconds of the virtual clock)")
+    subjects = list(dict.fromkeys(e["subject"] for e in events))
+    ttl = int(next(iter(ttls), 1))
+    last = int(max((e["at"] for e in events), default=0))
+    raw = {
+        "description": "the model side of a log under validation",
+        "members": len(header["members"]), "tasks": len(header["tasks"]), "approvals": max(1, len(subjects)),
+        "plans": 0, "shutdowns": 0, "max_ticks": last + ttl + 1, "ttl_ticks": ttl, "unit_ticks": 10**9,
+        "plan_steps": 1, "crashes": True, "jobs": False, "lapses": False, "max_incarnation": 1,
+        "profile_changes": 0, "max_retractions": 0, "symmetry": False, "liveness": False, "require_coverage": False,
+    }  # fmt: skip
+    return parse_config("log", raw)
+
+
+def _observe(before: State, after: State) -> list[tuple[str, int, int]]:
+    """What a step shows in the log: (event, approval slot, requester) per approval whose status changed."""
+    return sorted(
+        (f"approval.{b.status}", a, b.requester)
+        for a, (x, b) in enumerate(zip(before.approvals, after.approvals, strict=True))
+        if x.status != b.status
+    )
+
+
+def _moves(model: Model, state: State) -> list[tuple[State, list[tuple[str, int, int]]]]:
+    """Every transition (a crash with its restart as one) with what it shows."""
+    out = []
+    for action, after in model.successors(state):
+        if not isinstance(after, State):
+            continue
+        if action.crash_after:
+            _, after = next(iter(model.successors(after)))  # the restart
+            assert isinstance(after, State)
+        out.append((after, _observe(state, after)))
+    return out
+
+
+def _expected(event: dict[str, Any], slots: dict[str, int], members: dict[str, int]) -> tuple[str, int, int] | None:
+    if event["event"] not in {f"approval.{e}" for e in EVENTS}:
+        return None
+    slot = slots.setdefault(event["subject"], len(slots))
+    requester = members.get(event["actor"], -1) if event["event"] == "approval.requested" else None
+    return (event["event"], slot, -1 if requester is None else requester)
+
+
+def _matches(shown: list[tuple[str, int, int]], want: tuple[str, int, int]) -> bool:
+    if len(shown) != 1:
+        return False
+    name, slot, requester = shown[0]
+    return (name, slot) == want[:2] and (want[2] == -1 or requester == want[2])
+
+
+def _closure(model: Model, states: set[State], until: int) -> set[State]:
+    """Every state reached by steps that show nothing, with the clock not past ``until``."""
+    seen, todo = set(states), list(states)
+    while todo:
+        state = todo.pop()
+        for after, shown in _moves(model, state):
+            if not shown and after.clock <= until and after not in seen:
+                seen.add(after)
+                todo.append(after)
+                if len(seen) > MAX_STATES:
+                    raise Undecidable(f"more than {MAX_STATES} states between two events")
+    return seen
+
+
+def validate(header: dict[str, Any], events: list[dict[str, Any]]) -> dict[str, Any]:
+    config = _config(header, events)
+    model = Model(config, reduce=False)
+    members = {name: m for m, name in enumerate(header["members"])}
+    slots: dict[str, int] = {}
+    states = {model.initial()}
+    for number, event in enumerate(events, start=1):
+        want = _expected(event, slots, members)
+        before = _closure(model, states, int(event["at"]))
+        if want is None:
+            return _unexplained(number, event, before, f"unknown event {event['event']!r}", config)
+        states = {
+            after
+            for state in before
+            if state.clock == int(event["at"])
+            for after, shown in _moves(model, state)
+            if _matches(shown, want)
+        }
+        if not states:
+            return _unexplained(number, event, before, f"no model behaviour explains event {number}", config)
+    return {"ok": True, "events": len(events)}
+
+
+def _unexplained(number: int, event: dict[str, Any], before: set[State], message: str, config: Any) -> dict[str, Any]:
+    possible = sorted({_describe(s) for s in before if s.clock <= int(event["at"])})
+    return {
+        "ok": False,
+        "events": number - 1,
+        "index": number,
+        "event": event,
+        "message": message,
+        "possible": possible[:8],
+    }
+
+
+def _describe(state: State) -> str:
+    approvals = ", ".join(
+        f"approval {a}: {ap.status}" + (f" (m{ap.requester}, deadline {ap.deadline})" if ap.status else "")
+        for a, ap in enumerate(state.approvals)
+    )
+    return f"clock {state.clock}; {approvals}"
+
+
+def validate_file(path: Path) -> dict[str, Any]:
+    try:
+        header, events = read_log(path)
+        return validate(header, events)
+    except (Undecidable, KeyError, ValueError) as error:
+        return {"ok": False, "undecided": True, "message": f"cannot validate: {error}", "events": 0}
+
+
+def export_reference_log(path: Path) -> list[dict[str, Any]]:
+    """The reference's audit log (SQLite store ``path``, or a data directory holding ``team.db``)
+    as ``teamproto-events/1`` lines."""
+    from reference import SQLiteStorage
+
+    storage = SQLiteStorage(path / "team.db" if path.is_dir() else path)
+    try:
+        approvals = {row.doc["protocol_id"]: row.doc for row in storage.scan("operation_approval")}
+        header = {
+            "format": "teamproto-events/1",
+            "members": [row.doc["member_id"] for row in storage.scan("member")],
+            "tasks": [row.doc["task_id"] for row in storage.scan("task")],
+        }
+        out: list[dict[str, Any]] = [header]
+        for row in storage.scan("audit_entry"):
+            entry = row.doc
+            event = {
+                "event": entry["event"],
+                "subject": entry["subject_id"],
+                "actor": entry["actor"],
+                "at": entry["at"],
+            }
+            approval = approvals.get(entry["subject_id"])
+            if entry["event"] == "approval.requested" and approval is not None:
+                event["ttl_seconds"] = approval["deadline"] - approval["created_at"]
+            out.append(event)
+        return out
+    finally:
+        storage.close()
+
+
+__all__ = ["export_reference_log", "validate", "validate_file"]

@@ -1,0 +1,99 @@
+"""The conformance suite (issue 15): the reference passes it, the sample implementation fails on
+exactly its planted defects, a reference mutant is caught, the vectors are fresh, logs validate.
+
+Clause: APR-2, APR-5, XPR-1, INV-11 (the planted defects), MSG-2, MSG-4, REC-2 (the suite itself).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conformance._protocol import DriverError, parse_request, reply_problem
+from conformance._run import Options, run_suite
+
+ROOT = Path(__file__).resolve().parents[1]
+REFERENCE = f"{sys.executable} -m reference.driver"
+SAMPLE = f"node {ROOT / 'conformance/examples/sample_driver.js'}"
+PLANTED = ["APR-2", "APR-5", "INV-11", "XPR-1"]
+"""The sample's defects: arguments digest not bound (APR-2, APR-5), no fencing (XPR-1, INV-11)."""
+
+
+def suite(driver: str, **options: object) -> tuple[list, dict]:
+    return run_suite(Options(driver, **options))  # type: ignore[arg-type]
+
+
+@pytest.mark.clause("MSG-2")
+def test_requests_are_checked_against_the_schema_and_ids_are_opaque() -> None:
+    doc = {"type": "approval.review", "msg_id": 1, "actor": {"member_id": "lead"}, "decision": "approved"}
+    with pytest.raises(DriverError, match="protocol_id"):
+        parse_request(json.dumps(doc))
+    for pid in ("protocol-0123456789abcdef", "98c55d49-7fa1-5abb-b19c-da63824a4789", "any opaque id"):
+        assert parse_request(json.dumps({**doc, "protocol_id": pid}))["protocol_id"] == pid
+    assert reply_problem({"in_reply_to": 1, "type": "ok", "result": {}}) is None
+    assert reply_problem(
+        {"in_reply_to": 1, "type": "error", "error": {"code": "nope", "definite": True, "message": ""}}
+    )
+
+
+@pytest.mark.clause("APR-1", "APR-4", "APR-5", "APR-6", "APR-9", "MSG-2", "MSG-4", "MSG-5", "REC-2", "XPR-1")
+def test_the_reference_driver_conforms() -> None:
+    """Here on the vectors of `tiny` and `pair`, every bad input and three random programs; CI runs
+    the whole suite through `teamproto conformance`."""
+    cases, result = suite(REFERENCE, programs=3, depth=20, configs=("tiny", "pair"))
+    failed = [(c.id, c.message) for c in cases if c.verdict == "FAILED"]
+    assert failed == [] and result["exit"] == 0, failed
+    ok = {c.section for c in cases if c.verdict == "OK"}
+    assert ok == {"vectors", "bad input", "random programs"}
+    assert result["clauses"]["APR-5"] == "OK" and result["clauses"]["SHD-1"] == "UNIMPLEMENTED"
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="needs Node.js")
+@pytest.mark.clause("APR-2", "APR-5", "XPR-1", "INV-11")
+def test_the_sample_fails_on_exactly_its_planted_defects() -> None:
+    cases, result = suite(SAMPLE, programs=6, depth=20, configs=("tiny", "pair", "monitor"))
+    assert result["failed_clauses"] == PLANTED and result["exit"] == 1
+    failed = {c.id for c in cases if c.verdict == "FAILED"}
+    assert {"bad-changed-arguments", "bad-stale-incarnation"} <= failed
+    assert all(set(c.failed_clauses) <= set(PLANTED) and c.trace for c in cases if c.verdict == "FAILED")
+    assert sum(1 for c in cases if c.verdict == "OK") > 30  # everything else it implements passes
+
+
+@pytest.mark.clause("APR-6", "MSG-5")
+@pytest.mark.parametrize(("mutant", "clause"), [("consume_twice", "APR-6"), ("dedup_disabled", "MSG-5")])
+def test_a_reference_mutant_is_caught_through_the_driver(
+    mutant: str, clause: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TEAMPROTO_MUTANT", mutant)
+    _, result = suite(REFERENCE, sections=("bad input",), clauses=(clause,))
+    assert clause in result["failed_clauses"] and result["exit"] == 1
+
+
+def test_a_driver_that_breaks_the_protocol_is_undecided(tmp_path: Path) -> None:
+    script = tmp_path / "mute.py"
+    script.write_text("import sys\nfor line in sys.stdin:\n    print('not json', flush=True)\n")
+    _, result = suite(f"{sys.executable} {script}")
+    assert result["exit"] == 2 and "not JSON" in result["undecided"]
+
+
+def test_vectors_and_schemas_are_fresh() -> None:
+    from conformance._vectors import stale
+
+    assert stale(rebuild=["tiny"]) == [], "run `teamproto conformance --write-vectors` and commit the result"
+
+
+def test_the_command_line_writes_every_report(tmp_path: Path) -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "reference._cli", "conformance", "--driver", REFERENCE, "--clauses", "STO",
+         "--programs", "0", "--report", str(tmp_path), "--json"],
+        capture_output=True, text=True, timeout=300, cwd=ROOT,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    clauses = json.loads(out.stdout)["clauses"]
+    assert clauses["STO-2"] == "OK" and set(clauses.values()) == {"OK"}
+    assert "STO-2" in (tmp_path / "report.md").read_text() and "<testsuite" in (tmp_path / "junit.xml").read_text()
