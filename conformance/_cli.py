@@ -37,13 +37,21 @@ def handle(args: argparse.Namespace, console: Console) -> int:
     if args.export_log is not None:
         from ._log import export_reference_log
 
+        store = args.export_log / "team.db" if args.export_log.is_dir() else args.export_log
+        if not store.is_file():
+            console.print(f"[red]error[/red]: no reference store at {store} (give a data directory or its team.db)")
+            return 2
         for event in export_reference_log(args.export_log):
             sys.stdout.write(json.dumps(event, sort_keys=True) + "\n")
         return 0
     if args.log is not None:
         return _log(args, console)
     if not args.driver:
-        console.print("[red]error[/red]: give --driver CMD (or --log FILE, --write-vectors, --check-vectors)")
+        message = "give --driver CMD (or --log FILE, --export-log DB, --write-vectors, --check-vectors)"
+        if args.json:
+            json.dump({"error": message}, sys.stdout)
+            sys.stdout.write("\n")
+        console.print(f"[red]error[/red]: {message}")
         return 2
     return _suite(args, console)
 
@@ -103,15 +111,17 @@ def _log(args: argparse.Namespace, console: Console) -> int:
     if args.json:
         json.dump(verdict, sys.stdout, indent=2, sort_keys=True)
         sys.stdout.write("\n")
+    elif verdict.get("undecided"):
+        console.print(f"[red]error[/red]: {args.log}: {verdict['message']}", soft_wrap=True)
     elif verdict["ok"]:
-        console.print(f"{args.log}: a behaviour of the model ({verdict['events']} events)")
+        console.print(f"{args.log}: a behaviour of the model ({verdict['events']} events)", soft_wrap=True)
     else:
-        console.print(f"[red]{args.log}: not a behaviour of the model[/red] — {verdict['message']}", highlight=False)
+        console.print(f"[red]{args.log}: not a behaviour of the model[/red] — {verdict['message']}", soft_wrap=True)
         console.print(json.dumps(verdict["event"], sort_keys=True), markup=False, highlight=False)
         console.print("model states possible just before it:", highlight=False)
         for state in verdict["possible"]:
             console.print("  " + json.dumps(state, sort_keys=True), markup=False, highlight=False)
-    return 0 if verdict["ok"] else 1
+    return 0 if verdict["ok"] else 2 if verdict.get("undecided") else 1
 
 
 __all__ = ["register"]

@@ -77,11 +77,12 @@ def print_table(console: Console, cases: list[Case], result: dict[str, Any]) -> 
             )
         console.print(table)
     verdicts = result["clauses"]
-    console.print(
-        "clauses: " + "  ".join(f"[{COLOURS[v]}]{c} {v}[/]" for c, v in verdicts.items()),
-        highlight=False,
-        soft_wrap=True,
-    )
+    if verdicts:
+        console.print(
+            "clauses: " + "  ".join(f"[{COLOURS[v]}]{c} {v}[/]" for c, v in verdicts.items()),
+            highlight=False,
+            soft_wrap=True,
+        )
     for clause, case in shortest_failures(cases).items():
         console.print(f"\n[red]{clause} FAILED[/] in {case.id} — {case.message}", highlight=False)
         console.print("\n".join(case.trace), highlight=False, markup=False)

@@ -97,3 +97,15 @@ def test_the_command_line_writes_every_report(tmp_path: Path) -> None:
     clauses = json.loads(out.stdout)["clauses"]
     assert clauses["STO-2"] == "OK" and set(clauses.values()) == {"OK"}
     assert "STO-2" in (tmp_path / "report.md").read_text() and "<testsuite" in (tmp_path / "junit.xml").read_text()
+
+
+def test_the_articles_identifiers_are_accepted() -> None:
+    """Ids of the source articles' shapes (``protocol-`` + 16 hex digits; ``req_20240815_001``)
+    pass the driver protocol's schemas unchanged (the fixture copies them from the articles)."""
+    articles = json.loads((ROOT / "conformance/fixtures/articles.json").read_text(encoding="utf-8"))
+    pid = articles["ids_graceful_exit_article"]["protocol_id('backend', 'call-1', 'operation_approval')"]
+    review = {"type": "approval.review", "msg_id": 1, "actor": {"member_id": "team-lead"}, "decision": "approved"}
+    assert parse_request(json.dumps({**review, "protocol_id": pid}))["protocol_id"] == pid
+    for message in articles["messages_handshake_article"]:
+        deliver = {"type": "message.deliver", "msg_id": 2, "message_id": message["message_id"]}
+        assert parse_request(json.dumps({**deliver, "correlation_id": message["correlation_id"]}))

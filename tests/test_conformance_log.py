@@ -1,0 +1,81 @@
+"""Log validation (issue 15): the reference's own audit logs are behaviours of the model; a log
+edited to consume an approval twice is not, and the validator names that event.
+
+Clause: APR-6, INV-1 (a second consume is no behaviour), AUD-5 (the audit log as the record).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import reference as r
+from conformance._log import export_reference_log, validate
+from model_tests.test_stateful import SqliteComparison
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def scripted_run(step: str) -> list[dict[str, object]]:
+    """One of the model tests' scripted programs (crashed after ``step``) on SQLite, exported."""
+    machine = SqliteComparison()
+    try:
+        if step.startswith("approval.request/"):
+            machine.request(0, step)
+        elif step.startswith("approval.review/"):
+            machine.request_and_approve(0, step)
+        elif step.startswith("approval.consume/"):
+            machine.approved_call(1, step, None)
+        else:
+            machine.request(0, None)
+            machine.cancel_slot(0, step)
+        machine.request_and_approve(1)
+        machine.tick(0)
+        machine.monitor()
+        machine.approved_call(0, None, "changed")
+        machine.storage.close()
+        return export_reference_log(machine.folder / "team.db")
+    finally:
+        machine.teardown()
+
+
+@pytest.mark.clause("AUD-5", "REC-2")
+@pytest.mark.parametrize("step", [s for s in r.APPROVAL_STEPS if s.split("/")[1] in ("record", "execution", "call")])
+def test_the_reference_logs_are_behaviours_of_the_model(step: str) -> None:
+    log = scripted_run(step)
+    assert len(log) > 3
+    assert validate(log[0], log[1:]) == {"ok": True, "events": len(log) - 1}
+
+
+@pytest.mark.clause("APR-6", "INV-1")
+def test_a_log_that_consumes_an_approval_twice_is_refused_naming_the_event(tmp_path: Path) -> None:
+    log = scripted_run("approval.consume/outcome")
+    index = next(i for i, event in enumerate(log) if event.get("event") == "approval.consumed")
+    edited = [*log[: index + 1], dict(log[index]), *log[index + 1 :]]
+    path = tmp_path / "edited.jsonl"
+    path.write_text("".join(json.dumps(e) + "\n" for e in edited))
+    out = subprocess.run(
+        [sys.executable, "-m", "reference._cli", "conformance", "--log", str(path), "--json"],
+        capture_output=True, text=True, timeout=120, cwd=ROOT,
+    )  # fmt: skip
+    verdict = json.loads(out.stdout)
+    assert out.returncode == 1 and verdict["index"] == index + 1 and verdict["event"]["event"] == "approval.consumed"
+    assert any("consumed" in state for state in verdict["possible"])
+    path.write_text("".join(json.dumps(e) + "\n" for e in log))
+    again = subprocess.run(
+        [sys.executable, "-m", "reference._cli", "conformance", "--log", str(path)],
+        capture_output=True, text=True, timeout=120, cwd=ROOT,
+    )  # fmt: skip
+    assert again.returncode == 0 and "a behaviour of the model" in again.stdout
+
+
+def test_an_event_out_of_order_is_refused() -> None:
+    log = scripted_run("approval.review/record")
+    review = next(i for i, event in enumerate(log) if event.get("event") == "approval.approved")
+    swapped = [*log[: review - 1], log[review], log[review - 1], *log[review + 1 :]]
+    verdict = validate(swapped[0], swapped[1:])
+    assert not verdict["ok"] and verdict["index"] == review - 1
