@@ -48,6 +48,9 @@ class Case:
     seconds: float = 0.0
 
     def fail(self, message: str, clauses: list[str] | tuple[str, ...], trace: list[str]) -> Case:
+        """Record the first failure (a later one is a consequence of it)."""
+        if self.verdict == FAILED:
+            return self
         self.verdict, self.message, self.trace = FAILED, message, list(trace)
         self.failed_clauses = sorted(set(clauses) or set(self.clauses))
         return self

@@ -33,7 +33,10 @@ CONFIG = parse_config(
         "profile_changes": 3, "max_retractions": 0, "symmetry": False, "liveness": False, "require_coverage": False,
     },
 )  # fmt: skip
-REFUSED, KILL, CRASH = 0.15, 0.08, 0.12
+REFUSED, KILL, CRASH, APPROVED_CALL = 0.15, 0.08, 0.12, 0.2
+WEIGHTS = {"task.finish": 0.2, "profile.change": 0.2, "tick": 0.4, "approval.review": 3.0, "approval.consume": 4.0}
+"""As the model tests draw (``model_tests/test_stateful.py``): mostly the approval path, which
+keeps approved approvals common; finishing tasks, profile changes and time passing more rarely."""
 
 
 class Program:
@@ -76,12 +79,17 @@ class Program:
             enabled = [(a, s) for a, s in self.model.operations(self.state) if a.name in self.caps["operations"]]
             refusable = self.refusable({a for a, _ in self.model.operations(self.state)})
             draw = self.rng.random()
+            if draw > 1 - APPROVED_CALL and self.approved_call():
+                if self.case.verdict != "OK":
+                    return
+                continue
             if draw < REFUSED and refusable:
                 ok = self.refused(self.rng.choice(refusable))
             elif not enabled:
                 return
             else:
-                action, steps = self.rng.choice(enabled)
+                weights = [WEIGHTS.get(a.name, 1.0) for a, _ in enabled]
+                action, steps = self.rng.choices(enabled, weights)[0]
                 ok = self.take(action, steps, draw)
             if not ok:
                 return
@@ -110,12 +118,16 @@ class Program:
         return self.check(clauses_of(action.name), action.name)
 
     def writing(self, steps: list[Any]) -> list[int]:
-        """The write steps that write something here (a step that changes nothing writes nothing,
-        so no implementation can die after it) and that the driver can arm a crash at."""
+        """The write steps that write something the abstraction sees (a step that changes nothing
+        writes nothing, so no implementation can die after it; a message's delivery status is the
+        implementation's own) and that the driver can arm a crash at."""
         out, state = [], self.state
         for number, (name, apply) in enumerate(steps):
             after = apply(state)
-            if snapshot(after, CONFIG) != snapshot(state, CONFIG) and name in self.caps["write_steps"]:
+            if (
+                abstract(snapshot(after, CONFIG)) != abstract(snapshot(state, CONFIG))
+                and name in self.caps["write_steps"]
+            ):
                 out.append(number)
             state = after
         return out
@@ -159,6 +171,32 @@ class Program:
         )
         return False
 
+    def approved_call(self) -> bool:
+        """Request, approve and call at once, the call often twisted (changed arguments, another
+        member's call) as the model tests' ``approved_call`` rule does; False if no request can
+        be made now (or a step failed, which the case records)."""
+        requests = [(a, s) for a, s in self.model.operations(self.state) if a.name == "approval.request"]
+        if not requests or self.case.verdict != "OK":
+            return False
+        slot = next(a for a, ap in enumerate(self.state.approvals) if not ap.status)
+        action, _ = self.rng.choice(requests)
+        requester = dict(action.args)["member"]
+        review = Action("approval.review", (("decision", "approved"), ("slot", slot)))
+        for step in (action, review):
+            found = [s for a, s in self.model.operations(self.state) if a == step]
+            if not found or not self.take(step, found[0], 1.0):
+                return self.case.verdict == "OK"
+        twist = self.rng.choice(["changed", "other", None])
+        member = 1 - requester if twist == "other" else requester
+        call = (("changed_arguments", twist == "changed"), ("member", member), ("slot", slot))
+        consume = Action("approval.consume", call)
+        enabled = {a: s for a, s in self.model.operations(self.state)}
+        if consume in enabled:
+            self.take(consume, enabled[consume], 1.0)
+        else:
+            self.refused(consume)
+        return True
+
     def refusable(self, enabled: set[Action]) -> list[Action]:
         """Calls the model refuses now: consumes by anyone, with the same or changed arguments, and
         cancels, of every approval that exists."""
@@ -172,7 +210,9 @@ class Program:
                         Action("approval.consume", (("changed_arguments", changed), ("member", m), ("slot", slot)))
                     )
             out.append(Action("approval.cancel", (("slot", slot),)))
-        return [a for a in out if a not in enabled and a.name in self.caps["operations"]]
+        refusable = [a for a in out if a not in enabled and a.name in self.caps["operations"]]
+        approved = [a for a in refusable if self.state.approvals[dict(a.args)["slot"]].status == "approved"]
+        return refusable + 4 * approved  # the calls an approval is nearly good for are the telling ones
 
     def refused(self, action: Action) -> bool:
         request = resolve(request_for(action, self.state, CONFIG) or {}, self.session.last)
