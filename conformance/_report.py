@@ -67,7 +67,9 @@ def print_table(console: Console, cases: list[Case], result: dict[str, Any]) -> 
             table.add_column(column)
         for case in (c for c in cases if c.group == group and c.verdict != UNIMPLEMENTED):
             verdict = f"[{COLOURS[case.verdict]}]{case.verdict}[/]"
-            table.add_row(case.id, case.section, " ".join(case.failed_clauses or case.clauses), verdict)
+            shown = case.failed_clauses or case.clauses
+            clauses = " ".join(shown[:6]) + (f" +{len(shown) - 6}" if len(shown) > 6 else "")
+            table.add_row(case.id, case.section, clauses, verdict)
         missing = [c for c in cases if c.group == group and c.verdict == UNIMPLEMENTED]
         if missing:
             ops = sorted({op for c in missing for op in c.message.split("implement ", 1)[-1].split(", ")})
@@ -83,8 +85,12 @@ def print_table(console: Console, cases: list[Case], result: dict[str, Any]) -> 
             highlight=False,
             soft_wrap=True,
         )
-    for clause, case in shortest_failures(cases).items():
-        console.print(f"\n[red]{clause} FAILED[/] in {case.id} — {case.message}", highlight=False)
+    by_case: dict[str, list[str]] = {}
+    failures = shortest_failures(cases)
+    for clause, case in failures.items():
+        by_case.setdefault(case.id, []).append(clause)
+    for case in (c for c in cases if c.id in by_case):
+        console.print(f"\n[red]{', '.join(by_case[case.id])} FAILED[/] in {case.id} — {case.message}", highlight=False)
         console.print("\n".join(case.trace), highlight=False, markup=False)
     counts = result["cases"]
     line = f"{counts[OK]} OK, {counts[FAILED]} FAILED, {counts[UNIMPLEMENTED]} UNIMPLEMENTED"
