@@ -79,3 +79,21 @@ def test_an_event_out_of_order_is_refused() -> None:
     swapped = [*log[: review - 1], log[review], log[review - 1], *log[review + 1 :]]
     verdict = validate(swapped[0], swapped[1:])
     assert not verdict["ok"] and verdict["index"] == review - 1
+
+
+@pytest.mark.clause("AUD-5", "REC-2")
+def test_logs_of_runs_with_crashes_and_sigkills_validate(tmp_path: Path) -> None:
+    """The reference driven by the suite's random programs (armed crashes, SIGKILLs, restarts on
+    the same directory): each run's audit log is a behaviour of the model."""
+    from conformance._run import Options, run_suite
+
+    _, result = run_suite(
+        Options(f"{sys.executable} -m reference.driver", data_dir=tmp_path, sections=("random programs",), programs=3)
+    )
+    assert result["exit"] == 0
+    stores = sorted(tmp_path.glob("case-*/data/team.db"))
+    assert len(stores) == 3
+    for store in stores:
+        log = export_reference_log(store)
+        assert any(e.get("event") == "approval.consumed" for e in log)
+        assert validate(log[0], log[1:])["ok"], store
