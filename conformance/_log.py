@@ -147,7 +147,7 @@ def _unexplained(number: int, event: dict[str, Any], before: set[State], message
 
 def _describe(state: State) -> str:
     approvals = ", ".join(
-        f"approval {a}: {ap.status}" + (f" (m{ap.requester}, deadline {ap.deadline})" if ap.status else "")
+        f"approval {a}: " + (f"{ap.status} (m{ap.requester}, deadline {ap.deadline})" if ap.status else "not requested")
         for a, ap in enumerate(state.approvals)
     )
     return f"clock {state.clock}; {approvals}"
@@ -157,7 +157,7 @@ def validate_file(path: Path) -> dict[str, Any]:
     try:
         header, events = read_log(path)
         return validate(header, events)
-    except (Undecidable, KeyError, ValueError) as error:
+    except (Undecidable, KeyError, ValueError, TypeError, OSError) as error:
         return {"ok": False, "undecided": True, "message": f"cannot validate: {error}", "events": 0}
 
 
