@@ -13,6 +13,8 @@ from ..secret_corpus import carrier
 from ._model import Action, Model, Operation, Step, create, message_status, move, owe, post, set_message
 from ._state import NONE, Message, State, put, replace
 
+_BUSY = ("running", "cancel_requested")
+
 RISK_TEXT = "deploy to staging: " + carrier("openai_key")
 """The risk summary the model's requester writes; it carries a secret that must be redacted."""
 
@@ -42,7 +44,10 @@ def task_ops(model: Model, s: State) -> Iterator[Operation]:
         if task.status == "suspended":
             yield A("task.resume", task=t), [("task.resume/task", lambda x, t=t: _task(x, t, "pending"))]
         owner_live = task.owner != NONE and _member_live(s, task.owner, task.owner_incarnation)
-        if task.status == "needs_inspection" and not owner_live:
+        # SHD-7, SHD-4: the lost member's processes are inspected first: none of its jobs on the
+        # task still runs (a lapse does not stop them) before the task is re-pended or failed.
+        running = any(job.status in _BUSY and job.task == t for job in s.jobs)
+        if task.status == "needs_inspection" and not owner_live and not running:
             for target in ("pending", "failed"):
                 yield (
                     A("task.inspect", task=t, outcome=target),
