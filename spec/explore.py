@@ -332,7 +332,11 @@ class _Search:
             self.report.violations[name] = Violation(clause, name, message, trace)
 
     def stopped(self) -> bool:
-        return self.stop_on is not None and self.stop_on in {v.clause for v in self.report.violations.values()}
+        """``stop_on`` names a clause (INV-*) or an invariant, and a violation of it was found."""
+        return self.stop_on is not None and (
+            self.stop_on in self.report.violations
+            or self.stop_on in {v.clause for v in self.report.violations.values()}
+        )
 
 
 def explore(

@@ -38,12 +38,15 @@ def task_ops(model: Model, s: State) -> Iterator[Operation]:
         if t != NONE and member.status == "running" and not model.job_busy(s, m):
             for outcome in ("completed", "failed"):
                 yield A("task.finish", member=m, outcome=outcome), _finish_task_steps(m, t, outcome)
-        if t != NONE and s.clock >= s.tasks[t].claimed_at + model.config.unit_ticks and not model.job_busy(s, m):
+        due = t != NONE and s.clock >= s.tasks[t].claimed_at + model.config.unit_ticks
+        if due and (not model.job_busy(s, m) or model.broken("suspend_while_job_runs")):
             yield A("task.suspend", member=m), _suspend_steps(m, t)
     for t, task in enumerate(s.tasks):
         if task.status == "suspended":
             yield A("task.resume", task=t), [("task.resume/task", lambda x, t=t: _task(x, t, "pending"))]
         owner_live = task.owner != NONE and _member_live(s, task.owner, task.owner_incarnation)
+        if model.broken("inspect_treats_draining_as_lost"):
+            owner_live = owner_live and s.members[task.owner].status == "running"
         # SHD-7, SHD-4: the lost member's processes are inspected first: none of its jobs on the
         # task still runs (a lapse does not stop them) before the task is re-pended or failed.
         running = any(job.status in _BUSY and job.task == t for job in s.jobs)
@@ -128,12 +131,14 @@ def member_ops(model: Model, s: State) -> Iterator[Operation]:
     c = model.config
     for m, member in enumerate(s.members):
         if c.lapses and member.status in ("running", "draining"):
-            yield A("member.lapse", member=m), _lapse_steps(m)
+            yield A("member.lapse", member=m), _lapse_steps(m, model.broken("lapse_flags_other_task"))
         if member.status == "unhealthy":
             yield A("member.inspect", member=m), _inspect_steps(model, m)
         if member.status == "stopped" and not model.job_busy(s, m):
             if member.incarnation < c.max_incarnation:
-                yield A("member.restart", member=m), [("member.restart/member", lambda x, m=m: _restart(x, m))]
+                bump = 0 if model.broken("restart_keeps_incarnation") else 1
+                restart_step = ("member.restart/member", lambda x, m=m, b=bump: _restart(x, m, b))
+                yield A("member.restart", member=m), [restart_step]
             yield A("member.retire", member=m), [("member.retire/member", lambda x, m=m: _member(x, m, "retired"))]
         if s.profile_changes < c.profile_changes and member.status != "retired":
             for keep_tool in (True, False):
@@ -147,9 +152,9 @@ def _member(s: State, m: int, target: str, **changes: object) -> State:
     return replace(s, members=put(s.members, m, move("member", s.members[m], target, **changes)))
 
 
-def _restart(s: State, m: int) -> State:
+def _restart(s: State, m: int, bump: int = 1) -> State:
     member = s.members[m]
-    return _member(s, m, "running", incarnation=member.incarnation + 1, accepting=True, shutdown=NONE, task=NONE)
+    return _member(s, m, "running", incarnation=member.incarnation + bump, accepting=True, shutdown=NONE, task=NONE)
 
 
 def _profile(s: State, m: int, keep_tool: bool) -> State:
@@ -158,19 +163,21 @@ def _profile(s: State, m: int, keep_tool: bool) -> State:
     return replace(s, members=put(s.members, m, changed), profile_changes=s.profile_changes + 1)
 
 
-def _flag_task(s: State, m: int) -> State:
+def _flag_task(s: State, m: int, anyone: bool = False) -> State:
     member = s.members[m]
     for t, task in enumerate(s.tasks):
-        if task.status == "claimed" and task.owner == m and task.owner_incarnation == member.incarnation:
+        mine = task.owner == m and task.owner_incarnation == member.incarnation
+        if task.status == "claimed" and (mine or anyone):
             s = _task(s, t, "needs_inspection")
     return s
 
 
-def _lapse_steps(m: int) -> list[Step]:
-    """SHD-10: the heartbeat lapsed; the team is told on the member's behalf, its claims flagged."""
+def _lapse_steps(m: int, anyone: bool = False) -> list[Step]:
+    """SHD-10: the heartbeat lapsed; the team is told on the member's behalf, its claims flagged
+    (``anyone``: the mutant ``lapse_flags_other_task`` flags every claimed task)."""
     return [
         ("member.lapse/member", lambda s: _member(s, m, "unhealthy", accepting=False)),
-        ("member.lapse/task", lambda s: _flag_task(s, m)),
+        ("member.lapse/task", lambda s: _flag_task(s, m, anyone)),
         ("member.lapse/outbox", lambda s: owe(s, ("member_lost", m, s.members[m].incarnation))),
     ]
 
@@ -262,9 +269,11 @@ def _begin_drain_steps(model: Model, s: State, slot: int) -> list[Step]:
     def record(x: State) -> State:
         return _shutdown(x, slot, "draining") if x.shutdowns[slot].status == "requested" else x
 
+    keeps = model.broken("begin_drain_keeps_accepting")
+
     def member_half(x: State) -> State:
         if x.members[m].status == "running":
-            return _member(x, m, "draining", accepting=False, shutdown=slot)
+            return _member(x, m, "draining", accepting=keeps, shutdown=slot)
         return x
 
     return [
@@ -294,7 +303,7 @@ def cancel_own_requests(s: State, m: int, reason: str = "member_draining") -> St
 def _drain_ops(model: Model, s: State, m: int, slot: int) -> Iterator[Operation]:
     """SHD-3 drain pass, SHD-5 finish."""
     job = s.jobs[m]
-    if job.status == "running" and job.cancellable:
+    if job.status == "running" and (job.cancellable or model.broken("drain_signals_non_cancellable")):
 
         def cancel(x: State) -> State:
             return _job(x, m, "cancel_requested")
@@ -378,13 +387,13 @@ def approval_ops(model: Model, s: State) -> Iterator[Operation]:
     for a, ap in enumerate(s.approvals):
         if ap.status == "requested" and s.clock <= ap.deadline:
             for decision in ("approved", "rejected"):
-                yield (
-                    A("approval.review", slot=a, decision=decision),
-                    [
-                        ("approval.review/record", lambda x, a=a, d=decision: _review(x, a, d)),
-                        ("approval.review/message", lambda x, a=a: post(x, ("approval_decision", a, 0))),
-                    ],
-                )
+                steps: list[Step] = [
+                    ("approval.review/record", lambda x, a=a, d=decision: _review(x, a, d)),
+                    ("approval.review/message", lambda x, a=a: post(x, ("approval_decision", a, 0))),
+                ]
+                if model.broken("decision_before_record"):  # MSG-6's write order reversed
+                    steps.reverse()
+                yield A("approval.review", slot=a, decision=decision), steps
         requester = s.members[ap.requester] if ap.status else None
         retry_ok = (
             requester is not None
@@ -454,7 +463,8 @@ def _request_approval_steps(a: int, m: int, t: int, ttl: int, raw_summary: bool)
 def consume_allowed(model: Model, s: State, a: int, m: int, changed: bool) -> bool:
     """APR-5's checks, each one removable by exactly one mutant (DESIGN rule 7)."""
     ap, member = s.approvals[a], s.members[m]
-    if ap.status == "" or member.status != "running":
+    allowed = ("running", "draining") if model.broken("draining_member_consumes") else ("running",)
+    if ap.status == "" or member.status not in allowed:
         return False
     checks = (
         ("approval_active", ap.status == "approved"),
@@ -565,7 +575,8 @@ def _plan_decisions(model: Model, s: State, p: int) -> Iterator[Operation]:
                     ("plan.decide/message", lambda x: post(x, ("plan_decision", p, x.plans[p].retractions))),
                 ],
             )
-    if plan.status == "approved" and not plan.delivered and plan.retractions < model.config.max_retractions:
+    undelivered = not plan.delivered or model.broken("retract_after_delivery")
+    if plan.status == "approved" and undelivered and plan.retractions < model.config.max_retractions:
         for target in ("pending", "rejected"):
             yield (
                 A("plan.retract", slot=p, to=target),
@@ -712,8 +723,9 @@ def clock_ops(model: Model, s: State) -> Iterator[Operation]:
 def monitor_pass(model: Model, s: State) -> State:
     """SHD-6, PLN-5, PLN-9, INV-12: everything past its deadline moves on; a timeout never approves."""
     now = s.clock
+    early = 1 if model.broken("monitor_expires_early") else 0  # one tick before the deadline
     for a, ap in enumerate(s.approvals):
-        if ap.status in ("requested", "approved") and now > ap.deadline:
+        if ap.status in ("requested", "approved") and now + early > ap.deadline:
             s = _approval(s, a, "expired", reason="expired")
     for p, plan in enumerate(s.plans):
         if plan.status in ("pending", "approved") and now > plan.deadline:
