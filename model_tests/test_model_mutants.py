@@ -43,6 +43,10 @@ SHORTEST = {
     "lapse_flags_other_task": 2,
     "decision_before_record": 4,
     "reconcile_wrong_decision_phase": 6,
+    "review_after_deadline": 6,
+    "start_before_delivery": 5,
+    "claim_drops_checkpoint": 5,
+    "withdraw_without_reason": 3,
 }
 """The length (steps after the initial state) of each issue-19 mutant's shortest trace: breadth-first
 search finds the shortest, so a change of it is a change of the model to review."""

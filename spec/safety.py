@@ -369,3 +369,69 @@ def _replies_agree(snap: Snapshot) -> list[str]:
                 f"but the execution is {run and run['status']}"
             )
     return problems
+
+
+# ---- deadlines, deliveries, checkpoints, reasons ----------------------------------------------------
+
+_DECIDED = {
+    "operation_approval": ("requested", frozenset({"approved", "rejected"})),
+    "plan_approval": ("pending", frozenset({"approved", "rejected", "needs_revision"})),
+    "shutdown_request": ("requested", frozenset({"draining"})),
+}
+
+
+def decisions_only_before_deadline(before: Snapshot, after: Snapshot) -> list[str]:
+    """APR-4, PLN-5, SHD-2: a request is decided (reviewed, or its drain begun) only by its deadline.
+
+    A review after the deadline fails; so does beginning a drain: in the step that moves a request
+    out of its waiting state to a decision, the clock has not passed its deadline.
+    """
+    now = after["clock"]
+    problems = []
+    for kind, (waiting, decided) in _DECIDED.items():
+        was = _status(before[kind], "protocol_id")
+        for record in after[kind]:
+            moved = was.get(record["protocol_id"]) == waiting and record["status"] in decided
+            if moved and now > record["deadline"]:
+                problems.append(
+                    f"{kind}/{record['protocol_id']}: {waiting} -> {record['status']} at {now}, after its deadline "
+                    f"{record['deadline']}"
+                )
+    return problems
+
+
+def plan_starts_only_after_delivery(snap: Snapshot) -> list[str]:
+    """PLN-3: a plan is executed only after its decision was delivered to (matched by) its requester."""
+    plans = _by(snap["plan_approval"], "protocol_id")
+    return [
+        f"plan_execution/{run['plan_id']}: started, but the plan's decision was never delivered"
+        for run in snap["plan_execution"]
+        if run["plan_id"] in plans and not plans[run["plan_id"]]["decision_delivered"]
+    ]
+
+
+def checkpoint_never_lost(before: Snapshot, after: Snapshot) -> list[str]:
+    """TSK-3, TSK-2: a task's checkpoint, once written, is kept through release, claim and inspection."""
+    kept = {task["task_id"] for task in before["task"] if task["checkpoint"] is not None}
+    return [
+        f"task/{task['task_id']}: its checkpoint was lost ({task['status']})"
+        for task in after["task"]
+        if task["task_id"] in kept and task["checkpoint"] is None
+    ]
+
+
+REASONS = frozenset(
+    {"rejected", "cancelled", "expired", "timed_out", "force_killed", "crashed", "member_draining", "superseded"}
+)
+"""XPR-5's one taxonomy of reason codes, shared by both protocols."""
+_NEEDS_REASON = frozenset({"rejected", "cancelled", "expired", "withdrawn", "timed_out"})
+
+
+def terminal_outcomes_carry_reasons(snap: Snapshot) -> list[str]:
+    """XPR-5: every request that ended other than by success carries a reason from the one taxonomy."""
+    return [
+        f"{kind}/{record['protocol_id']}: {record['status']} with reason {record['reason']!r}, not one of the taxonomy"
+        for kind in _DECIDED
+        for record in snap[kind]
+        if record["status"] in _NEEDS_REASON and record["reason"] not in REASONS
+    ]

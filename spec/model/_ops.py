@@ -33,7 +33,8 @@ def task_ops(model: Model, s: State) -> Iterator[Operation]:
             for t, task in enumerate(s.tasks):
                 if task.status == "pending":
                     track = model.config.unit_ticks <= model.config.max_ticks
-                    yield A("task.claim", member=m, task=t), _claim_steps(m, t, track)
+                    keep = not model.broken("claim_drops_checkpoint")
+                    yield A("task.claim", member=m, task=t), _claim_steps(m, t, track, keep)
         t = model.holds(s, m)
         if t != NONE and member.status == "running" and not model.job_busy(s, m):
             for outcome in ("completed", "failed"):
@@ -71,7 +72,7 @@ def _member_task(s: State, m: int, task: int) -> State:
     return replace(s, members=put(s.members, m, replace(s.members[m], task=task)))
 
 
-def _claim_steps(m: int, t: int, track_time: bool) -> list[Step]:
+def _claim_steps(m: int, t: int, track_time: bool, keep_checkpoint: bool = True) -> list[Step]:
     def claim(s: State) -> State:
         task, member = s.tasks[t], s.members[m]
         claimed = move(
@@ -82,6 +83,7 @@ def _claim_steps(m: int, t: int, track_time: bool) -> list[Step]:
             owner_incarnation=member.incarnation,
             claims=task.claims + 1,
             claimed_at=s.clock if track_time else 0,
+            checkpoint=task.checkpoint and keep_checkpoint,
         )
         return replace(s, tasks=put(s.tasks, t, claimed))
 
@@ -385,7 +387,7 @@ def approval_ops(model: Model, s: State) -> Iterator[Operation]:
             raw = model.broken("secret_not_redacted")
             yield A("approval.request", member=m), _request_approval_steps(free[0], m, t, model.config.ttl_ticks, raw)
     for a, ap in enumerate(s.approvals):
-        if ap.status == "requested" and s.clock <= ap.deadline:
+        if ap.status == "requested" and (s.clock <= ap.deadline or model.broken("review_after_deadline")):
             for decision in ("approved", "rejected"):
                 steps: list[Step] = [
                     ("approval.review/record", lambda x, a=a, d=decision: _review(x, a, d)),
@@ -625,12 +627,14 @@ def _expire_decision(s: State, p: int) -> State:
 def _plan_requester(model: Model, s: State, p: int) -> Iterator[Operation]:
     plan, run = s.plans[p], s.runs[p]
     requester_running = plan.status != "" and s.members[plan.requester].status == "running"
+    reason = "" if model.broken("withdraw_without_reason") else "cancelled"
     if plan.status in ("draft", "pending", "approved") and requester_running:
         yield (
             A("plan.withdraw", slot=p),
-            [("plan.withdraw/record", lambda x: _plan(x, p, "withdrawn", reason="cancelled"))],
+            [("plan.withdraw/record", lambda x, r=reason: _plan(x, p, "withdrawn", reason=r))],
         )
-    startable = plan.status == "approved" and plan.delivered and s.clock <= plan.deadline and run.status == ""
+    delivered = plan.delivered or model.broken("start_before_delivery")
+    startable = plan.status == "approved" and delivered and s.clock <= plan.deadline and run.status == ""
     duplicate = (
         model.broken("execute_plan_twice") and plan.status == "consumed" and run.status == "running" and run.starts < 2
     )  # a second delivery of the decision starts the steps again
