@@ -20,6 +20,7 @@ NARROW = {
     "execute_plan_twice": "a second start between the first start and the run's first step, before the deadline",
     "resumed_drain_keeps_requests": "a crash right after begin_drain's member step, then the whole drain",
     "inspect_treats_draining_as_lost": "a crash right after force_terminate's task step, past the deadline",
+    "suspended_task_stuck": "caught by the liveness check, which needs the whole graph: walks have none",
 }
 """Mutants that random walks of their configuration do not find within 3,000 walks (seed 0, default
 crash rate): each needs a narrow interleaving. The exhaustive search finds them."""

@@ -244,6 +244,14 @@ MUTANTS: dict[str, Mutant] = {
             "the requester's withdrawal of its plan records no reason code",
         ),
         Mutant(
+            "suspended_task_stuck",
+            "SHD-9",
+            "every_request_can_finish",
+            "shutdown",
+            "a suspended task is never resumed: only the liveness goal, which tasks joined, sees it",
+            ("no_deadlock",),  # at the clock bound nothing else is left to do
+        ),
+        Mutant(
             "decision_before_record",
             "MSG-6",
             "messages_agree_with_records",

@@ -43,7 +43,7 @@ def task_ops(model: Model, s: State) -> Iterator[Operation]:
         if due and (not model.job_busy(s, m) or model.broken("suspend_while_job_runs")):
             yield A("task.suspend", member=m), _suspend_steps(m, t)
     for t, task in enumerate(s.tasks):
-        if task.status == "suspended":
+        if task.status == "suspended" and not model.broken("suspended_task_stuck"):
             yield A("task.resume", task=t), [("task.resume/task", lambda x, t=t: _task(x, t, "pending"))]
         owner_live = task.owner != NONE and _member_live(s, task.owner, task.owner_incarnation)
         if model.broken("inspect_treats_draining_as_lost"):
