@@ -114,11 +114,15 @@ def outgrown(config: str, pinned: Mapping[str, Any], report: Any) -> str | None:
     bound = state_bound(pinned)
     if bound is None or report.complete or report.states < bound:
         return None
-    return (
+    text = (
         f"{config} outgrew its pinned {pinned['states']:,} states {GROWTH}-fold and was stopped (a bug that "
         f"makes its search infinite?); the last state found, at depth {report.depth}: "
         f"{' ; '.join(report.frontier)}"
     )
+    gained = sorted(set(report.witnesses) - set(pinned.get("reachable", report.witnesses)))
+    for key in gained:
+        text += f"\n  newly reachable: {key}\n    shortest witness: {' ; '.join(report.witnesses[key])}"
+    return text
 
 
 __all__ = ["GROWTH", "Drift", "behaviour", "describe", "explain", "outgrown", "pin", "state_bound"]
