@@ -14,6 +14,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from . import ids
+from .schemas import REASON_CODES
 
 Snapshot = Mapping[str, Any]
 BUSY_JOB = frozenset({"running", "cancel_requested"})
@@ -420,10 +421,7 @@ def checkpoint_never_lost(before: Snapshot, after: Snapshot) -> list[str]:
     ]
 
 
-REASONS = frozenset(
-    {"rejected", "cancelled", "expired", "timed_out", "force_killed", "crashed", "member_draining", "superseded"}
-)
-"""XPR-5's one taxonomy of reason codes, shared by both protocols."""
+REASONS = frozenset(REASON_CODES)  # XPR-5's one taxonomy, from the schemas (one source)
 _NEEDS_REASON = frozenset({"rejected", "cancelled", "expired", "withdrawn", "timed_out"})
 
 
