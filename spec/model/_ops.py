@@ -634,7 +634,10 @@ def _plan_requester(model: Model, s: State, p: int) -> Iterator[Operation]:
             [("plan.withdraw/record", lambda x, r=reason: _plan(x, p, "withdrawn", reason=r))],
         )
     delivered = plan.delivered or model.broken("start_before_delivery")
-    startable = plan.status == "approved" and delivered and s.clock <= plan.deadline and run.status == ""
+    # XPR-1: a plan approved for an older incarnation of its requester (lost, inspected and
+    # restarted since) is not started by the new one; it expires, or the new one withdraws it.
+    current = plan.status != "" and plan.incarnation == s.members[plan.requester].incarnation
+    startable = plan.status == "approved" and delivered and s.clock <= plan.deadline and run.status == "" and current
     duplicate = (
         model.broken("execute_plan_twice") and plan.status == "consumed" and run.status == "running" and run.starts < 2
     )  # a second delivery of the decision starts the steps again
