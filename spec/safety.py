@@ -147,8 +147,8 @@ def restart_raises_incarnation(before: Snapshot, after: Snapshot) -> list[str]:
         plan = plans.get(run["plan_id"])
         if run["plan_id"] in started or plan is None:
             continue
-        requester = members[plan["requester_id"]]
-        if plan["requester_incarnation"] != requester["incarnation"]:
+        requester = members.get(plan["requester_id"])
+        if requester is not None and plan["requester_incarnation"] != requester["incarnation"]:
             problems.append(
                 f"plan_execution/{run['plan_id']}: started for incarnation {plan['requester_incarnation']}, "
                 f"member at {requester['incarnation']}"
