@@ -43,9 +43,11 @@ def test_fingerprint_traces_are_the_full_searchs_traces() -> None:
     trace rebuilt by replay is the trace the full search kept, action by action and state by state
     (crash and restart steps included)."""
     for name, mutant in sorted(MUTANTS.items()):
+        if mutant.caught_by in ("every_request_can_finish", "no_cycle_avoids_finish"):
+            continue  # caught by the liveness check alone, which fingerprints exclude
         config = _without_liveness(mutant.config)
         full = explore(Model(config, name), stop_on=mutant.caught_by)
-        assert mutant.caught_by in {v.clause for v in full.violations.values()}, name
+        assert mutant.found_in(full.violations), name
         compact = explore(Model(config, name), stop_on=mutant.caught_by, fingerprints=True)
         assert sorted(compact.violations) == sorted(full.violations), name
         for check, violation in full.violations.items():

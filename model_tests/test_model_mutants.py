@@ -21,20 +21,54 @@ def test_mutant_is_caught_by_its_invariant(name: str) -> None:
     """The model's check of the mutant's clause is real: removing it trips the named invariant."""
     mutant = MUTANTS[name]
     report = explore(Model(load_config(mutant.config), name), stop_on=mutant.caught_by)
-    caught = {v.clause for v in report.violations.values()}
+    caught = {v.clause for v in report.violations.values()} | set(report.violations)
     assert mutant.caught_by in caught, f"{name} survived (violations: {sorted(caught)})"
-    violation = next(v for v in report.violations.values() if v.clause == mutant.caught_by)
+    violation = next(v for v in report.violations.values() if mutant.caught_by in (v.clause, v.invariant))
     assert len(violation.trace) >= 2
+    if not mutant.caught_by.startswith("INV-"):
+        # issue 19: the named predicate is the one that catches it — no other check fired first
+        assert set(report.violations) == {mutant.caught_by, *mutant.also}, f"{name}: {sorted(report.violations)}"
+        assert len(violation.trace) - 1 == SHORTEST[name], f"{name}: shortest trace {len(violation.trace) - 1}"
+
+
+SHORTEST = {
+    "monitor_expires_early": 4,
+    "draining_member_consumes": 6,
+    "begin_drain_keeps_accepting": 2,
+    "restart_keeps_incarnation": 4,
+    "retract_after_delivery": 6,
+    "drain_signals_non_cancellable": 5,
+    "suspend_while_job_runs": 7,
+    "inspect_treats_draining_as_lost": 10,
+    "lapse_flags_other_task": 2,
+    "decision_before_record": 4,
+    "reconcile_wrong_decision_phase": 6,
+    "review_after_deadline": 6,
+    "start_before_delivery": 5,
+    "claim_drops_checkpoint": 5,
+    "withdraw_without_reason": 3,
+    "suspended_task_stuck": 6,
+}
+"""The length (steps after the initial state) of each issue-19 mutant's shortest trace: breadth-first
+search finds the shortest, so a change of it is a change of the model to review."""
 
 
 def test_every_invariant_has_a_mutant() -> None:
-    """INV-1 … INV-12 each have at least one mutant that must trip them."""
-    assert {m.caught_by for m in MUTANTS.values()} == {f"INV-{n}" for n in range(1, 13)}
+    """INV-1 … INV-12 and every named predicate of spec.safety each have a mutant that must trip them."""
+    from spec.clause_checks import EXPLORER_CHECKS
+    from spec.invariants import INVARIANTS
+
+    wanted = {inv.clause if inv.clause.startswith("INV-") else inv.name for inv in INVARIANTS}
+    assert wanted <= {m.caught_by for m in MUTANTS.values()} <= wanted | EXPLORER_CHECKS
 
 
 def test_mutants_are_named_checks_of_real_clauses() -> None:
     import spec
+    from spec.clause_checks import EXPLORER_CHECKS
+    from spec.invariants import INVARIANTS
 
+    names = {inv.name for inv in INVARIANTS} | EXPLORER_CHECKS
     for mutant in MUTANTS.values():
-        assert mutant.breaks in spec.CLAUSES and mutant.caught_by in spec.CLAUSES
+        assert mutant.breaks in spec.CLAUSES and (mutant.caught_by in spec.CLAUSES or mutant.caught_by in names)
+        assert set(mutant.also) <= names
         assert mutant.description

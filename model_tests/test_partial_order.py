@@ -20,7 +20,14 @@ from spec.model._ops import monitor_is_idle
 
 SMALL = {"shutdown": 1, "pair": 1, "plan_drain": 1, "plan": 2}  # clock bounds that keep the full search quick
 CASES = [(name, None) for name in ("tiny", "plan", "monitor", "fencing", "shutdown", "approval_plan")]
-CASES += [(mutant.config, name) for name, mutant in MUTANTS.items()]
+CASES += [
+    (mutant.config, name)
+    for name, mutant in MUTANTS.items()
+    if mutant.caught_by.startswith("INV-") or name in ("monitor_expires_early", "decision_before_record")
+]
+"""The issue-19 mutants of the named predicates are compared on tiny only: each full, unreduced
+search of their configurations takes half a minute or more (restart_keeps_incarnation's is infinite),
+and the reductions treat every invariant alike."""
 
 
 @pytest.mark.clause("INV-12", "INV-7", "SHD-6")
@@ -37,7 +44,7 @@ def test_the_reduced_search_reports_what_the_full_one_does(name: str, mutant: st
     assert reduced.findings() == full.findings()
     assert reduced.states < full.states, "the reduction should reduce"
     if mutant is not None:
-        assert MUTANTS[mutant].caught_by in {v.clause for v in reduced.violations.values()}
+        assert MUTANTS[mutant].found_in(reduced.violations)
 
 
 def test_an_idle_monitor_is_one_that_finds_nothing_due() -> None:

@@ -27,7 +27,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from spec import _compiled
+from spec import _compiled, drift
 from spec.explore import Report, explore, format_trace, trace_json
 from spec.invariants import INVARIANTS
 from spec.model import CRASH_POINTS, MUTANTS, Model, load_config, manifest
@@ -196,7 +196,7 @@ def run_config(
         report = explore(
             model,
             stop_on=stop_on,
-            max_states=bounds.max_states,
+            max_states=bounds.max_states or drift.state_bound(manifest().get(config.name, {})),  # issue 19
             progress=progress,
             out_of_time=out_of_time,
             fingerprints=bounds.fingerprints or bounds.checkpoint is not None,
@@ -475,21 +475,17 @@ def command(args: argparse.Namespace, console: Console) -> int:
     coverage_required = (args.config is None and not args.simulate) or any(c.require_coverage for c, _ in jobs)
     missing_edges = sorted({e for r, _, _ in runs for e in r.missing_edges} - taken)
     missing_crashes = [p for p in CRASH_POINTS if p not in crashed]
-    drift = [
-        c.name
-        for r, _, c in runs
-        if not args.mutant
-        and r.complete
-        and not r.simulation
-        and manifest().get(c.name, {}).get("states") is not None
-        and (manifest()[c.name]["states"], manifest()[c.name]["transitions"]) != (r.states, r.transitions)
-    ]
+    pinned = [(r, c, manifest().get(c.name, {})) for r, _, c in runs if not args.mutant and not r.simulation]
+    drifts = [drift.explain(c.name, p, r) for r, c, p in pinned if r.complete and p.get("states") is not None]
+    drifts = [d for d in drifts if d.drifted]
+    outgrown = [f for r, c, p in pinned if (f := drift.outgrown(c.name, p, r))]
+    drift_names = [d.config for d in drifts]
     violated = any(r.violations for r, _, _ in runs)
     complete = all(r.complete for r, _, _ in runs)
     ok = (
         complete
         and not violated
-        and not drift
+        and not drifts
         and (not coverage_required or not (missing_edges or missing_crashes) or bool(args.mutant))
     )
     if args.trace_out:
@@ -503,7 +499,9 @@ def command(args: argparse.Namespace, console: Console) -> int:
                 "runs": [report_json(r, s, c) for r, s, c in runs],
                 "missing_edges": missing_edges,
                 "missing_crash_points": missing_crashes,
-                "manifest_drift": drift,
+                "manifest_drift": drift_names,
+                "manifest_drift_detail": [d.to_json() for d in drifts],
+                "outgrown": outgrown,
                 "peak_memory_mib": round(peak, 1),
                 "workers": workers,
                 "compiled": _compiled.ACTIVE,
@@ -529,11 +527,10 @@ def command(args: argparse.Namespace, console: Console) -> int:
             console.print(f"[red]edge never taken[/red]: {edge[0]} {edge[1]} -> {edge[2]}")
         for point in missing_crashes if coverage_required and not args.mutant else ():
             console.print(f"[red]never crashed after[/red] {point}")
-        for name in drift:
-            console.print(
-                f"[red]state or transition count of {name} drifted from the manifest[/red]: "
-                "update spec/model/configs/manifest.json in the same commit"
-            )
+        for line in [line for d in drifts for line in drift.describe(d)] + outgrown:
+            console.print(line, style="red" if not line.startswith(" ") else None, highlight=False, markup=False)
+        if drifts:
+            console.print("review it; if it is meant, pin it: scripts/pin_manifest.py in the same commit")
         console.print("[green]all checks hold[/green]" if ok else "[red]check failed[/red]")
     if args.mutant:
         return 0 if violated else 1

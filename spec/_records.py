@@ -55,6 +55,8 @@ class Report:
     seed: int | None = None
     crash_rate: float | None = None
     fingerprints: bool = False  # hash compaction: the visited set held 64-bit hashes of the keys
+    witnesses: dict[str, list[str]] = field(default_factory=dict)  # behaviour key -> shortest actions showing it
+    frontier: list[str] = field(default_factory=list)  # a stopped search: the actions to its last state
 
     @property
     def omission_bound(self) -> float:

@@ -183,6 +183,32 @@ class _Search:
         self.actions: dict[Action, Action] = {}
         self.crash_prefix: dict[State, State] = {}  # restarted state -> the crashed prefix it came from
         self.memo = invariants.Memo()  # model snapshots share their documents: checks are memoised
+        self.first: dict[str, tuple[int, Action]] = {}  # behaviour key -> the first move that showed it
+        self.edges_known = 0  # how many edges the edge log held after the last move
+
+    def note(self, number: int, action: Action) -> None:
+        """Remember the first move from state ``number`` that took an operation, a crash point or a
+        machine edge (:func:`spec.drift.behaviour`'s keys): breadth-first, so a shortest witness."""
+        first = self.first
+        for key in (f"op {action.name}", f"crash {action.crash_after}" if action.crash_after else ""):
+            if key and key not in first:
+                first[key] = (number, action)
+        edges = _model.EDGE_LOG[-1]
+        if len(edges) != self.edges_known:
+            self.edges_known = len(edges)
+            for machine, source, target in edges:
+                first.setdefault(f"edge {machine} {source} -> {target}", (number, action))
+
+    def witness(self, number: int, *last: Action) -> list[str]:
+        """The actions from the initial state to state ``number`` (a crash's restart implied), then ``last``."""
+        actions: list[str] = [str(action) for action in last]
+        while number > 0:
+            action = self.via[number]
+            assert action is not None
+            actions.append(str(action))
+            number = self.parent[number]
+        actions.reverse()
+        return actions
 
     def add(self, state: State, parent: int, action: Action | None) -> tuple[int, bool]:
         """Number ``state`` unless its key is known; returns (its number, whether it is new). With
@@ -332,7 +358,11 @@ class _Search:
             self.report.violations[name] = Violation(clause, name, message, trace)
 
     def stopped(self) -> bool:
-        return self.stop_on is not None and self.stop_on in {v.clause for v in self.report.violations.values()}
+        """``stop_on`` names a clause (INV-*) or an invariant, and a violation of it was found."""
+        return self.stop_on is not None and (
+            self.stop_on in self.report.violations
+            or self.stop_on in {v.clause for v in self.report.violations.values()}
+        )
 
 
 def explore(
@@ -416,6 +446,9 @@ def _search(
         if collecting:
             gc.enable()
     search.report.edges_taken |= edges
+    search.report.witnesses = {key: search.witness(n, action) for key, (n, action) in sorted(search.first.items())}
+    if not search.report.complete and search.count:
+        search.report.frontier = search.witness(search.count - 1)  # the last state found: the deepest
     if model.config.liveness and search.report.complete and not search.stopped():
         _liveness(search)
     search.report.states = search.count
@@ -448,6 +481,7 @@ def _bfs(search: _Search) -> None:
                 continue
             outgoing += 1
             taken, after, crashed = _take(search, number, action, after_state, before)
+            search.note(number, action)
             if taken is None:
                 continue
             after_state = taken

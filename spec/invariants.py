@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from . import ids
+from . import ids, safety
 from ._tables import final_states, initial_state, transition_table
 from .schemas import RECORD_MACHINES, record_id, record_key
 from .secret_corpus import SECRETS
@@ -503,6 +503,94 @@ INVARIANTS: tuple[Invariant, ...] = (
         False,
         requests_final_by_deadline,
         ("clock", _APPROVALS, _PLANS, _SHUTDOWNS),
+    ),
+    # ---- issue 19: the safety clauses no INV-* names (spec.safety; spec.clause_checks maps them)
+    Invariant(
+        "APR-5",
+        "expiry_only_after_deadline",
+        "step",
+        False,
+        safety.expiry_only_after_deadline,
+        ("clock", _APPROVALS, _PLANS, _SHUTDOWNS),
+    ),
+    Invariant(
+        "XPR-2",
+        "stopped_member_acts_not",
+        "step",
+        False,
+        safety.stopped_member_acts_not,
+        ("member", _APPROVALS, _PLANS, "plan_execution", "job"),
+    ),
+    Invariant(
+        "SHD-2", "draining_member_accepts_nothing", "state", False, safety.draining_member_accepts_nothing, ("member",)
+    ),
+    Invariant(
+        "XPR-1",
+        "restart_raises_incarnation",
+        "step",
+        False,
+        safety.restart_raises_incarnation,
+        ("member", "task", _PLANS, "plan_execution"),
+    ),
+    Invariant(
+        "PLN-6", "retraction_only_before_delivery", "step", False, safety.retraction_only_before_delivery, (_PLANS,)
+    ),
+    Invariant(
+        "JOB-2",
+        "non_cancellable_job_never_signalled",
+        "state",
+        False,
+        safety.non_cancellable_job_never_signalled,
+        ("job",),
+    ),
+    Invariant(
+        "SHD-4",
+        "task_leaves_owner_after_jobs_settle",
+        "state",
+        False,
+        safety.task_leaves_owner_after_jobs_settle,
+        ("task", "job"),
+    ),
+    Invariant(
+        "SHD-7",
+        "task_flagged_only_for_its_lost_owner",
+        "step",
+        False,
+        safety.task_flagged_only_for_its_lost_owner,
+        ("member", "task", _SHUTDOWNS),
+    ),
+    Invariant(
+        "APR-4",
+        "decisions_only_before_deadline",
+        "step",
+        False,
+        safety.decisions_only_before_deadline,
+        ("clock", _APPROVALS, _PLANS, _SHUTDOWNS),
+    ),
+    Invariant(
+        "PLN-3",
+        "plan_starts_only_after_delivery",
+        "state",
+        False,
+        safety.plan_starts_only_after_delivery,
+        (_PLANS, "plan_execution"),
+    ),
+    Invariant("TSK-3", "checkpoint_never_lost", "step", False, safety.checkpoint_never_lost, ("task",)),
+    Invariant(
+        "XPR-5",
+        "terminal_outcomes_carry_reasons",
+        "state",
+        False,
+        safety.terminal_outcomes_carry_reasons,
+        (_APPROVALS, _PLANS, _SHUTDOWNS),
+    ),
+    Invariant(
+        "MSG-6",
+        "messages_agree_with_records",
+        "state",
+        True,
+        safety.messages_agree_with_records,
+        (_APPROVALS, _PLANS, "plan_execution", _SHUTDOWNS, *_MESSAGES),
     ),
 )
 """Every invariant, in clause order. ``reconcile_is_idempotent`` is run by whoever reconciles."""

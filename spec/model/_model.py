@@ -223,6 +223,9 @@ class Model:
         execution is rolled back whoever its requester is — the only way out when its requester
         stopped or drained meanwhile) also counts as settled — the model stops time, the protocol
         does not. A draining shutdown is never settled by time alone: it only times out.
+
+        Tasks too (issue 19; SHD-7, SHD-9, SHD-10): none is left ``needs_inspection`` or
+        ``suspended`` — such a task must always be able to become final or pending again.
         """
         from .._tables import final_states
 
@@ -238,4 +241,6 @@ class Model:
             for record in records:
                 if record.status and record.status not in finals and not (at_bound and record.status in by_time):
                     return False
+        if any(task.status in ("needs_inspection", "suspended") for task in s.tasks):
+            return False
         return not s.crashed

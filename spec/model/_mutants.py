@@ -7,16 +7,23 @@ named here — proof that the invariant and the check are real.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
 class Mutant:
     name: str
     breaks: str  # the clause whose check is removed
-    caught_by: str  # the invariant that must catch it
+    caught_by: str  # the invariant that must catch it: its clause (INV-*) or its name
     config: str  # the smallest configuration that shows it
     description: str
+    also: tuple[str, ...] = ()  # other predicates that catch it in the very same step (none, mostly)
+
+    def found_in(self, violations: Mapping[str, Any]) -> bool:
+        """Whether a report's ``violations`` (invariant name → violation) hold the one named here."""
+        return self.caught_by in violations or any(v.clause == self.caught_by for v in violations.values())
 
 
 MUTANTS: dict[str, Mutant] = {
@@ -142,6 +149,121 @@ MUTANTS: dict[str, Mutant] = {
             "INV-12",
             "plan_lost",
             "inspecting a lost member leaves its draft plan open: only its running requester could end it",
+        ),
+        # ---- issue 19: one per new safety predicate, each a bug that only moved the pinned counts
+        Mutant(
+            "monitor_expires_early",
+            "APR-5",
+            "expiry_only_after_deadline",
+            "tiny",
+            "the deadline monitor expires an approval one tick before its deadline",
+        ),
+        Mutant(
+            "draining_member_consumes",
+            "XPR-2",
+            "stopped_member_acts_not",
+            "approval_drain",
+            "a draining member's call consumes its approved approval",
+        ),
+        Mutant(
+            "begin_drain_keeps_accepting",
+            "SHD-2",
+            "draining_member_accepts_nothing",
+            "shutdown",
+            "begin-drain leaves accepting_new_tasks set (the status guard masks it from claims)",
+        ),
+        Mutant(
+            "restart_keeps_incarnation",
+            "XPR-1",
+            "restart_raises_incarnation",
+            "fencing",
+            "a restart keeps the incarnation (it made fencing's search infinite)",
+        ),
+        Mutant(
+            "retract_after_delivery",
+            "PLN-6",
+            "retraction_only_before_delivery",
+            "plan",
+            "the approver's retraction is honoured after the plan_decision was delivered",
+            ("messages_agree_with_records",),  # the delivered decision now contradicts the record
+        ),
+        Mutant(
+            "drain_signals_non_cancellable",
+            "JOB-2",
+            "non_cancellable_job_never_signalled",
+            "shutdown",
+            "a drain pass asks a job marked non-cancellable to cancel",
+        ),
+        Mutant(
+            "suspend_while_job_runs",
+            "SHD-9",
+            "task_leaves_owner_after_jobs_settle",
+            "shutdown",
+            "a unit deadline suspends the task while its member's job runs; resume re-pends it",
+        ),
+        Mutant(
+            "inspect_treats_draining_as_lost",
+            "SHD-7",
+            "task_flagged_only_for_its_lost_owner",
+            "shutdown",
+            "task inspection treats a draining owner as lost and re-pends its flagged task",
+        ),
+        Mutant(
+            "lapse_flags_other_task",
+            "SHD-10",
+            "task_flagged_only_for_its_lost_owner",
+            "pair_lapses",
+            "a heartbeat lapse flags every claimed task, another member's too",
+        ),
+        Mutant(
+            "review_after_deadline",
+            "APR-4",
+            "decisions_only_before_deadline",
+            "tiny",
+            "the approver may review a request after its deadline has passed",
+        ),
+        Mutant(
+            "start_before_delivery",
+            "PLN-3",
+            "plan_starts_only_after_delivery",
+            "plan",
+            "the requester starts an approved plan whose decision it has not received",
+        ),
+        Mutant(
+            "claim_drops_checkpoint",
+            "TSK-3",
+            "checkpoint_never_lost",
+            "pair_lapses",
+            "a claim of a released task starts from no checkpoint",
+        ),
+        Mutant(
+            "withdraw_without_reason",
+            "XPR-5",
+            "terminal_outcomes_carry_reasons",
+            "plan",
+            "the requester's withdrawal of its plan records no reason code",
+        ),
+        Mutant(
+            "suspended_task_stuck",
+            "SHD-9",
+            "every_request_can_finish",
+            "shutdown",
+            "a suspended task is never resumed: only the liveness goal, which tasks joined, sees it",
+            ("no_deadlock",),  # at the clock bound nothing else is left to do
+        ),
+        Mutant(
+            "decision_before_record",
+            "MSG-6",
+            "messages_agree_with_records",
+            "tiny",
+            "the approval decision message is written before its record: after a crash they disagree",
+        ),
+        Mutant(
+            "reconcile_wrong_decision_phase",
+            "REC-3",
+            "messages_agree_with_records",
+            "plan",
+            "reconcile re-delivers a plan decision under phase 0, not the current one after a retraction",
         ),
     )
 }

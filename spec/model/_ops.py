@@ -13,6 +13,8 @@ from ..secret_corpus import carrier
 from ._model import Action, Model, Operation, Step, create, message_status, move, owe, post, set_message
 from ._state import NONE, Message, State, put, replace
 
+_BUSY = ("running", "cancel_requested")
+
 RISK_TEXT = "deploy to staging: " + carrier("openai_key")
 """The risk summary the model's requester writes; it carries a secret that must be redacted."""
 
@@ -31,18 +33,25 @@ def task_ops(model: Model, s: State) -> Iterator[Operation]:
             for t, task in enumerate(s.tasks):
                 if task.status == "pending":
                     track = model.config.unit_ticks <= model.config.max_ticks
-                    yield A("task.claim", member=m, task=t), _claim_steps(m, t, track)
+                    keep = not model.broken("claim_drops_checkpoint")
+                    yield A("task.claim", member=m, task=t), _claim_steps(m, t, track, keep)
         t = model.holds(s, m)
         if t != NONE and member.status == "running" and not model.job_busy(s, m):
             for outcome in ("completed", "failed"):
                 yield A("task.finish", member=m, outcome=outcome), _finish_task_steps(m, t, outcome)
-        if t != NONE and s.clock >= s.tasks[t].claimed_at + model.config.unit_ticks and not model.job_busy(s, m):
+        due = t != NONE and s.clock >= s.tasks[t].claimed_at + model.config.unit_ticks
+        if due and (not model.job_busy(s, m) or model.broken("suspend_while_job_runs")):
             yield A("task.suspend", member=m), _suspend_steps(m, t)
     for t, task in enumerate(s.tasks):
-        if task.status == "suspended":
+        if task.status == "suspended" and not model.broken("suspended_task_stuck"):
             yield A("task.resume", task=t), [("task.resume/task", lambda x, t=t: _task(x, t, "pending"))]
         owner_live = task.owner != NONE and _member_live(s, task.owner, task.owner_incarnation)
-        if task.status == "needs_inspection" and not owner_live:
+        if model.broken("inspect_treats_draining_as_lost"):
+            owner_live = owner_live and s.members[task.owner].status == "running"
+        # SHD-7, SHD-4: the lost member's processes are inspected first: none of its jobs on the
+        # task still runs (a lapse does not stop them) before the task is re-pended or failed.
+        running = any(job.status in _BUSY and job.task == t for job in s.jobs)
+        if task.status == "needs_inspection" and not owner_live and not running:
             for target in ("pending", "failed"):
                 yield (
                     A("task.inspect", task=t, outcome=target),
@@ -63,7 +72,7 @@ def _member_task(s: State, m: int, task: int) -> State:
     return replace(s, members=put(s.members, m, replace(s.members[m], task=task)))
 
 
-def _claim_steps(m: int, t: int, track_time: bool) -> list[Step]:
+def _claim_steps(m: int, t: int, track_time: bool, keep_checkpoint: bool = True) -> list[Step]:
     def claim(s: State) -> State:
         task, member = s.tasks[t], s.members[m]
         claimed = move(
@@ -74,6 +83,7 @@ def _claim_steps(m: int, t: int, track_time: bool) -> list[Step]:
             owner_incarnation=member.incarnation,
             claims=task.claims + 1,
             claimed_at=s.clock if track_time else 0,
+            checkpoint=task.checkpoint and keep_checkpoint,
         )
         return replace(s, tasks=put(s.tasks, t, claimed))
 
@@ -123,12 +133,14 @@ def member_ops(model: Model, s: State) -> Iterator[Operation]:
     c = model.config
     for m, member in enumerate(s.members):
         if c.lapses and member.status in ("running", "draining"):
-            yield A("member.lapse", member=m), _lapse_steps(m)
+            yield A("member.lapse", member=m), _lapse_steps(m, model.broken("lapse_flags_other_task"))
         if member.status == "unhealthy":
             yield A("member.inspect", member=m), _inspect_steps(model, m)
         if member.status == "stopped" and not model.job_busy(s, m):
             if member.incarnation < c.max_incarnation:
-                yield A("member.restart", member=m), [("member.restart/member", lambda x, m=m: _restart(x, m))]
+                bump = 0 if model.broken("restart_keeps_incarnation") else 1
+                restart_step = ("member.restart/member", lambda x, m=m, b=bump: _restart(x, m, b))
+                yield A("member.restart", member=m), [restart_step]
             yield A("member.retire", member=m), [("member.retire/member", lambda x, m=m: _member(x, m, "retired"))]
         if s.profile_changes < c.profile_changes and member.status != "retired":
             for keep_tool in (True, False):
@@ -142,9 +154,9 @@ def _member(s: State, m: int, target: str, **changes: object) -> State:
     return replace(s, members=put(s.members, m, move("member", s.members[m], target, **changes)))
 
 
-def _restart(s: State, m: int) -> State:
+def _restart(s: State, m: int, bump: int = 1) -> State:
     member = s.members[m]
-    return _member(s, m, "running", incarnation=member.incarnation + 1, accepting=True, shutdown=NONE, task=NONE)
+    return _member(s, m, "running", incarnation=member.incarnation + bump, accepting=True, shutdown=NONE, task=NONE)
 
 
 def _profile(s: State, m: int, keep_tool: bool) -> State:
@@ -153,19 +165,21 @@ def _profile(s: State, m: int, keep_tool: bool) -> State:
     return replace(s, members=put(s.members, m, changed), profile_changes=s.profile_changes + 1)
 
 
-def _flag_task(s: State, m: int) -> State:
+def _flag_task(s: State, m: int, anyone: bool = False) -> State:
     member = s.members[m]
     for t, task in enumerate(s.tasks):
-        if task.status == "claimed" and task.owner == m and task.owner_incarnation == member.incarnation:
+        mine = task.owner == m and task.owner_incarnation == member.incarnation
+        if task.status == "claimed" and (mine or anyone):
             s = _task(s, t, "needs_inspection")
     return s
 
 
-def _lapse_steps(m: int) -> list[Step]:
-    """SHD-10: the heartbeat lapsed; the team is told on the member's behalf, its claims flagged."""
+def _lapse_steps(m: int, anyone: bool = False) -> list[Step]:
+    """SHD-10: the heartbeat lapsed; the team is told on the member's behalf, its claims flagged
+    (``anyone``: the mutant ``lapse_flags_other_task`` flags every claimed task)."""
     return [
         ("member.lapse/member", lambda s: _member(s, m, "unhealthy", accepting=False)),
-        ("member.lapse/task", lambda s: _flag_task(s, m)),
+        ("member.lapse/task", lambda s: _flag_task(s, m, anyone)),
         ("member.lapse/outbox", lambda s: owe(s, ("member_lost", m, s.members[m].incarnation))),
     ]
 
@@ -257,9 +271,11 @@ def _begin_drain_steps(model: Model, s: State, slot: int) -> list[Step]:
     def record(x: State) -> State:
         return _shutdown(x, slot, "draining") if x.shutdowns[slot].status == "requested" else x
 
+    keeps = model.broken("begin_drain_keeps_accepting")
+
     def member_half(x: State) -> State:
         if x.members[m].status == "running":
-            return _member(x, m, "draining", accepting=False, shutdown=slot)
+            return _member(x, m, "draining", accepting=keeps, shutdown=slot)
         return x
 
     return [
@@ -289,7 +305,7 @@ def cancel_own_requests(s: State, m: int, reason: str = "member_draining") -> St
 def _drain_ops(model: Model, s: State, m: int, slot: int) -> Iterator[Operation]:
     """SHD-3 drain pass, SHD-5 finish."""
     job = s.jobs[m]
-    if job.status == "running" and job.cancellable:
+    if job.status == "running" and (job.cancellable or model.broken("drain_signals_non_cancellable")):
 
         def cancel(x: State) -> State:
             return _job(x, m, "cancel_requested")
@@ -371,15 +387,15 @@ def approval_ops(model: Model, s: State) -> Iterator[Operation]:
             raw = model.broken("secret_not_redacted")
             yield A("approval.request", member=m), _request_approval_steps(free[0], m, t, model.config.ttl_ticks, raw)
     for a, ap in enumerate(s.approvals):
-        if ap.status == "requested" and s.clock <= ap.deadline:
+        if ap.status == "requested" and (s.clock <= ap.deadline or model.broken("review_after_deadline")):
             for decision in ("approved", "rejected"):
-                yield (
-                    A("approval.review", slot=a, decision=decision),
-                    [
-                        ("approval.review/record", lambda x, a=a, d=decision: _review(x, a, d)),
-                        ("approval.review/message", lambda x, a=a: post(x, ("approval_decision", a, 0))),
-                    ],
-                )
+                steps: list[Step] = [
+                    ("approval.review/record", lambda x, a=a, d=decision: _review(x, a, d)),
+                    ("approval.review/message", lambda x, a=a: post(x, ("approval_decision", a, 0))),
+                ]
+                if model.broken("decision_before_record"):  # MSG-6's write order reversed
+                    steps.reverse()
+                yield A("approval.review", slot=a, decision=decision), steps
         requester = s.members[ap.requester] if ap.status else None
         retry_ok = (
             requester is not None
@@ -449,7 +465,8 @@ def _request_approval_steps(a: int, m: int, t: int, ttl: int, raw_summary: bool)
 def consume_allowed(model: Model, s: State, a: int, m: int, changed: bool) -> bool:
     """APR-5's checks, each one removable by exactly one mutant (DESIGN rule 7)."""
     ap, member = s.approvals[a], s.members[m]
-    if ap.status == "" or member.status != "running":
+    allowed = ("running", "draining") if model.broken("draining_member_consumes") else ("running",)
+    if ap.status == "" or member.status not in allowed:
         return False
     checks = (
         ("approval_active", ap.status == "approved"),
@@ -560,7 +577,8 @@ def _plan_decisions(model: Model, s: State, p: int) -> Iterator[Operation]:
                     ("plan.decide/message", lambda x: post(x, ("plan_decision", p, x.plans[p].retractions))),
                 ],
             )
-    if plan.status == "approved" and not plan.delivered and plan.retractions < model.config.max_retractions:
+    undelivered = not plan.delivered or model.broken("retract_after_delivery")
+    if plan.status == "approved" and undelivered and plan.retractions < model.config.max_retractions:
         for target in ("pending", "rejected"):
             yield (
                 A("plan.retract", slot=p, to=target),
@@ -609,12 +627,17 @@ def _expire_decision(s: State, p: int) -> State:
 def _plan_requester(model: Model, s: State, p: int) -> Iterator[Operation]:
     plan, run = s.plans[p], s.runs[p]
     requester_running = plan.status != "" and s.members[plan.requester].status == "running"
+    reason = "" if model.broken("withdraw_without_reason") else "cancelled"
     if plan.status in ("draft", "pending", "approved") and requester_running:
         yield (
             A("plan.withdraw", slot=p),
-            [("plan.withdraw/record", lambda x: _plan(x, p, "withdrawn", reason="cancelled"))],
+            [("plan.withdraw/record", lambda x, r=reason: _plan(x, p, "withdrawn", reason=r))],
         )
-    startable = plan.status == "approved" and plan.delivered and s.clock <= plan.deadline and run.status == ""
+    delivered = plan.delivered or model.broken("start_before_delivery")
+    # XPR-1: a plan approved for an older incarnation of its requester (lost, inspected and
+    # restarted since) is not started by the new one; it expires, or the new one withdraws it.
+    current = plan.status != "" and plan.incarnation == s.members[plan.requester].incarnation
+    startable = plan.status == "approved" and delivered and s.clock <= plan.deadline and run.status == "" and current
     duplicate = (
         model.broken("execute_plan_twice") and plan.status == "consumed" and run.status == "running" and run.starts < 2
     )  # a second delivery of the decision starts the steps again
@@ -707,8 +730,9 @@ def clock_ops(model: Model, s: State) -> Iterator[Operation]:
 def monitor_pass(model: Model, s: State) -> State:
     """SHD-6, PLN-5, PLN-9, INV-12: everything past its deadline moves on; a timeout never approves."""
     now = s.clock
+    early = 1 if model.broken("monitor_expires_early") else 0  # one tick before the deadline
     for a, ap in enumerate(s.approvals):
-        if ap.status in ("requested", "approved") and now > ap.deadline:
+        if ap.status in ("requested", "approved") and now + early > ap.deadline:
             s = _approval(s, a, "expired", reason="expired")
     for p, plan in enumerate(s.plans):
         if plan.status in ("pending", "approved") and now > plan.deadline:

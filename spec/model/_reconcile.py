@@ -59,7 +59,8 @@ def _plans(model: Model, s: State) -> State:
         elif plan.status == "pending":
             s = _redeliver(model, s, ("plan_request", p, 0))
         elif plan.status in ("approved", "rejected", "needs_revision"):
-            s = _redeliver(model, s, ("plan_decision", p, plan.retractions))
+            phase = 0 if model.broken("reconcile_wrong_decision_phase") else plan.retractions
+            s = _redeliver(model, s, ("plan_decision", p, phase))
         if plan.retractions and message_status(s, ("plan_decision", p, plan.retractions - 1)) == "pending":
             s = set_message(s, ("plan_decision", p, plan.retractions - 1), "expired")  # PLN-6: retracted
         if s.plans[p].status == "approved" and s.runs[p].status != "":

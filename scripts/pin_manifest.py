@@ -1,0 +1,46 @@
+"""Pin configurations in ``spec/model/configs/manifest.json``: their counts and their behaviour.
+
+Explores each named configuration (default: every one the manifest pins) and writes its states,
+transitions, deadlocks and reachable behaviour (``spec.drift.pin``: every operation, crash point
+and machine edge it reaches). ``teamproto check`` compares a search with this pin and explains a
+drift by the behaviour gained or lost. Run it after reviewing a drift that is meant, and commit
+the manifest with the change. A configuration with ``pending`` is left as it is.
+Usage: ``.venv/bin/python scripts/pin_manifest.py [NAME ...]``
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from spec import drift  # noqa: E402
+from spec.explore import explore  # noqa: E402
+from spec.model import Model, load_config  # noqa: E402
+
+MANIFEST = ROOT / "spec" / "model" / "configs" / "manifest.json"
+
+
+def main(names: list[str]) -> int:
+    manifest = json.loads(MANIFEST.read_text(encoding="utf-8"))
+    for name in names or [n for n, pinned in manifest.items() if pinned.get("states") is not None]:
+        if manifest.get(name, {}).get("pending"):
+            print(f"{name}: pending, left as it is", file=sys.stderr)
+            continue
+        started = time.perf_counter()
+        report = explore(Model(load_config(name)))
+        if not report.complete or report.violations:
+            print(f"{name}: not pinned: {sorted(report.violations) or 'incomplete'}", file=sys.stderr)
+            return 1
+        manifest[name] = drift.pin(report)
+        print(f"{name}: {report.states:,} states, {time.perf_counter() - started:.1f} s", file=sys.stderr)
+        MANIFEST.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,435 @@
+"""Safety predicates beyond INV-1 … INV-12 (issue 19): each a pure, named function of snapshots.
+
+Like :mod:`spec.invariants` (which lists them in ``INVARIANTS``), a *state* predicate takes one
+snapshot and a *step* predicate the snapshots before and after one operation, a crash or a
+restart; each returns its violations as sentences. They read only the snapshot — the contract a
+reference or foreign implementation exports — so the explorer, the Hypothesis model tests and the
+conformance suite run them unchanged. Where they can, they are postconditions (what must hold of
+any state, or of any step into a state), so every route to a bad state is caught, not one edge.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from . import ids
+from .schemas import REASON_CODES
+
+Snapshot = Mapping[str, Any]
+BUSY_JOB = frozenset({"running", "cancel_requested"})
+LIVE_MEMBER = frozenset({"running", "draining"})
+
+
+def _by(records: list[Mapping[str, Any]], field: str) -> dict[Any, Mapping[str, Any]]:
+    return {record[field]: record for record in records}
+
+
+def _status(records: list[Mapping[str, Any]], field: str) -> dict[Any, str]:
+    return {record[field]: record["status"] for record in records}
+
+
+# ---- deadlines -------------------------------------------------------------------------------------
+
+_EXPIRING = {
+    "operation_approval": ("expired",),
+    "plan_approval": ("expired",),
+    "shutdown_request": ("expired", "timed_out"),
+}
+
+
+def expiry_only_after_deadline(before: Snapshot, after: Snapshot) -> list[str]:
+    """APR-5, PLN-5, SHD-6: a request expires (or a drain times out) only once its deadline passed.
+
+    Lateness is bounded by INV-12; this bounds earliness: in the step that moves a record to
+    ``expired`` or ``timed_out`` the clock is past its deadline.
+    """
+    now = after["clock"]
+    problems = []
+    for kind, targets in _EXPIRING.items():
+        was = _status(before[kind], "protocol_id")
+        for record in after[kind]:
+            status = record["status"]
+            if status in targets and was.get(record["protocol_id"]) != status and now <= record["deadline"]:
+                problems.append(
+                    f"{kind}/{record['protocol_id']}: {status} at {now}, but its deadline {record['deadline']} "
+                    "has not passed"
+                )
+    return problems
+
+
+# ---- members -----------------------------------------------------------------------------------------
+
+
+def _newly(before: list[Mapping[str, Any]], after: list[Mapping[str, Any]], field: str, status: str) -> Iterator[Any]:
+    was = _status(before, field)
+    for record in after:
+        if record["status"] == status and was.get(record[field]) != status:
+            yield record
+
+
+def stopped_member_acts_not(before: Snapshot, after: Snapshot) -> list[str]:
+    """XPR-2, MEM-3: a member that is not running consumes nothing: no approval, plan or job.
+
+    Judged on the member as the step found it: a draining, unhealthy or stopped member's call
+    consumes no approval (even an ``approved`` one), starts no plan execution and no job.
+    """
+    members = _by(before["member"], "member_id")
+    problems = []
+
+    def check(record: str, member_id: str, what: str) -> None:
+        member = members.get(member_id)
+        if member is not None and member["status"] != "running":
+            problems.append(f"{record}: {what} by {member_id} while {member['status']}")
+
+    for ap in _newly(before["operation_approval"], after["operation_approval"], "protocol_id", "consumed"):
+        check(f"operation_approval/{ap['protocol_id']}", ap["requester_id"], "consumed")
+    plans = _by(after["plan_approval"], "protocol_id")
+    started = {run["plan_id"] for run in before["plan_execution"]}
+    for run in after["plan_execution"]:
+        if run["plan_id"] not in started and run["plan_id"] in plans:
+            check(f"plan_execution/{run['plan_id']}", plans[run["plan_id"]]["requester_id"], "started")
+    old_jobs = {job["job_id"] for job in before["job"]}
+    for job in after["job"]:
+        if job["job_id"] not in old_jobs:
+            check(f"job/{job['job_id']}", job["owner_id"], "started")
+    return problems
+
+
+def draining_member_accepts_nothing(snap: Snapshot) -> list[str]:
+    """SHD-2, MEM-1: only a running member accepts new tasks; a draining one names its request.
+
+    A promise of the member record itself, not only of the claim guard: a begin-drain that leaves
+    ``accepting_new_tasks`` set is a broken record even while the status guard masks it.
+    """
+    problems = []
+    for member in snap["member"]:
+        if member["status"] != "running" and member["accepting_new_tasks"]:
+            problems.append(f"member/{member['member_id']}: {member['status']} but accepting_new_tasks is true")
+        if member["status"] == "draining" and member["shutdown_request_id"] is None:
+            problems.append(f"member/{member['member_id']}: draining without a shutdown_request_id")
+    return problems
+
+
+def restart_raises_incarnation(before: Snapshot, after: Snapshot) -> list[str]:
+    """XPR-1: a restart strictly raises the incarnation, and nothing of an older one acts afterwards.
+
+    An incarnation never falls; a member that becomes ``running`` again has a higher one; every
+    claimed task and every claim or plan start made in this step belongs to its member's current
+    incarnation.
+    """
+    old = _by(before["member"], "member_id")
+    members = _by(after["member"], "member_id")
+    problems = []
+    for member in after["member"]:
+        was = old.get(member["member_id"])
+        if was is None:
+            continue
+        if member["incarnation"] < was["incarnation"]:
+            problems.append(
+                f"member/{member['member_id']}: incarnation fell {was['incarnation']} -> {member['incarnation']}"
+            )
+        restarted = was["status"] != "running" and member["status"] == "running"
+        if restarted and member["incarnation"] <= was["incarnation"]:
+            problems.append(
+                f"member/{member['member_id']}: {was['status']} -> running keeps incarnation {member['incarnation']}"
+            )
+    for task in after["task"]:
+        owner = members.get(task["owner_id"])
+        if task["status"] == "claimed" and owner is not None and task["owner_incarnation"] != owner["incarnation"]:
+            problems.append(
+                f"task/{task['task_id']}: claimed by incarnation {task['owner_incarnation']} of {task['owner_id']}, "
+                f"which is at {owner['incarnation']}"
+            )
+    plans = _by(after["plan_approval"], "protocol_id")
+    started = {run["plan_id"] for run in before["plan_execution"]}
+    for run in after["plan_execution"]:
+        plan = plans.get(run["plan_id"])
+        if run["plan_id"] in started or plan is None:
+            continue
+        requester = members.get(plan["requester_id"])
+        if requester is not None and plan["requester_incarnation"] != requester["incarnation"]:
+            problems.append(
+                f"plan_execution/{run['plan_id']}: started for incarnation {plan['requester_incarnation']}, "
+                f"member at {requester['incarnation']}"
+            )
+    return problems
+
+
+# ---- plans -------------------------------------------------------------------------------------------
+
+_AFTER_DELIVERY = frozenset({"approved", "consumed", "withdrawn", "expired"})
+
+
+def retraction_only_before_delivery(before: Snapshot, after: Snapshot) -> list[str]:
+    """PLN-6: once its decision was delivered, only withdrawal or expiry ends an approved plan.
+
+    A plan whose ``decision_delivered`` is set (before or after the step) is never back in
+    ``pending`` or ``rejected``: a retraction honoured after delivery is caught however it came.
+    """
+    delivered = {plan["protocol_id"] for plan in before["plan_approval"] if plan["decision_delivered"]}
+    problems = []
+    for plan in after["plan_approval"]:
+        if (plan["decision_delivered"] or plan["protocol_id"] in delivered) and plan["status"] not in _AFTER_DELIVERY:
+            problems.append(f"plan_approval/{plan['protocol_id']}: {plan['status']} after its decision was delivered")
+    return problems
+
+
+# ---- jobs and tasks ----------------------------------------------------------------------------------
+
+
+def non_cancellable_job_never_signalled(snap: Snapshot) -> list[str]:
+    """JOB-2, SHD-4: a job marked non-cancellable is never signalled: it is never ``cancel_requested``."""
+    return [
+        f"job/{job['job_id']}: non-cancellable, yet {job['status']}"
+        for job in snap["job"]
+        if not job["cancellable"] and job["status"] == "cancel_requested"
+    ]
+
+
+_OUT_OF_HAND = frozenset({"pending", "suspended", "completed"})
+
+
+def task_leaves_owner_after_jobs_settle(snap: Snapshot) -> list[str]:
+    """SHD-4, SHD-9, JOB-1, SHD-3: a task is out of its owner's hands only once its jobs settled.
+
+    A postcondition over every route (release, suspension and resume, inspection, completion): no
+    task that is ``pending``, ``suspended`` or ``completed`` has a job still running or asked to
+    cancel (a cancel request is not a stopped job).
+    """
+    busy: dict[str, list[str]] = {}
+    for job in snap["job"]:
+        if job["status"] in BUSY_JOB and job["task_id"] is not None:
+            busy.setdefault(job["task_id"], []).append(job["job_id"])
+    return [
+        f"task/{task['task_id']}: {task['status']} while its job(s) {busy[task['task_id']]} still run"
+        for task in snap["task"]
+        if task["status"] in _OUT_OF_HAND and task["task_id"] in busy
+    ]
+
+
+def _lost(member: Mapping[str, Any] | None, incarnation: Any) -> bool:
+    """The task owner's incarnation is gone: restarted since, or no longer running or draining."""
+    return member is None or member["incarnation"] != incarnation or member["status"] not in LIVE_MEMBER
+
+
+def task_flagged_only_for_its_lost_owner(before: Snapshot, after: Snapshot) -> list[str]:
+    """SHD-7, SHD-10: a task is flagged, or re-pended from inspection, only when its own owner is lost.
+
+    Flagged: its owner's incarnation is unhealthy or stopped after the step, or is being
+    force-terminated (draining under a ``timed_out`` request). Cleared: its owner's incarnation
+    was no longer running or draining when the step began.
+    """
+    old_tasks = _by(before["task"], "task_id")
+    members_before = _by(before["member"], "member_id")
+    members_after = _by(after["member"], "member_id")
+    forced = {sd["target_id"] for sd in after["shutdown_request"] if sd["status"] == "timed_out"}
+    problems = []
+    for task in after["task"]:
+        was = old_tasks.get(task["task_id"])
+        if was is None or was["status"] == task["status"]:
+            continue
+        owner, incarnation = was["owner_id"], was["owner_incarnation"]
+        if task["status"] == "needs_inspection":
+            member = members_after.get(owner)
+            ending = member is not None and member["status"] == "draining" and owner in forced
+            if not (ending or _lost(member, incarnation)):
+                status = member and member["status"]
+                problems.append(f"task/{task['task_id']}: flagged while its owner {owner} is {status}")
+        elif was["status"] == "needs_inspection" and not _lost(members_before.get(owner), incarnation):
+            member = members_before[owner]
+            problems.append(
+                f"task/{task['task_id']}: {task['status']} after inspection while its owner {owner} "
+                f"is {member['status']}"
+            )
+    return problems
+
+
+# ---- messages ----------------------------------------------------------------------------------------
+
+_PHASES = {
+    "approval_request": "request",
+    "plan_request": "request",
+    "shutdown_request": "request",
+    "approval_decision": "decision",
+    "plan_completion": "completion",
+    "plan_abandoned": "abandoned",
+    "shutdown_ack": "ack",
+    "member_lost": "lost",
+    "task_suspended": "suspended",
+}
+_APPROVAL_SAYS = {
+    "approved": frozenset({"approved", "consumed", "cancelled", "expired"}),
+    "rejected": frozenset({"rejected"}),
+}
+_PLAN_SAYS = {
+    "approved": _AFTER_DELIVERY,
+    "rejected": frozenset({"rejected"}),
+    "needs_revision": frozenset({"needs_revision"}),
+}
+
+
+def _phase(message: Mapping[str, Any]) -> str:
+    kind = message["message_type"]
+    if kind == "plan_decision":
+        return f"decision-{message['body']['sequence']}"
+    return _PHASES.get(kind, "?")
+
+
+def messages_agree_with_records(snap: Snapshot) -> list[str]:
+    """MSG-4, MSG-6, REC-3: every message is under its one stable id and says what its record says.
+
+    Presence is INV-7; this is content. Each message on the bus or in the outbox has the id of its
+    correlation id and phase; a decision exists only once its record decided (the record is written
+    first, MSG-6) and agrees with it; of a plan's decisions, numbered from 0 without gaps, only the
+    latest may be live (not expired) and it agrees with the plan; an acknowledgement or completion
+    repeats its record's facts. Checked after reconciliation (a crash may fall between the writes).
+    """
+    problems = []
+    for kind in ("message", "outbox_entry"):
+        for record in snap[kind]:
+            message = record["message"]
+            expected = ids.message_id(message["correlation_id"], _phase(message))
+            if message["message_id"] != expected:
+                problems.append(
+                    f"{kind}/{message['message_id']}: {message['message_type']} is not under its stable id {expected}"
+                )
+    problems += _approval_decisions_agree(snap)
+    problems += _plan_decisions_agree(snap)
+    problems += _replies_agree(snap)
+    return problems
+
+
+def _messages(snap: Snapshot, message_type: str) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """(delivery status, message) of every message of a type, on the bus or still owed."""
+    for record in snap["message"]:
+        if record["message"]["message_type"] == message_type:
+            yield record["status"], record["message"]
+    for record in snap["outbox_entry"]:
+        if record["message"]["message_type"] == message_type:
+            yield "owed", record["message"]
+
+
+def _approval_decisions_agree(snap: Snapshot) -> list[str]:
+    approvals = _by(snap["operation_approval"], "protocol_id")
+    problems = []
+    for _, message in _messages(snap, "approval_decision"):
+        ap = approvals.get(message["correlation_id"])
+        decision = message["body"]["decision"]
+        if ap is None or ap["status"] not in _APPROVAL_SAYS.get(decision, ()):
+            problems.append(
+                f"approval_decision/{message['message_id']}: says {decision}, but the approval is {ap and ap['status']}"
+            )
+    return problems
+
+
+def _plan_decisions_agree(snap: Snapshot) -> list[str]:
+    decisions: dict[str, list[tuple[int, str, str]]] = {}
+    for status, message in _messages(snap, "plan_decision"):
+        entry = (message["body"]["sequence"], status, message["body"]["decision"])
+        decisions.setdefault(message["correlation_id"], []).append(entry)
+    plans = _by(snap["plan_approval"], "protocol_id")
+    problems = []
+    for pid, found in decisions.items():
+        plan = plans.get(pid)
+        sequences = sorted({sequence for sequence, _, _ in found})
+        if plan is None or sequences != list(range(len(sequences))):
+            problems.append(
+                f"plan_decision of {pid}: decisions numbered {sequences} for a plan {plan and plan['status']}"
+            )
+            continue
+        live = [(sequence, decision) for sequence, status, decision in found if status != "expired"]
+        if len(live) > 1 or (live and live[0][0] != sequences[-1]):
+            problems.append(f"plan_approval/{pid}: decisions {sorted(live)} are live; only the latest may be")
+        for _, decision in live:
+            if plan["status"] not in _PLAN_SAYS.get(decision, ()):
+                problems.append(f"plan_approval/{pid}: {plan['status']}, but its live decision says {decision}")
+    for plan in snap["plan_approval"]:
+        owed = plan["status"] in ("approved", "rejected", "needs_revision") and not plan["decision_delivered"]
+        current = [s for s, status, _ in decisions.get(plan["protocol_id"], []) if status != "expired"]
+        if owed and not current:
+            problems.append(f"plan_approval/{plan['protocol_id']}: {plan['status']}, but no live decision tells it")
+    return problems
+
+
+def _replies_agree(snap: Snapshot) -> list[str]:
+    shutdowns = _by(snap["shutdown_request"], "protocol_id")
+    runs = _by(snap["plan_execution"], "plan_id")
+    problems = []
+    for _, message in _messages(snap, "shutdown_ack"):
+        sd = shutdowns.get(message["correlation_id"])
+        body = message["body"]
+        facts = sd and (sd["status"], sd["released_task_id"], sd["waited_job_ids"])
+        if facts != ("completed", body["released_task_id"], body["waited_job_ids"]):
+            problems.append(f"shutdown_ack/{message['message_id']}: says {body}, but the request is {facts}")
+    for _, message in _messages(snap, "plan_completion"):
+        run = runs.get(message["correlation_id"])
+        if run is None or run["status"] != message["body"]["outcome"]:
+            problems.append(
+                f"plan_completion/{message['message_id']}: says {message['body']['outcome']}, "
+                f"but the execution is {run and run['status']}"
+            )
+    return problems
+
+
+# ---- deadlines, deliveries, checkpoints, reasons ----------------------------------------------------
+
+_DECIDED = {
+    "operation_approval": ("requested", frozenset({"approved", "rejected"})),
+    "plan_approval": ("pending", frozenset({"approved", "rejected", "needs_revision"})),
+    "shutdown_request": ("requested", frozenset({"draining"})),
+}
+
+
+def decisions_only_before_deadline(before: Snapshot, after: Snapshot) -> list[str]:
+    """APR-4, PLN-5, SHD-2: a request is decided (reviewed, or its drain begun) only by its deadline.
+
+    A review after the deadline fails; so does beginning a drain: in the step that moves a request
+    out of its waiting state to a decision, the clock has not passed its deadline.
+    """
+    now = after["clock"]
+    problems = []
+    for kind, (waiting, decided) in _DECIDED.items():
+        was = _status(before[kind], "protocol_id")
+        for record in after[kind]:
+            moved = was.get(record["protocol_id"]) == waiting and record["status"] in decided
+            if moved and now > record["deadline"]:
+                problems.append(
+                    f"{kind}/{record['protocol_id']}: {waiting} -> {record['status']} at {now}, after its deadline "
+                    f"{record['deadline']}"
+                )
+    return problems
+
+
+def plan_starts_only_after_delivery(snap: Snapshot) -> list[str]:
+    """PLN-3: a plan is executed only after its decision was delivered to (matched by) its requester."""
+    plans = _by(snap["plan_approval"], "protocol_id")
+    return [
+        f"plan_execution/{run['plan_id']}: started, but the plan's decision was never delivered"
+        for run in snap["plan_execution"]
+        if run["plan_id"] in plans and not plans[run["plan_id"]]["decision_delivered"]
+    ]
+
+
+def checkpoint_never_lost(before: Snapshot, after: Snapshot) -> list[str]:
+    """TSK-3, TSK-2: a task's checkpoint, once written, is kept through release, claim and inspection."""
+    kept = {task["task_id"] for task in before["task"] if task["checkpoint"] is not None}
+    return [
+        f"task/{task['task_id']}: its checkpoint was lost ({task['status']})"
+        for task in after["task"]
+        if task["task_id"] in kept and task["checkpoint"] is None
+    ]
+
+
+REASONS = frozenset(REASON_CODES)  # XPR-5's one taxonomy, from the schemas (one source)
+_NEEDS_REASON = frozenset({"rejected", "cancelled", "expired", "withdrawn", "timed_out"})
+
+
+def terminal_outcomes_carry_reasons(snap: Snapshot) -> list[str]:
+    """XPR-5: every request that ended other than by success carries a reason from the one taxonomy."""
+    return [
+        f"{kind}/{record['protocol_id']}: {record['status']} with reason {record['reason']!r}, not one of the taxonomy"
+        for kind in _DECIDED
+        for record in snap[kind]
+        if record["status"] in _NEEDS_REASON and record["reason"] not in REASONS
+    ]
