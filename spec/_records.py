@@ -57,6 +57,7 @@ class Report:
     fingerprints: bool = False  # hash compaction: the visited set held 64-bit hashes of the keys
     witnesses: dict[str, list[str]] = field(default_factory=dict)  # behaviour key -> shortest actions showing it
     frontier: list[str] = field(default_factory=list)  # a stopped search: the actions to its last state
+    unreached_bounds: list[str] = field(default_factory=list)  # spec.model._bounds: bounds no state reached
 
     @property
     def omission_bound(self) -> float:

@@ -21,15 +21,16 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from reference._mutants import MUTANTS
 from spec.invariants import INVARIANTS
-
-from ._mutants import MUTANTS
 
 TESTS = [
     "model_tests/test_stateful.py::TestApprovalProtocol",
     "model_tests/test_stateful.py::TestApprovalProtocolSqlite",
 ]
 """The refinement tests themselves (not the coverage test: a mutant must be caught by a check)."""
+TIMEOUT_SECONDS = 900
+"""A mutant's model tests that run longer than this are stopped; the mutant counts as not caught."""
 CHECK_NAMES = [inv.name for inv in INVARIANTS] + ["refinement", "MSG-5", "MSG-3", "model did not agree"]
 """What a failure message may name, most specific first; "model did not agree" is refinement of
 enabledness (the reference ran or refused an operation that the model did not)."""
@@ -38,14 +39,36 @@ enabledness (the reference ran or refused an operation that the model did not)."
 def run_mutant(name: str, root: Path) -> dict[str, Any]:
     env = {**os.environ, "TEAMPROTO_MUTANT": name, "HYPOTHESIS_PROFILE": os.environ.get("HYPOTHESIS_PROFILE", "ci")}
     started = time.perf_counter()
-    result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "--hypothesis-show-statistics", *TESTS],
-        cwd=root,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+    try:
+        result = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "-x",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                "--hypothesis-show-statistics",
+                *TESTS,
+            ],
+            cwd=root,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT_SECONDS,
+        )
+    except subprocess.TimeoutExpired:  # neither caught nor cleared: it survives, and the row says why
+        return {
+            "mutant": name,
+            "breaks": MUTANTS[name],
+            "caught": False,
+            "by": f"timeout ({TIMEOUT_SECONDS} s)",
+            "test": "",
+            "examples_until_caught": None,
+            "shrunk_program_steps": None,
+            "seconds": round(time.perf_counter() - started, 1),
+        }
     output = result.stdout + result.stderr
     caught = result.returncode != 0
     by = next((check for check in CHECK_NAMES if check in output), "test failure" if caught else "")
@@ -70,7 +93,7 @@ def command(args: argparse.Namespace, console: Console) -> int:
     rows = []
     for name in names:
         if not args.json:
-            console.print(f"[dim]running model tests with mutant {name} …[/dim]")
+            console.print(f"[dim]running model tests with reference mutant {name} …[/dim]", highlight=False)
         rows.append(run_mutant(name, root))
     survived = [row["mutant"] for row in rows if not row["caught"]]
     if args.json:
@@ -90,12 +113,40 @@ def command(args: argparse.Namespace, console: Console) -> int:
                 str(row["seconds"]),
             )
         console.print(table)
-        console.print("[green]every mutant was caught[/green]" if not survived else f"[red]survived: {survived}[/red]")
+        console.print(
+            "[green]every reference mutant was caught[/green]"
+            if not survived
+            else f"[red]reference mutant(s) NOT caught[/red]: {', '.join(survived)}",
+            highlight=False,
+        )
     return 1 if survived else 0
 
 
+def _epilog() -> str:
+    from spec.model import MUTANTS as MODEL_MUTANTS
+
+    shared = sorted(set(MUTANTS) & set(MODEL_MUTANTS))
+    return "\n".join(
+        [
+            "reference mutants (--only; default: all):",
+            *(f"  {name:<28} {breaks}" for name, breaks in MUTANTS.items()),
+            "",
+            "These break the reference (reference/_mutants.py); `teamproto check --mutant` takes the model's "
+            "mutants (spec/model/_mutants.py).",
+            f"A name in both sets ({', '.join(shared)}) removes the same clause's check in each.",
+        ]
+    )
+
+
 def register(commands: Any) -> Any:
-    parser = commands.add_parser("mutants", help="run the model tests against each reference mutant")
-    parser.add_argument("--only", nargs="+", choices=list(MUTANTS), help="just these mutants")
+    parser = commands.add_parser(
+        "mutants",
+        help="run the model tests against each reference mutant",
+        description="Run the Hypothesis model tests once per reference mutant, each in its own process "
+        "(TEAMPROTO_MUTANT=NAME), and tabulate which check caught it. Exit 1 when a mutant survives.",
+        epilog=_epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--only", nargs="+", choices=list(MUTANTS), metavar="NAME", help="just these mutants")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     return command
