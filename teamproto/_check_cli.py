@@ -142,9 +142,9 @@ def _print_report(console: Console, report: Report, seconds: float, config: Conf
         )
     else:
         pinned = manifest().get(config.name, {}).get("states")
-        drift = "" if report.mutant or pinned in (None, report.states) else f" [red](manifest pins {pinned:,})[/red]"
+        drifted = "" if report.mutant or pinned in (None, report.states) else f" [red](manifest pins {pinned:,})[/red]"
         console.print(
-            f"{name}: {report.states:,} states{drift}, {report.transitions:,} transitions, depth {report.depth}, "
+            f"{name}: {report.states:,} states{drifted}, {report.transitions:,} transitions, depth {report.depth}, "
             f"{seconds:.1f} s, {report.states / max(seconds, 1e-9):,.0f} states/s"
             + (
                 ""
