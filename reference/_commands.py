@@ -9,3 +9,6 @@ extra_command("check")(_check.register)
 from . import _mutants_cli  # noqa: E402
 
 extra_command("mutants")(_mutants_cli.register)
+from . import _demo  # noqa: E402
+
+extra_command("demo")(_demo.register)

@@ -96,6 +96,11 @@ def exit_outcome(status: str, returncode: int) -> str:
     return "failed"
 
 
+MEMBER_ENV = "TEAMPROTO_MEMBER"
+"""Every member process carries ``<member_id>:<incarnation>`` here, so the Lead's escalation
+ladder finds it from the member record alone. Its jobs do not inherit it: a signal meant for the
+member must never reach a job (JOB-2)."""
+
 JOB_ENV = "TEAMPROTO_JOB_ID"
 """Every job process carries its job id in this environment variable, so that any process of the
 team (the Lead's escalation ladder, after the member that started the job died) can find the
@@ -141,7 +146,8 @@ class SubprocessJobRunner:
         assert job_id not in self.processes, f"job {job_id} was started already"
         argv = shlex.split(command) if isinstance(command, str) else list(command)
         log = os.path.join(self.log_dir, f"{job_id}.log") if self.log_dir else None
-        self.processes[job_id] = spawn(argv, env={**os.environ, JOB_ENV: job_id}, log=log)
+        env = {name: value for name, value in os.environ.items() if name not in (MEMBER_ENV, JOB_ENV)}
+        self.processes[job_id] = spawn(argv, env={**env, JOB_ENV: job_id}, log=log)
 
     def poll(self, job_id: str) -> int | None:
         """The exit code once the job's process has exited (negative: killed by that signal)."""
