@@ -9,10 +9,12 @@ and a job's by ``TEAMPROTO_JOB_ID=<job id>`` in the process environment
 from __future__ import annotations
 
 import signal
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ._harness import Harness
 from ._member_process import send_owed
+from ._mutants import broken
 from ._processes import JOB_ENV, MEMBER_ENV, alive, find_processes, signal_group, wait_until
 from ._team_errors import ShutdownRefused
 
@@ -57,9 +59,11 @@ def escalate(harness: Harness, shutdown_id: str, grace_seconds: float = 2.0) -> 
         waiting = harness.shutdowns.drain_jobs(member_id)  # JOB-2: non-cancellable jobs are not signalled
         ladder.rung(f"cancel cancellable jobs; still waiting for: {', '.join(waiting) or 'none'}")
     pids = member_processes(member_id, incarnation)
-    for pid in pids:
+    terminated = [] if broken("ladder_skips_sigterm") else pids
+    for pid in terminated:
         signal_group(pid, signal.SIGTERM)
-    ladder.rung(f"SIGTERM to the member process {', '.join(map(str, pids)) or '(none alive)'}")
+    ladder.rung(f"SIGTERM to the member process {', '.join(map(str, terminated)) or '(none alive)'}")
+    grace_seconds = 0.0 if broken("ladder_skips_sigterm") else grace_seconds
 
     def finished() -> bool:
         return bool(harness.shutdowns.require(shutdown_id).doc["status"] == "completed")
@@ -95,6 +99,10 @@ def watch_lapses(harness: Harness, max_age_seconds: float) -> list[str]:
     return lapsed
 
 
+def _gone(job_id: str) -> Callable[[], bool]:
+    return lambda: not find_processes(JOB_ENV, job_id)
+
+
 def inspect_lost_member(harness: Harness, member_id: str) -> list[str]:
     """SHD-7: before a lost member's task runs again, no process of it or of its jobs may live.
     Kill what is left, record each busy job's exit, then inspect the member (→ stopped, its own
@@ -103,7 +111,7 @@ def inspect_lost_member(harness: Harness, member_id: str) -> list[str]:
     force_kill(member_processes(member_id, member["incarnation"]))
     for job_id in harness.jobs.busy(member_id):
         harness.jobs.runner.kill(job_id)  # its group, wherever it was started
-        wait_until(lambda job=job_id: not find_processes(JOB_ENV, job), 5.0, POLL_SECONDS)
+        wait_until(_gone(job_id), 5.0, POLL_SECONDS)
         harness.jobs.exited(job_id, -signal.SIGKILL)
     harness.members.inspect(member_id)
     return [row.key for row in harness.storage.scan("task") if row.doc["status"] == "needs_inspection"]

@@ -40,6 +40,7 @@ from spec.ids import protocol_id
 from ._clock import SystemClock
 from ._errors import StorageError, VersionConflict
 from ._harness import CallContext, Harness
+from ._mutants import broken
 from ._processes import MEMBER_ENV, SubprocessJobRunner, spawn, wait_until
 from ._runtime import (
     FRESH_STATE,
@@ -53,7 +54,7 @@ from ._runtime import (
     StepRunner,
     UnitDeadlineExceeded,
 )
-from ._storage import Document, SQLiteStorage
+from ._storage import SQLiteStorage
 from ._team_errors import TeamRefusal
 from ._tools import Tool, normalize_paths
 
@@ -287,8 +288,8 @@ class MemberProcess:
         busy = self.h.jobs.busy(self.member_id)
         self.wait_for(lambda: not self.h.jobs.busy(self.member_id), f"jobs to settle ({why})")
         for job_id in busy:
-            job = self.h.jobs.require(job_id).doc
-            self.say(f"job {job_id} exited: {job['status']} (exit {job['exit_code']})")
+            ended = self.h.jobs.require(job_id).doc
+            self.say(f"job {job_id} exited: {ended['status']} (exit {ended['exit_code']})")
 
     def wait_for(self, done: Callable[[], bool], what: str) -> None:
         def ready() -> bool:
@@ -321,6 +322,8 @@ class MemberProcess:
         """Stop new work → finish or checkpoint the unit → save state → shutdown_notice → close."""
         signal_name = self.shutdown.signal_name
         self.say(f"{signal_name}: shutting down")
+        if broken("signal_exits_at_once"):
+            return EXIT_CLEAN
         member = self.h.member(self.member_id)
         if member["status"] == "draining" and member["shutdown_request_id"]:
             return self.drain()  # a drain for the Lead's request is already under way: finish it

@@ -127,6 +127,7 @@ class Members:
                 accepting_new_tasks=True,
                 current_task_id=None,
                 shutdown_request_id=None,
+                last_heartbeat_at=None,  # the new incarnation registers its own heartbeat (SHD-10)
             )
             return int(member["incarnation"]) + 1
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 
+from ._process_mutants import PROCESS_MUTANTS
+
 MUTANTS: dict[str, str] = {
     "skip_digest_check": "APR-5: consume accepts changed arguments",
     "skip_deadline_on_consume": "APR-5: consume ignores the approval's deadline",
@@ -37,6 +39,8 @@ MUTANTS: dict[str, str] = {
     "drain_keeps_requests": "XPR-2: beginning a drain keeps the member's own requested approvals",
     "reconcile_skips_outbox": "REC-3: reconciliation does not owe the messages the records owe",
 }
+
+MUTANTS.update(PROCESS_MUTANTS)  # caught by the real-process tests (reference._process_mutants)
 
 ACTIVE = os.environ.get("TEAMPROTO_MUTANT", "")
 if ACTIVE and ACTIVE not in MUTANTS:

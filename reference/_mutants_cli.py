@@ -24,6 +24,7 @@ from rich.table import Table
 from spec.invariants import INVARIANTS
 
 from ._mutants import MUTANTS
+from ._process_mutants import CAUGHT_BY
 
 TESTS = [
     "model_tests/test_stateful.py::TestApprovalProtocol",
@@ -39,7 +40,10 @@ def run_mutant(name: str, root: Path) -> dict[str, Any]:
     env = {**os.environ, "TEAMPROTO_MUTANT": name, "HYPOTHESIS_PROFILE": os.environ.get("HYPOTHESIS_PROFILE", "ci")}
     started = time.perf_counter()
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "--hypothesis-show-statistics", *TESTS],
+        [
+            *(sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "--hypothesis-show-statistics"),
+            *CAUGHT_BY.get(name, TESTS),
+        ],
         cwd=root,
         env=env,
         capture_output=True,

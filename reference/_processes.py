@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 
 from spec.errors import ProtocolError
 
+from ._mutants import broken
+
 POLL_SECONDS = 0.01
 """How often a bounded wait looks again."""
 
@@ -86,16 +88,6 @@ def wait_until(predicate: Callable[[], bool], timeout_seconds: float, poll_secon
     return True
 
 
-def exit_outcome(status: str, returncode: int) -> str:
-    """The job status a process exit makes (JOB-1): 0 → ``succeeded``; ended by a signal after a
-    cancel request → ``cancelled``; anything else → ``failed``. Only the exit decides it."""
-    if returncode == 0:
-        return "succeeded"
-    if returncode < 0 and status == "cancel_requested":
-        return "cancelled"
-    return "failed"
-
-
 MEMBER_ENV = "TEAMPROTO_MEMBER"
 """Every member process carries ``<member_id>:<incarnation>`` here, so the Lead's escalation
 ladder finds it from the member record alone. Its jobs do not inherit it: a signal meant for the
@@ -146,7 +138,8 @@ class SubprocessJobRunner:
         assert job_id not in self.processes, f"job {job_id} was started already"
         argv = shlex.split(command) if isinstance(command, str) else list(command)
         log = os.path.join(self.log_dir, f"{job_id}.log") if self.log_dir else None
-        env = {name: value for name, value in os.environ.items() if name not in (MEMBER_ENV, JOB_ENV)}
+        hidden = (JOB_ENV,) if broken("member_signal_reaches_jobs") else (MEMBER_ENV, JOB_ENV)
+        env = {name: value for name, value in os.environ.items() if name not in hidden}
         self.processes[job_id] = spawn(argv, env={**env, JOB_ENV: job_id}, log=log)
 
     def poll(self, job_id: str) -> int | None:

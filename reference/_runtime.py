@@ -26,11 +26,12 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from spec.errors import ProtocolError
 
 from ._clock import Clock
+from ._mutants import broken
 from ._storage import Storage
 
 SAFE_POINTS = ("before_model", "after_model", "before_tool", "after_tool")
@@ -103,9 +104,9 @@ def ensure_member_can_continue(storage: Storage, member_id: str, incarnation: in
     member = stored.doc
     if member["incarnation"] != incarnation:
         raise MemberCannotContinue(member_id, f"incarnation {member['incarnation']}, not {incarnation} (XPR-1)", where)
-    if member["status"] == "draining":
+    if member["status"] == "draining" and not broken("safe_point_ignores_draining"):
         raise DrainRequested(member_id, member["shutdown_request_id"], where)
-    if member["status"] != "running":
+    if member["status"] not in ("running", "draining"):
         raise MemberCannotContinue(member_id, member["status"], where)
 
 
@@ -131,7 +132,9 @@ class SafePoints:
             raise ShutdownSignalled(self.shutdown.signal_name, where)
         ensure_member_can_continue(self.storage, self.member_id, self.incarnation, where)
         now = self.clock.now()
-        if self.unit_deadline is not None and now > self.unit_deadline:
+        late = self.unit_deadline is not None and now > self.unit_deadline
+        if late and not broken("unit_deadline_ignored"):
+            assert self.unit_deadline is not None
             raise UnitDeadlineExceeded(self.task_id, self.unit_deadline, now, where)
         self.passed.append(where)
 
@@ -186,8 +189,8 @@ ToolFunction = Callable[[Mapping[str, Any]], Any]
 tool that starts a background job and waits for its exit at safe points (MEM-4)."""
 
 
-class Checkpointer(Protocol):
-    def __call__(self, state: dict[str, Any]) -> None: ...
+Checkpointer = Callable[[dict[str, Any]], None]
+"""Saves the task's business state as its checkpoint (TSK-2), as the claim's holder."""
 
 
 FRESH_STATE: dict[str, Any] = {"step": 0, "calls_done": 0, "results": []}

@@ -25,9 +25,9 @@ from reference._processes import JOB_ENV, SubprocessJobRunner, alive, find_proce
 TIMEOUT = 15.0
 
 TRAPS_SIGTERM = (
-    f"{sys.executable} -c \"import signal, sys, time; "
+    f'{sys.executable} -c "import signal, sys, time; '
     "signal.signal(signal.SIGTERM, lambda *_: (time.sleep(0.3), sys.exit(0))); print('ready', flush=True); "
-    "time.sleep(30)\""
+    'time.sleep(30)"'
 )
 """A job that stops 0.3 s after SIGTERM and exits 0: it finished its work after all."""
 
@@ -120,7 +120,13 @@ def test_a_signal_makes_the_member_shut_itself_down_in_order(lead: Lead, signum:
     [notice] = lead.messages("shutdown_notice")
     assert notice["body"]["reason_text"] == name and "released m0-task" in notice["body"]["summary"]
     lines = [line.split("] ", 1)[1] for line in lead.logs().splitlines() if line.startswith("[m0#1]")]
-    order = [f"{name}: shutting down", "cancel requested", "job m0-task-c1-s1-0-job exited: cancelled", "released", "shutdown_notice sent"]
+    order = [
+        f"{name}: shutting down",
+        "cancel requested",
+        "job m0-task-c1-s1-0-job exited: cancelled",
+        "released",
+        "shutdown_notice sent",
+    ]
     positions = [next(i for i, line in enumerate(lines) if line.startswith(prefix)) for prefix in order]
     assert positions == sorted(positions), lines
     time.sleep(0.3)  # longer than the lapse window below: a lapse would now be due
@@ -202,7 +208,9 @@ def _status(lead: Lead, sid: str) -> str:
 
 
 @pytest.mark.clause("JOB-1", "MEM-4", "SHD-3")
-@pytest.mark.parametrize(("command", "outcome", "code"), [("sleep 30", "cancelled", -15), (TRAPS_SIGTERM, "succeeded", 0)])
+@pytest.mark.parametrize(
+    ("command", "outcome", "code"), [("sleep 30", "cancelled", -15), (TRAPS_SIGTERM, "succeeded", 0)]
+)
 def test_a_cancel_request_stays_until_the_process_exits(lead: Lead, command: str, outcome: str, code: int) -> None:
     """A drain's cancel request is persisted as cancel_requested before SIGTERM; the record stays
     so while the process runs; its own exit decides cancelled or succeeded. Clause: JOB-1"""

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
+from reference._jobs import outcome_of as exit_outcome
 from reference._processes import (
     JOB_ENV,
     ProcessGone,
     SubprocessJobRunner,
     alive,
-    exit_outcome,
     find_processes,
     wait_until,
 )
@@ -90,7 +90,8 @@ def test_a_job_that_traps_the_cancel_and_finishes_succeeds(runner: SubprocessJob
     ],
 )
 def test_the_exit_decides_the_outcome(status: str, code: int, outcome: str) -> None:
-    """Killed by a signal without a cancel request is a failure, never a cancel. Clause: JOB-1"""
+    """The outcome the harness records for an exit code (``reference._jobs.outcome_of``): killed
+    by a signal without a cancel request is a failure, never a cancel. Clause: JOB-1"""
     assert exit_outcome(status, code) == outcome
 
 
