@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 import signal
 import subprocess
@@ -42,7 +43,7 @@ from ._member_process import EXIT_CLEAN, FileTool, send_owed, start_member
 from ._processes import SubprocessJobRunner, wait_until
 from ._storage import SQLiteStorage
 
-JOB_SECONDS = 2.0
+JOB_SECONDS = 1.0
 LAPSE_SECONDS = 1.0
 PHASE_TIMEOUT_SECONDS = 30.0
 SCRIPTS: dict[str, list[dict[str, Any]]] = {
@@ -64,6 +65,10 @@ its checkpoint reached."""
 
 class DemoFailed(Exception):
     """A step of the scenario did not happen in time."""
+
+
+class DemoRefused(ProtocolError):
+    """The demo was not started (bad ``--keep`` folder). Definite: nothing ran, nothing was written."""
 
 
 class Demo:
@@ -170,13 +175,22 @@ class Demo:
             for record in snap[kind]:
                 subject = f"{kind} {record['protocol_id'][:8]}"
                 events += [{**e, "subject": subject} for e in record["events"]]
+        events += self.member_lines()
         for row in snap["message"]:
             message = row["message"]
             summary = f"{message['message_type']} {message['sender']} → {message['target']}"
             events.append({"at": message["timestamp"], "actor": "bus", "event": summary, "subject": ""})
-        return sorted(
-            ({**e, "at": round(e["at"] - self.started, 3)} for e in events), key=lambda e: (e["at"], e["event"])
-        )
+        return sorted(({**e, "at": round(e["at"] - self.started, 3)} for e in events), key=lambda e: e["at"])
+
+    def member_lines(self) -> list[dict[str, Any]]:
+        """What the member processes said (their logs), except what the task records already show."""
+        lines = []
+        for log in sorted(self.workdir.glob("m*-*.log")):
+            for found in re.finditer(r"^\[(\S+) ([\d.]+)\] (.*)$", log.read_text(encoding="utf-8"), re.M):
+                actor, at, text = found.groups()
+                if not text.startswith(("claimed ", "completed ")):
+                    lines.append({"at": float(at), "actor": actor, "event": text, "subject": ""})
+        return lines
 
 
 def expectations(snap: dict[str, Any]) -> list[str]:
@@ -232,14 +246,11 @@ def _print(report: dict[str, Any], console: Console, kept: str | None) -> None:
 
 
 def _demo(args: argparse.Namespace, console: Console) -> int:
-    if args.keep:
-        workdir = Path(args.keep)
-        if (workdir / "team.db").exists():
-            print(f"error: {workdir}/team.db exists; pass an empty or new folder to --keep", file=sys.stderr)
-            return 2
-        workdir.mkdir(parents=True, exist_ok=True)
-    else:
-        workdir = Path(tempfile.mkdtemp(prefix="teamproto-demo-"))
+    try:
+        workdir = _workdir(args.keep)
+    except DemoRefused as refused:
+        print(f"error ({refused.kind}): {refused}", file=sys.stderr)  # one line, whatever the width
+        return 2
     try:
         report = run_demo(workdir)
     finally:
@@ -252,6 +263,19 @@ def _demo(args: argparse.Namespace, console: Console) -> int:
     else:
         _print(report, console, args.keep)
     return 0 if report["ok"] else 1
+
+
+def _workdir(keep: str | None) -> Path:
+    """The folder the demo runs in: ``--keep DIR`` (new or empty of team.db), else a temporary one."""
+    if not keep:
+        return Path(tempfile.mkdtemp(prefix="teamproto-demo-"))
+    workdir = Path(keep)
+    if (workdir / "team.db").exists():
+        raise DemoRefused(f"{workdir}/team.db exists; pass an empty or new folder to --keep")
+    if workdir.exists() and not workdir.is_dir():
+        raise DemoRefused(f"{workdir} is a file; pass a folder to --keep")
+    workdir.mkdir(parents=True, exist_ok=True)
+    return workdir
 
 
 def register(commands: Any) -> Callable[[argparse.Namespace, Console], int]:

@@ -148,7 +148,7 @@ class MemberProcess:
 
     def say(self, line: str) -> None:
         self.log.append(line)
-        print(f"[{self.member_id}#{self.incarnation}] {line}", flush=True)
+        print(f"[{self.member_id}#{self.incarnation} {self.h.clock.now():.3f}] {line}", flush=True)
 
     # ---- the loop --------------------------------------------------------------------------------
     def run(self) -> int:
@@ -303,6 +303,7 @@ class MemberProcess:
 
     # ---- a drain for the Lead's shutdown request (SHD-3, SHD-5) ----------------------------------------
     def drain(self) -> int:
+        """Drain passes (SHD-3) until the task is released and the drain finished (SHD-5)."""
         self.say("draining")
         while True:
             self.h.members.heartbeat(self.member_id, self.incarnation)
@@ -310,7 +311,12 @@ class MemberProcess:
             result = self.h.shutdowns.drain_pass(self.member_id)
             if result["ready"]:
                 break
+            waiting = result["waiting"]
+            self.say(f"drain pass not ready: cancellable jobs asked to stop; waiting for {', '.join(waiting)}")
             self.wait_for(lambda: not self.h.jobs.busy(self.member_id), "jobs during the drain")
+            for job_id in waiting:
+                ended = self.h.jobs.require(job_id).doc
+                self.say(f"job {job_id} exited: {ended['status']} (exit {ended['exit_code']})")
         send_owed(self.h)
         self.say(f"drained: released {result['released']}, stopped, shutdown_ack sent")
         if self.shutdown.is_set():

@@ -119,7 +119,7 @@ def test_a_signal_makes_the_member_shut_itself_down_in_order(lead: Lead, signum:
     assert (member["status"], member["accepting_new_tasks"], member["current_task_id"]) == ("stopped", False, None)
     [notice] = lead.messages("shutdown_notice")
     assert notice["body"]["reason_text"] == name and "released m0-task" in notice["body"]["summary"]
-    lines = [line.split("] ", 1)[1] for line in lead.logs().splitlines() if line.startswith("[m0#1]")]
+    lines = [line.split("] ", 1)[1] for line in lead.logs().splitlines() if line.startswith("[m0#1 ")]
     order = [
         f"{name}: shutting down",
         "cancel requested",
