@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -43,24 +44,29 @@ from ._member_process import EXIT_CLEAN, FileTool, send_owed, start_member
 from ._processes import SubprocessJobRunner, wait_until
 from ._storage import SQLiteStorage
 
-JOB_SECONDS = 1.0
-LAPSE_SECONDS = 1.0
+LAPSE_SECONDS = 2.0
 PHASE_TIMEOUT_SECONDS = 30.0
-SCRIPTS: dict[str, list[dict[str, Any]]] = {
-    "t0": [
-        {"calls": [{"tool": "note", "arguments": {"plan": "build, deploy, load test"}}]},
-        {"calls": [{"tool": "deploy", "arguments": {"path": "srv/app"}}]},
-        {"calls": [{"tool": "job", "arguments": {"command": f"sleep {JOB_SECONDS}", "cancellable": True}}]},
-        {"done": True},
-    ],
-    "t1": [
-        {"calls": [{"tool": "note", "arguments": {"plan": "run the migration"}}]},
-        {"calls": [{"tool": "job", "arguments": {"command": f"sleep {JOB_SECONDS}", "cancellable": True}}]},
-        {"done": True},
-    ],
-}
-"""The scripted model's turns, per task: whoever holds a task follows its script from the step
-its checkpoint reached."""
+
+
+def scripts(gate: str) -> dict[str, list[dict[str, Any]]]:
+    """The scripted model's turns, per task: whoever holds a task follows its script from the step
+    its checkpoint reached. Each task's long step is a background job that runs until the Lead
+    creates the file ``gate``, so the scenario does not depend on how fast the machine is."""
+    wait = f"until [ -e {shlex.quote(gate)} ]; do sleep 0.05; done"
+    job = {"tool": "job", "arguments": {"command": f"sh -c {shlex.quote(wait)}", "cancellable": True}}
+    return {
+        "t0": [
+            {"calls": [{"tool": "note", "arguments": {"plan": "build, deploy, load test"}}]},
+            {"calls": [{"tool": "deploy", "arguments": {"path": "srv/app"}}]},
+            {"calls": [job]},
+            {"done": True},
+        ],
+        "t1": [
+            {"calls": [{"tool": "note", "arguments": {"plan": "run the migration"}}]},
+            {"calls": [job]},
+            {"done": True},
+        ],
+    }
 
 
 class DemoFailed(Exception):
@@ -79,6 +85,7 @@ class Demo:
         world = FileTool(str(workdir / "world.jsonl"))
         self.h = Harness(SQLiteStorage(self.db), SystemClock(), [world.tool()], jobs=self.runner)
         self.started = self.h.clock.now()
+        self.gate = workdir / "gate"
         self.actions: list[dict[str, Any]] = []
         self.processes: dict[str, subprocess.Popen[bytes]] = {}
 
@@ -106,7 +113,7 @@ class Demo:
     def start(self, member_id: str, incarnation: int) -> None:
         options = {"heartbeat_seconds": 0.05, "unit_seconds": 60, "max_wait_seconds": 20}
         self.processes[f"{member_id}#{incarnation}"] = start_member(
-            self.db, member_id, incarnation, SCRIPTS, str(self.workdir), **options
+            self.db, member_id, incarnation, scripts(str(self.gate)), str(self.workdir), **options
         )
         self.act(f"started process {member_id}#{incarnation}", member_id)
 
@@ -144,10 +151,12 @@ class Demo:
         self.act(f"inspected m1#1: no process left, tasks to inspect: {', '.join(flagged)}", "m1")
         for task_id in flagged:
             self.h.tasks.inspect(task_id, "pending")
+        self.gate.touch()
+        self.act("opened the gate: the jobs of the tasks' long steps may finish now")
         incarnation = self.h.members.restart("m1")
         self.act(f"restarted m1 as incarnation {incarnation}", "m1")
         self.start("m1", incarnation)
-        self.wait("t0 and t1 to be completed", lambda: all(self.task(t)["status"] == "completed" for t in SCRIPTS))
+        self.wait("t0 and t1 to be completed", lambda: all(self.task(t)["status"] == "completed" for t in ("t0", "t1")))
         self.processes[f"m1#{incarnation}"].send_signal(signal.SIGTERM)
         self.act(f"SIGTERM to m1#{incarnation}", "m1")
         code = self.processes[f"m1#{incarnation}"].wait(timeout=PHASE_TIMEOUT_SECONDS)
@@ -285,4 +294,4 @@ def register(commands: Any) -> Callable[[argparse.Namespace, Console], int]:
     return _demo
 
 
-__all__ = ["SCRIPTS", "Demo", "run_demo"]
+__all__ = ["Demo", "run_demo", "scripts"]

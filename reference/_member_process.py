@@ -246,7 +246,7 @@ class MemberProcess:
         if stored is None:
             cancellable = bool(arguments.get("cancellable", True))
             self.h.jobs.start(self.member_id, job_id, str(arguments["command"]), cancellable)
-            self.say(f"job {job_id} started: {arguments['command']} (cancellable={cancellable})")
+            self.say(f"job {job_id} started (cancellable={cancellable})")
         while True:
             job = self.h.jobs.require(job_id).doc
             if job["status"] not in ("running", "cancel_requested"):
