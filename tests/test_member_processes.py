@@ -232,3 +232,19 @@ def test_a_cancel_request_stays_until_the_process_exits(lead: Lead, command: str
     assert (h.jobs.require("j1").doc["status"], h.jobs.require("j1").doc["exit_code"]) == (outcome, code)
     assert h.shutdowns.drain_pass("m0") == {"ready": True, "released": "t0"}
     assert _status(lead, sid) == "completed"
+
+
+@pytest.mark.clause("SHD-9", "MEM-2", "JOB-1")
+def test_a_unit_past_its_hard_deadline_is_suspended_and_the_lead_told(lead: Lead) -> None:
+    """The unit's job outlives the unit's deadline: at the next safe point the member cancels the
+    job, waits for its exit, suspends the task and sends task_suspended; the member goes on
+    running (it may claim other work). Clause: SHD-9"""
+    process = lead.member("m0", job_script("sleep 30"), unit_seconds=1.0)
+    lead.until("the task to be suspended", lambda: lead.h.task_row("m0-task").doc["status"] == "suspended")
+    lead.until("task_suspended", lambda: bool(lead.messages("task_suspended")))
+    [notice] = lead.messages("task_suspended")
+    assert notice["body"]["task_id"] == "m0-task" and notice["target"] == lead.h.lead_id
+    assert lead.job("m0")["status"] == "cancelled"
+    member = lead.h.member("m0")
+    assert (member["status"], member["current_task_id"]) == ("running", None)
+    assert process.poll() is None  # still alive, heartbeating
