@@ -38,8 +38,24 @@ from ._errors import (
 )
 from ._harness import CallContext, Harness
 from ._jobs import CANCEL_EXIT, InProcessJobRunner, JobRunner, Jobs
+from ._lead import Ladder, escalate, inspect_lost_member, watch_lapses
+from ._member_process import EXIT_STEPS, MemberProcess, start_member
 from ._members import MEMBER_STEPS, Members
 from ._outbox import Outbox
+from ._processes import SubprocessJobRunner
+from ._runtime import (
+    DrainRequested,
+    MemberCannotContinue,
+    SafePoints,
+    ScriptedModel,
+    ShutdownEvent,
+    ShutdownSignalled,
+    StepRunner,
+    ToolCall,
+    Turn,
+    UnitDeadlineExceeded,
+    ensure_member_can_continue,
+)
 from ._shutdown import SHUTDOWN_STEPS, ShutdownProtocol
 from ._storage import FaultPlan, Guard, MemoryStorage, SQLiteStorage, Storage, Stored
 from ._tasks import TASK_STEPS, Tasks
@@ -155,3 +171,25 @@ TEAM_STEPS: tuple[str, ...] = (
     "monitor.pass/records",
 )
 """The write steps of the team operations (members, tasks, jobs, shutdowns, outbox, monitor)."""
+
+__all__ += [
+    "EXIT_STEPS",
+    "DrainRequested",
+    "Ladder",
+    "MemberCannotContinue",
+    "MemberProcess",
+    "SafePoints",
+    "ScriptedModel",
+    "ShutdownEvent",
+    "ShutdownSignalled",
+    "StepRunner",
+    "SubprocessJobRunner",
+    "ToolCall",
+    "Turn",
+    "UnitDeadlineExceeded",
+    "ensure_member_can_continue",
+    "escalate",
+    "inspect_lost_member",
+    "start_member",
+    "watch_lapses",
+]
