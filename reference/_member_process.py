@@ -189,7 +189,7 @@ class MemberProcess:
     def work(self, task_id: str) -> None:
         task = self.h.task_row(task_id).doc
         checkpoint = task["checkpoint"] or {}
-        state = dict(checkpoint.get("state") or FRESH_STATE)
+        state = {**FRESH_STATE, **(checkpoint.get("state") or {})}
         claimed_at = max(event["at"] for event in task["history"] if event["event"] == "claimed")
         points = SafePoints(
             self.h.storage,

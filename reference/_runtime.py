@@ -136,7 +136,8 @@ class SafePoints:
         if late and not broken("unit_deadline_ignored"):
             assert self.unit_deadline is not None
             raise UnitDeadlineExceeded(self.task_id, self.unit_deadline, now, where)
-        self.passed.append(where)
+        if not (self.passed and self.passed[-1] == where and where.startswith("waiting")):
+            self.passed.append(where)  # a long wait is one entry, however often it checks
 
 
 @dataclass(frozen=True)
