@@ -121,6 +121,7 @@ def test_a_signal_makes_the_member_shut_itself_down_in_order(lead: Lead, signum:
     assert notice["body"]["reason_text"] == name and "released m0-task" in notice["body"]["summary"]
     lines = [line.split("] ", 1)[1] for line in lead.logs().splitlines() if line.startswith("[m0#1 ")]
     order = [
+        "left m0-task at safe point waiting_for_job: ShutdownSignalled",  # MEM-2: not inside a call
         f"{name}: shutting down",
         "cancel requested",
         "job m0-task-c1-s1-0-job exited: cancelled",
