@@ -279,7 +279,8 @@ class MemberProcess:
         """Ask every own cancellable running job to stop, then wait (bounded) for every own job's
         exit. A non-cancellable job is never signalled; it is waited for (JOB-2, SHD-4)."""
         for job in self.h.jobs.of(self.member_id):
-            if job.doc["status"] == "running" and job.doc["cancellable"]:
+            cancellable = job.doc["cancellable"] or broken("signal_exit_cancels_any_job")
+            if job.doc["status"] == "running" and cancellable:
                 spec.ensure_transition("job", "running", "cancel_requested")
                 asked = {**job.doc, "status": "cancel_requested"}
                 self.h.storage.update("member.exit/jobs", "job", job.key, asked, job.version)

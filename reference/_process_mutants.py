@@ -14,6 +14,7 @@ PROCESS_MUTANTS: dict[str, str] = {
     "signal_exits_at_once": "SHD-8: on SIGTERM the member exits without stopping, saving or notifying",
     "ladder_skips_sigterm": "SHD-7: the ladder kills the member without SIGTERM, wait and re-check",
     "member_signal_reaches_jobs": "JOB-2: a job inherits its member's identity, so a signal for the member reaches it",
+    "signal_exit_cancels_any_job": "JOB-2: a member shutting down on a signal cancels its non-cancellable jobs too",
 }
 
 CAUGHT_BY: dict[str, list[str]] = {
@@ -29,6 +30,9 @@ CAUGHT_BY: dict[str, list[str]] = {
     ],
     "member_signal_reaches_jobs": [
         "tests/test_member_processes.py::test_the_ladder_stops_at_the_recheck_when_the_drain_completes"
+    ],
+    "signal_exit_cancels_any_job": [
+        "tests/test_signal_exit.py::test_a_non_cancellable_job_is_waited_for_never_signalled"
     ],
 }
 """Mutant → the tests that must fail with it (run by ``teamproto mutants`` instead of the model tests)."""
