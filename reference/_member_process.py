@@ -264,7 +264,8 @@ class MemberProcess:
         pid = first["protocol_id"]
         self.say(f"asked the Lead to approve deploy {dict(arguments)} ({pid[:8]})")
         while True:
-            status = self.h.approvals._require(pid).doc["status"]
+            stored = self.h.read("operation_approval", pid)
+            status = stored.doc["status"] if stored is not None else "missing"
             if status == "approved":
                 result = self.h.approvals.call(ctx, "deploy", dict(arguments), approval_id=pid)
                 self.say(f"deploy approved and run once (idempotency key {pid[:8]})")
