@@ -137,9 +137,12 @@ class Harness:
         self.tasks.finish(member_id, task_id, outcome, token, incarnation)
 
     def monitor_pass(self) -> None:
-        """The deadline monitor's pass: approvals, shutdowns and their undelivered requests."""
-        self.approvals.expire_due()
-        self.shutdowns.expire_due()
+        """The deadline monitor's pass: approvals, shutdowns and their undelivered requests. It is
+        the model's one step ``monitor.pass/records``: several writes, idempotent, re-run whole
+        after a crash (the model does not crash inside it; a crash "after" it is after them all)."""
+        with self.step("monitor.pass/records"):
+            self.approvals.expire_due()
+            self.shutdowns.expire_due()
 
     @contextlib.contextmanager
     def step(self, name: str) -> Iterator[None]:

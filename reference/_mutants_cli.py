@@ -29,6 +29,7 @@ from ._process_mutants import CAUGHT_BY
 TESTS = [
     "model_tests/test_stateful.py::TestApprovalProtocol",
     "model_tests/test_stateful.py::TestApprovalProtocolSqlite",
+    "model_tests/test_stateful.py::TestTeamProtocol",
 ]
 """The refinement tests themselves (not the coverage test: a mutant must be caught by a check)."""
 CHECK_NAMES = [inv.name for inv in INVARIANTS] + ["refinement", "MSG-5", "MSG-3", "model did not agree"]

@@ -17,13 +17,16 @@ Write steps, in order (the model's names, ``spec.model.OPERATIONS``):
                ``shutdown.finish/outbox`` (``shutdown_ack`` owed) → ``shutdown.finish/message``
 - force:       ``shutdown.force_terminate/jobs`` → ``/task`` (needs_inspection) → ``/member``
                (unhealthy) → ``/outbox`` (one ``member_lost``)
-- monitor:     ``monitor.pass/records`` (requested → expired, draining → timed_out, an undelivered
-               request past its deadline → expired)
+- monitor:     ``shutdown.expire/record`` (requested → expired, draining → timed_out, SHD-6) →
+               ``shutdown.expire/message`` (an undelivered request past its deadline → expired);
+               the whole pass is the model's one step ``monitor.pass/records``
+               (:meth:`reference.Harness.monitor_pass`), idempotent, re-run after a crash
 - reconcile:   ``shutdown.reconcile/*``, ``member.reconcile/*``, ``task.reconcile/outbox``
 """
 
 from __future__ import annotations
 
+import contextlib
 from typing import TYPE_CHECKING, Any
 
 import spec
@@ -196,22 +199,29 @@ class ShutdownProtocol:
         return member, sd
 
     def drain_jobs(self, member_id: str, incarnation: int | None = None) -> list[str]:
-        """Ask every cancellable running job to stop (JOB-1, JOB-2); returns the jobs still busy."""
+        """Ask every cancellable running job to stop (JOB-1, JOB-2); returns the jobs asked.
+        With none to ask, a refusal (:meth:`drain_pass` reports the jobs it waits for)."""
         with self.h.assignment_lock:
             _, sd = self.draining_for(member_id, incarnation)
+            asked = []
             for job in self.h.jobs.of(member_id):
                 signal = job.doc["cancellable"] or broken("signal_non_cancellable")
                 if job.doc["status"] == "running" and signal:
-                    spec.ensure_transition("job", "running", "cancel_requested")
-                    asked = {**job.doc, "status": "cancel_requested"}
-                    self.h.storage.update("shutdown.drain_jobs/jobs", "job", job.key, asked, job.version)
-                    self.h.jobs.runner.signal_cancel(job.key)  # after the state is persisted (MEM-2)
-                    sd = self.require(sd.key)
-                    waited = sorted({*sd.doc["waited_job_ids"], job.key})
-                    self.h.storage.update(
-                        "shutdown.drain_jobs/record", KIND, sd.key, {**sd.doc, "waited_job_ids": waited}, sd.version
-                    )
-            return self.h.jobs.busy(member_id)
+                    self._cancel_job(job, sd.key)
+                    asked.append(job.key)
+            if not asked:
+                busy = self.h.jobs.busy(member_id)
+                raise ShutdownRefused(f"job cancellation for {member_id}", f"no cancellable running job (busy: {busy})")
+            return asked
+
+    def _cancel_job(self, job: Stored, pid: str) -> None:
+        spec.ensure_transition("job", "running", "cancel_requested")
+        asked = {**job.doc, "status": "cancel_requested"}
+        self.h.storage.update("shutdown.drain_jobs/jobs", "job", job.key, asked, job.version)
+        self.h.jobs.runner.signal_cancel(job.key)  # after the state is persisted (MEM-2)
+        sd = self.require(pid)
+        waited = sorted({*sd.doc["waited_job_ids"], job.key})
+        self.h.storage.update("shutdown.drain_jobs/record", KIND, pid, {**sd.doc, "waited_job_ids": waited}, sd.version)
 
     def release_task(self, member_id: str, state: Any = None, incarnation: int | None = None) -> str:
         """Checkpoint and release the held task once every job settled (SHD-3, TSK-3)."""
@@ -274,7 +284,9 @@ class ShutdownProtocol:
 
     def drain_pass(self, member_id: str, state: Any = None) -> dict[str, Any]:
         """One pass of SHD-3: cancel jobs; not ready while any runs; else release and finish."""
-        waiting = self.drain_jobs(member_id)
+        with contextlib.suppress(ShutdownRefused):
+            self.drain_jobs(member_id)
+        waiting = self.h.jobs.busy(member_id)
         if waiting:
             return {"ready": False, "waiting": waiting}
         released = None
@@ -306,11 +318,11 @@ class ShutdownProtocol:
             if now <= stored.doc["deadline"]:
                 continue
             if stored.doc["status"] == "requested":
-                self._move("monitor.pass/records", stored, "expired", "monitor", reason="expired")
+                self._move("shutdown.expire/record", stored, "expired", "monitor", reason="expired")
             elif stored.doc["status"] == "draining" and broken("timed_out_as_completed"):
-                self._move("monitor.pass/records", stored, "completed", "monitor", reason="timed_out")
+                self._move("shutdown.expire/record", stored, "completed", "monitor", reason="timed_out")
             elif stored.doc["status"] == "draining":
-                self._move("monitor.pass/records", stored, "timed_out", "monitor", reason="timed_out")
+                self._move("shutdown.expire/record", stored, "timed_out", "monitor", reason="timed_out")
             else:
                 continue
             moved.append(stored.key)
@@ -322,7 +334,7 @@ class ShutdownProtocol:
                 and envelope["body"]["deadline"] < now
             ):
                 self.h.storage.update(
-                    "monitor.pass/records", "message", row.key, {**row.doc, "status": "expired"}, row.version
+                    "shutdown.expire/message", "message", row.key, {**row.doc, "status": "expired"}, row.version
                 )
         return moved
 
