@@ -55,9 +55,15 @@ def escalate(harness: Harness, shutdown_id: str, grace_seconds: float = 2.0) -> 
         f"inspect: {member_id} is {member['status']}, holds {task or 'no task'}, jobs still running: "
         f"{', '.join(busy) or 'none'}, last checkpoint at {saved['saved_at'] if saved else 'never'}"
     )
-    if member["status"] == "draining" and member["shutdown_request_id"] == shutdown_id:
-        waiting = harness.shutdowns.drain_jobs(member_id)  # JOB-2: non-cancellable jobs are not signalled
-        ladder.rung(f"cancel cancellable jobs; still waiting for: {', '.join(waiting) or 'none'}")
+    cancellable = [
+        job.key for job in harness.jobs.of(member_id) if job.doc["status"] == "running" and job.doc["cancellable"]
+    ]
+    if cancellable and member["status"] == "draining" and member["shutdown_request_id"] == shutdown_id:
+        harness.shutdowns.drain_jobs(member_id)  # JOB-2: only cancellable jobs are asked
+    ladder.rung(
+        f"cancel cancellable jobs: {', '.join(cancellable) or 'none'}; still waiting for: "
+        f"{', '.join(harness.jobs.busy(member_id)) or 'none'}"
+    )
     pids = member_processes(member_id, incarnation)
     terminated = [] if broken("ladder_skips_sigterm") else pids
     for pid in terminated:

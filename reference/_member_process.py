@@ -314,7 +314,9 @@ class MemberProcess:
             if result["ready"]:
                 break
             waiting = result["waiting"]
-            self.say(f"drain pass not ready: cancellable jobs asked to stop; waiting for {', '.join(waiting)}")
+            self.say(
+                f"drain pass not ready: waiting for jobs {', '.join(waiting)} (cancellable ones were asked to stop)"
+            )
             self.wait_for(lambda: not self.h.jobs.busy(self.member_id), "jobs during the drain")
             for job_id in waiting:
                 ended = self.h.jobs.require(job_id).doc
