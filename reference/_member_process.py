@@ -16,9 +16,15 @@ The process's own shutdown on a signal (SHD-8), step by step, is :meth:`MemberPr
 Its write steps (the model has no signals; these are the reference's own, listed in
 :data:`EXIT_STEPS`): ``member.exit/member`` (draining, not accepting: no new work) →
 ``member.exit/jobs`` (cancellable jobs ``cancel_requested``; then SIGTERM) → ``job.exit/job``
-for each job's own exit → ``task.checkpoint/task`` → ``member.exit/task`` (released, keeping
-checkpoint and history, TSK-3) → ``member.exit/stopped`` → ``member.exit/outbox``
-(``shutdown_notice`` owed) → ``outbox.send/*``.
+for each job's own exit → ``member.exit/task`` (released with the checkpoint the step wrote
+after its last tool call, ``task.checkpoint/task``, and its history, TSK-3) →
+``member.exit/stopped`` → ``member.exit/outbox`` (``shutdown_notice`` owed) → ``outbox.send/*``.
+
+A crash after ``member.exit/member`` … ``member.exit/task`` leaves a member ``draining``
+without a shutdown request: reconciliation marks it ``unhealthy`` and owes ``member_lost``
+(PROTOCOL §5) — a shutdown that did not finish is told like a crash. A crash between
+``member.exit/stopped`` and ``member.exit/outbox`` loses the ``shutdown_notice``: no record owes
+it (the model has no signals), and the store shows a stopped member holding nothing.
 """
 
 from __future__ import annotations
