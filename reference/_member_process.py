@@ -30,6 +30,7 @@ it (the model has no signals), and the store shows a stopped member holding noth
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import signal
@@ -142,7 +143,7 @@ class MemberProcess:
         """Heartbeat (rate-limited), handle a shutdown request to this member, record job exits."""
         now = time.monotonic()
         if now - self.last_beat >= self.heartbeat_seconds:
-            self.h.members.heartbeat(self.member_id, self.incarnation)
+            self.beat()
             self.last_beat = now
         self.h.jobs.poll()
         for row in self.h.storage.scan("message"):
@@ -151,6 +152,13 @@ class MemberProcess:
             if to_me and row.doc["status"] == "pending":
                 result = self.h.shutdowns.begin_drain(self.member_id, row.key)
                 self.say(f"shutdown_request {row.key[:8]} at {where}: {result['outcome']}")
+
+    def beat(self) -> None:
+        """SHD-10: the heartbeat. A write of the Lead to the member record in between (a lapse,
+        say) wins the compare-and-set; the next beat reads again (and the next safe point sees
+        what the Lead wrote)."""
+        with contextlib.suppress(VersionConflict):
+            self.h.members.heartbeat(self.member_id, self.incarnation)
 
     def say(self, line: str) -> None:
         self.log.append(line)
@@ -301,7 +309,7 @@ class MemberProcess:
 
     def wait_for(self, done: Callable[[], bool], what: str) -> None:
         def ready() -> bool:
-            self.h.members.heartbeat(self.member_id, self.incarnation)
+            self.beat()
             self.h.jobs.poll()
             return done()
 
@@ -314,7 +322,7 @@ class MemberProcess:
         """Drain passes (SHD-3) until the task is released and the drain finished (SHD-5)."""
         self.say("draining")
         while True:
-            self.h.members.heartbeat(self.member_id, self.incarnation)
+            self.beat()
             self.h.jobs.poll()
             result = self.h.shutdowns.drain_pass(self.member_id)
             if result["ready"]:
