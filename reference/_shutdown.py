@@ -140,8 +140,7 @@ class ShutdownProtocol:
             if refusal is None:
                 self._begin(sd, member)
             result = {"outcome": "refused", "reason": refusal} if refusal else {"outcome": "draining"}
-            self._deliver(message_id_, result)
-            return result
+            return self._deliver(message_id_, result)
 
     def _drain_refusal(self, sd: Document, member: Document) -> str | None:
         """SHD-2 and XPR-1; None when the drain may begin (or resume after a crash)."""
@@ -176,13 +175,14 @@ class ShutdownProtocol:
                     "shutdown.begin_drain/cancel_requests", member["member_id"], "member_draining"
                 )
 
-    def _deliver(self, message_id_: str, result: dict[str, Any]) -> None:
+    def _deliver(self, message_id_: str, result: dict[str, Any]) -> dict[str, Any]:
         stored = self.h.storage.read("message", message_id_)
         assert stored is not None
         spec.ensure_transition("message", stored.doc["status"], "delivered")
         recorded = {**result, "delivered_at": self.h.clock.now()}
         doc = {**stored.doc, "status": "delivered", "recorded_result": recorded}
         self.h.storage.update("shutdown.begin_drain/message", "message", message_id_, doc, stored.version)
+        return recorded
 
     # ---- SHD-3 … SHD-5: the drain ----------------------------------------------------------
     def draining_for(self, member_id: str, incarnation: int | None = None) -> tuple[Document, Stored]:
