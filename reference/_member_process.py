@@ -15,6 +15,7 @@ the stores (DESIGN rule 2): its record, its task and checkpoint, its jobs, its m
 The process's own shutdown on a signal (SHD-8), step by step, is :meth:`MemberProcess.exit_on_signal`.
 Its write steps (the model has no signals; these are the reference's own, listed in
 :data:`EXIT_STEPS`): ``member.exit/member`` (draining, not accepting: no new work) →
+``member.exit/requests`` (its own ``requested`` approvals cancelled, ``member_draining``, XPR-2) →
 ``member.exit/jobs`` (cancellable jobs ``cancel_requested``; then SIGTERM) → ``job.exit/job``
 for each job's own exit → ``member.exit/task`` (released with the checkpoint the step wrote
 after its last tool call, ``task.checkpoint/task``, and its history, TSK-3) →
@@ -67,6 +68,7 @@ from ._tools import Tool, normalize_paths
 
 EXIT_STEPS = (
     "member.exit/member",
+    "member.exit/requests",
     "member.exit/jobs",
     "member.exit/task",
     "member.exit/stopped",
@@ -355,6 +357,9 @@ class MemberProcess:
             return EXIT_NOT_RUNNING
         # 1. stop new work: no claim from now on (MEM-1); the next safe point raises DrainRequested.
         self.h.set_member("member.exit/member", self.member_id, "draining", accepting_new_tasks=False)
+        #    Its own requested approvals end as a drain ends them (XPR-2).
+        if not broken("signal_exit_keeps_requests"):
+            self.h.cancel_own_requests("member.exit/requests", self.member_id, "member_draining")
         # 2. finish or checkpoint the unit: the step stopped at a safe point with its tool results
         #    checkpointed; its jobs are cancelled (if cancellable) and waited for.
         self.settle_jobs(signal_name)

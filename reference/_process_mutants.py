@@ -15,6 +15,7 @@ PROCESS_MUTANTS: dict[str, str] = {
     "ladder_skips_sigterm": "SHD-7: the ladder kills the member without SIGTERM, wait and re-check",
     "member_signal_reaches_jobs": "JOB-2: a job inherits its member's identity, so a signal for the member reaches it",
     "signal_exit_cancels_any_job": "JOB-2: a member shutting down on a signal cancels its non-cancellable jobs too",
+    "signal_exit_keeps_requests": "XPR-2: a member shutting down on a signal leaves its own approval requests open",
 }
 
 CAUGHT_BY: dict[str, list[str]] = {
@@ -34,5 +35,6 @@ CAUGHT_BY: dict[str, list[str]] = {
     "signal_exit_cancels_any_job": [
         "tests/test_signal_exit.py::test_a_non_cancellable_job_is_waited_for_never_signalled"
     ],
+    "signal_exit_keeps_requests": ["tests/test_signal_exit.py::test_the_signal_exit_cancels_its_own_approval_requests"],
 }
 """Mutant → the tests that must fail with it (run by ``teamproto mutants`` instead of the model tests)."""

@@ -8,7 +8,16 @@ from typing import Any
 import pytest
 
 import spec.invariants
-from reference import Crash, Harness, InProcessJobRunner, ManualClock, SQLiteStorage, Storage
+from reference import (
+    CallContext,
+    Crash,
+    Harness,
+    InProcessJobRunner,
+    ManualClock,
+    RecordingTool,
+    SQLiteStorage,
+    Storage,
+)
 from reference._member_process import EXIT_CLEAN, EXIT_STEPS, MemberProcess
 from reference._runtime import ScriptedModel, Turn
 
@@ -71,6 +80,34 @@ def test_the_signal_exit_writes_its_steps_in_order(storage: Storage, request: py
     [notice] = messages(storage, "shutdown_notice")
     assert notice["body"] == {"reason_text": "SIGTERM", "summary": "released t0"}
     assert messages(storage, "member_lost") == []
+
+
+@pytest.mark.clause("SHD-8", "XPR-2")
+def test_the_signal_exit_cancels_its_own_approval_requests(storage: Storage) -> None:
+    """A member that shuts down on a signal while its approval request waits cancels it, with
+    reason member_draining, as a drain would; another member's request stays. Clause: XPR-2"""
+    process, _ = member(storage)
+    world = RecordingTool()
+    harness = process.h
+    harness.tools["deploy"] = world.tool()
+    harness.set_profile("m0", ["deploy"])
+    harness.add_member("m1", ["deploy"])
+    harness.add_task("t1")
+    harness.claim("m1", "t1")
+    mine = harness.approvals.request(CallContext("m0", 1, "call-1", "t0"), "deploy", {"path": "a"})
+    theirs = harness.approvals.request(CallContext("m1", 1, "call-1", "t1"), "deploy", {"path": "a"})
+    assert process.exit_on_signal() == EXIT_CLEAN
+    storage = reopen(storage)
+    try:
+        statuses = {pid: storage.read("operation_approval", pid) for pid in (mine, theirs)}
+        assert {pid: (s.doc["status"], s.doc["reason"]) for pid, s in statuses.items() if s} == {
+            mine: ("cancelled", "member_draining"),
+            theirs: ("requested", None),
+        }
+    finally:
+        if isinstance(storage, SQLiteStorage):
+            storage.close()
+    assert world.calls == []
 
 
 @pytest.mark.clause("SHD-8", "JOB-2", "SHD-4")
