@@ -55,6 +55,7 @@ def escalate(harness: Harness, shutdown_id: str, grace_seconds: float = 2.0) -> 
         f"inspect: {member_id} is {member['status']}, holds {task or 'no task'}, jobs still running: "
         f"{', '.join(busy) or 'none'}, last checkpoint at {saved['saved_at'] if saved else 'never'}"
     )
+    ladder.rung("wake: nothing to send; a member process reads its records at every safe point (deadline kept)")
     cancellable = [
         job.key for job in harness.jobs.of(member_id) if job.doc["status"] == "running" and job.doc["cancellable"]
     ]

@@ -174,8 +174,8 @@ def test_the_ladder_kills_only_after_sigterm_and_a_recheck(lead: Lead) -> None:
     ladder = escalate(lead.h, sid, grace_seconds=0.5)
     assert ladder.outcome == "force_terminated", ladder.rungs
     rungs = [rung.split(" ")[0] for rung in ladder.rungs]
-    assert rungs == ["inspect:", "cancel", "SIGTERM", "re-check", "SIGKILL", "force-terminated:"]
-    assert "still waiting for: " + job_id in ladder.rungs[1]
+    assert rungs == ["inspect:", "wake:", "cancel", "SIGTERM", "re-check", "SIGKILL", "force-terminated:"]
+    assert "cancel cancellable jobs: none; still waiting for: " + job_id in ladder.rungs[2]
     assert process.wait(timeout=TIMEOUT) == -signal.SIGKILL
     assert member_processes("m0", 1) == [] and find_processes(JOB_ENV, job_id) == []
     assert lead.job("m0")["status"] == "cancelled"
