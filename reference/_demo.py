@@ -164,7 +164,7 @@ class Demo:
             raise DemoFailed(f"m1#{incarnation} exited with {code} after SIGTERM, not {EXIT_CLEAN}")
         self.serve()
 
-    def close(self) -> None:
+    def stop_processes(self) -> None:
         """Kill every process the demo started that still runs (also after a failure)."""
         for process in self.processes.values():
             if process.poll() is None:
@@ -173,7 +173,12 @@ class Demo:
         for job in self.h.storage.scan("job"):
             if job.doc["status"] in ("running", "cancel_requested"):
                 self.runner.kill(job.key)
-        self.h.storage.close()
+
+    def repairs(self, snap: dict[str, Any]) -> list[str]:
+        """Reconcile the final state once (PROTOCOL §5): a run that left every record consistent
+        needs no repair, so reconciliation must change nothing (REC-1, INV-7)."""
+        self.h.reconcile()
+        return spec.invariants.reconcile_is_idempotent({**snap, "clock": 0}, {**self.h.snapshot(), "clock": 0})
 
     # ---- the report --------------------------------------------------------------------------
     def timeline(self, snap: dict[str, Any]) -> list[dict[str, Any]]:
@@ -228,16 +233,18 @@ def run_demo(workdir: Path) -> dict[str, Any]:
     except (DemoFailed, ProtocolError) as failed:
         error = f"{type(failed).__name__}: {failed}"
     finally:
+        demo.stop_processes()
         snap = demo.h.snapshot()
-        demo.close()
-    violations = [f"{inv.name} ({inv.clause}): {text}" for inv, text in spec.invariants.check_state(snap)]
+        violations = [f"{inv.name} ({inv.clause}): {text}" for inv, text in spec.invariants.check_state(snap)]
+        violations += [f"reconcile_is_idempotent (REC-1): {text}" for text in demo.repairs(snap)]
+        demo.h.storage.close()
     failures = ([error] if error else []) + expectations(snap)
     return {
         "ok": not violations and not failures,
         "events": demo.timeline(snap),
         "invariant_violations": violations,
         "scenario_failures": failures,
-        "invariants_checked": [inv.name for inv in spec.invariants.STATE_INVARIANTS],
+        "invariants_checked": [inv.name for inv in spec.invariants.STATE_INVARIANTS] + ["reconcile_is_idempotent"],
     }
 
 
@@ -249,7 +256,7 @@ def _print(report: dict[str, Any], console: Console, kept: str | None) -> None:
         console.print(f"[red]FAILED[/red] {line}")
     held = len(report["invariants_checked"])
     verdict = "[green]every invariant held[/green]" if report["ok"] else "[red]the demo failed[/red]"
-    console.print(f"{verdict} on the final snapshot ({held} state invariants checked)")
+    console.print(f"{verdict} on the final snapshot ({held} checked, reconciliation included)")
     if kept:
         console.print(f"database kept in {kept}/team.db")
 
