@@ -13,8 +13,9 @@ The scenario, each step waited for (bounded) by the Lead, which is this process:
    XPR-1), which claims t0 and t1 again and resumes them from their checkpoints (TSK-3);
 5. the Lead sends SIGTERM to m1#2, which shuts itself down and sends a ``shutdown_notice`` (SHD-8).
 
-The timeline is read back from the stores. The command exits 0 only if every state invariant of
-:mod:`spec.invariants` holds on the final snapshot and every step above happened.
+The timeline is read back from the stores and the members' logs. The command exits 0 only if
+every state invariant of :mod:`spec.invariants` holds on the final snapshot, reconciling that
+state changes nothing (``reconcile_is_idempotent``), and every step above happened.
 """
 
 from __future__ import annotations
