@@ -233,6 +233,8 @@ def run_demo(workdir: Path) -> dict[str, Any]:
         demo.play()
     except (DemoFailed, ProtocolError) as failed:
         error = f"{type(failed).__name__}: {failed}"
+    except KeyboardInterrupt:
+        error = "interrupted: every process the demo started was killed"
     finally:
         demo.stop_processes()
         snap = demo.h.snapshot()

@@ -46,7 +46,7 @@ import spec
 from spec.ids import protocol_id
 
 from ._clock import SystemClock
-from ._errors import StorageError, VersionConflict
+from ._errors import StorageError, UnknownTool, VersionConflict
 from ._harness import CallContext, Harness
 from ._mutants import broken
 from ._processes import MEMBER_ENV, SubprocessJobRunner, spawn, wait_until
@@ -238,6 +238,11 @@ class MemberProcess:
             self.h.tasks.suspend(self.member_id, self.unit_seconds)
             send_owed(self.h)
             self.say(f"suspended {task_id}; task_suspended sent")
+            return
+        except UnknownTool as unknown:  # the model asked for a tool this member does not have
+            self.settle_jobs("the task failed")
+            self.h.tasks.finish(self.member_id, task_id, "failed", token, self.incarnation)
+            self.say(f"failed {task_id}: {unknown}")
             return
         if done:
             self.h.tasks.finish(self.member_id, task_id, "completed", token, self.incarnation)

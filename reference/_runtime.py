@@ -31,6 +31,7 @@ from typing import Any
 from spec.errors import ProtocolError
 
 from ._clock import Clock
+from ._errors import UnknownTool
 from ._mutants import broken
 from ._storage import Storage
 
@@ -222,6 +223,8 @@ class StepRunner:
         check("after_model")
         for call in turn.calls[self.state["calls_done"] :]:
             check("before_tool")
+            if call.tool not in self.tools:
+                raise UnknownTool(call.tool)  # definite: nothing ran; the model asked for a tool it lacks
             result = self.tools[call.tool](call.arguments)
             self.state = {
                 **self.state,

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from reference import Harness, ManualClock, Storage
+from reference import Harness, ManualClock, Storage, UnknownTool
 from reference._runtime import (
     DrainRequested,
     MemberCannotContinue,
@@ -173,3 +173,12 @@ def test_a_resumed_step_does_not_repeat_the_tool_calls_it_checkpointed(storage: 
     resumed.run()
     assert run.ran == ["test"]
     assert [r["tool"] for r in resumed.state["results"]] == ["edit", "test"]
+
+
+@pytest.mark.clause("MEM-2")
+def test_a_tool_the_member_lacks_is_a_typed_error_and_runs_nothing(storage: Storage) -> None:
+    """The model asks for a tool the member does not have: UnknownTool, definite. Clause: MEM-2"""
+    run = Run(storage, [Turn((ToolCall("edit", {}), ToolCall("rm -rf", {})))])
+    with pytest.raises(UnknownTool, match="rm -rf") as caught:
+        run.runner.step()
+    assert caught.value.definite and run.ran == ["edit"]

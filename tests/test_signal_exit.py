@@ -19,7 +19,7 @@ from reference import (
     Storage,
 )
 from reference._member_process import EXIT_CLEAN, EXIT_STEPS, MemberProcess
-from reference._runtime import ScriptedModel, Turn
+from reference._runtime import ScriptedModel, ShutdownEvent, ToolCall, Turn
 
 
 class ExitsOnSignal(InProcessJobRunner):
@@ -140,3 +140,17 @@ def test_a_crash_after_each_exit_step_reconciles_to_a_state_where_every_invarian
     assert spec.invariants.check_state(first) == []
     restarted.reconcile()
     assert restarted.snapshot() == first
+
+
+@pytest.mark.clause("MEM-2", "TSK-1")
+def test_a_model_asking_for_a_missing_tool_fails_its_task_after_its_jobs_settle(storage: Storage) -> None:
+    """The step stops with UnknownTool before running anything; the member settles its jobs and
+    fails the task as its claim holder (the model's mistake is not retried forever). Clause: MEM-2"""
+    process, runner = member(storage)
+    process.shutdown = ShutdownEvent()
+    process.models = {"*": ScriptedModel([Turn((ToolCall("nope", {}),))])}
+    process.work("t0")
+    task = storage.read("task", "t0")
+    assert task is not None and task.doc["status"] == "failed"
+    assert runner.cancelled == ["j1"]
+    assert process.h.member("m0")["current_task_id"] is None
