@@ -82,6 +82,10 @@ def escalate(harness: Harness, shutdown_id: str, grace_seconds: float = 2.0) -> 
     ladder.rung(f"re-check after {grace_seconds:g} s: still {harness.shutdowns.require(shutdown_id).doc['status']}")
     force_kill(pids)
     ladder.rung(f"SIGKILL to the member process {', '.join(map(str, pids)) or '(none alive)'}")
+    if finished():  # it finished the drain between the re-check and the kill: nothing to force
+        ladder.rung("re-check after SIGKILL: the drain had completed; nothing to force")
+        ladder.outcome = "completed"
+        return ladder
     harness.shutdowns.force_terminate(shutdown_id)
     send_owed(harness)
     ladder.rung("force-terminated: jobs killed, task needs_inspection, member_lost sent")
