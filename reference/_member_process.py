@@ -1,6 +1,6 @@
 """A member as a real OS process (MEM-1 … MEM-4, SHD-2 … SHD-5, SHD-8 … SHD-10).
 
-``python -m reference._member_process --db team.db --member m0 --incarnation 1 --script s.json``
+``python -m reference._member_main --db team.db --member m0 --incarnation 1 --script s.json``
 runs one member over a shared SQLite file with the wall clock. Everything it knows it reads from
 the stores (DESIGN rule 2): its record, its task and checkpoint, its jobs, its messages. Its loop:
 
@@ -43,10 +43,11 @@ from pathlib import Path
 from typing import Any
 
 import spec
+from spec.errors import ProtocolError
 from spec.ids import protocol_id
 
 from ._clock import SystemClock
-from ._errors import StorageError, UnknownTool, VersionConflict
+from ._errors import UnknownTool, VersionConflict
 from ._harness import CallContext, Harness
 from ._mutants import broken
 from ._processes import MEMBER_ENV, SubprocessJobRunner, spawn, wait_until
@@ -63,7 +64,7 @@ from ._runtime import (
     UnitDeadlineExceeded,
 )
 from ._storage import SQLiteStorage
-from ._team_errors import TeamRefusal
+from ._team_errors import StaleMember, TeamRefusal
 from ._tools import Tool, normalize_paths
 
 EXIT_STEPS = (
@@ -173,7 +174,7 @@ class MemberProcess:
                 self.tick()
             except TeamRefusal as refusal:  # e.g. a stale incarnation's heartbeat (XPR-1)
                 self.say(f"stopping: {refusal}")
-                return EXIT_STALE
+                return EXIT_STALE if isinstance(refusal, StaleMember) else EXIT_NOT_RUNNING
             if self.shutdown.is_set():
                 return self.exit_on_signal()
             member = self.h.member(self.member_id)
@@ -435,7 +436,7 @@ def start_member(
     """Start a member process (its own process group) and return its ``Popen``."""
     script_path = os.path.join(workdir, f"{member_id}-{incarnation}.script.json")
     Path(script_path).write_text(json.dumps(script), encoding="utf-8")
-    argv = [sys.executable, "-m", "reference._member_process", "--db", db, "--member", member_id]
+    argv = [sys.executable, "-m", "reference._member_main", "--db", db, "--member", member_id]
     argv += ["--incarnation", str(incarnation), "--script", script_path, "--workdir", workdir]
     for name, value in options.items():
         argv += [f"--{name.replace('_', '-')}", str(value)]
@@ -443,19 +444,20 @@ def start_member(
     return spawn(argv, env=env, log=os.path.join(workdir, f"{member_id}-{incarnation}.log"))
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m reference._member_process", description=__doc__.splitlines()[0])
+def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m reference._member_main", description=__doc__.splitlines()[0])
     parser.add_argument("--db", required=True)
     parser.add_argument("--member", required=True)
     parser.add_argument("--incarnation", type=int, required=True)
-    parser.add_argument("--script", required=True, help="JSON list of turns for the scripted model")
+    parser.add_argument("--script", required=True, help="JSON turns for the scripted model: a list, or a list per task")
     parser.add_argument("--workdir", required=True, help="job logs and the deploy tool's file")
     parser.add_argument("--unit-seconds", type=float, default=60.0)
     parser.add_argument("--heartbeat-seconds", type=float, default=0.05)
     parser.add_argument("--max-wait-seconds", type=float, default=60.0)
-    args = parser.parse_args(argv)
-    event = ShutdownEvent()
-    install_signal_handlers(event)
+    return parser.parse_args(argv)
+
+
+def _member(args: argparse.Namespace, event: ShutdownEvent) -> MemberProcess:
     runner = SubprocessJobRunner(log_dir=args.workdir)
     world = FileTool(os.path.join(args.workdir, "world.jsonl"))
     harness = Harness(SQLiteStorage(args.db), SystemClock(), [world.tool()], jobs=runner)
@@ -470,12 +472,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         max_wait_seconds=args.max_wait_seconds,
     )
     member.shutdown = event
+    return member
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _arguments(argv)
+    event = ShutdownEvent()
+    install_signal_handlers(event)  # first: a signal from now on is read at a safe point (SHD-8)
+    try:
+        member = _member(args, event)
+    except (ProtocolError, OSError, ValueError, KeyError, TypeError) as error:
+        print(f"error: member {args.member} not started: {error}", file=sys.stderr)
+        return 2
     try:
         return member.run()
-    except StorageError as error:
-        member.say(f"storage failed: {error}")
+    except ProtocolError as error:  # a refusal or an unreadable store: stop, the records tell the rest
+        member.say(f"stopping on {type(error).__name__}: {error}")
         return EXIT_NOT_RUNNING
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
