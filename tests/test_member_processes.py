@@ -249,3 +249,21 @@ def test_a_unit_past_its_hard_deadline_is_suspended_and_the_lead_told(lead: Lead
     member = lead.h.member("m0")
     assert (member["status"], member["current_task_id"]) == ("running", None)
     assert process.poll() is None  # still alive, heartbeating
+
+
+@pytest.mark.clause("SHD-10", "SHD-7", "XPR-2")
+def test_a_lost_member_waiting_for_approval_has_its_request_cancelled_as_crashed(lead: Lead) -> None:
+    """Killed while it waits for the Lead's approval: after the lapse, inspection stops the
+    member and cancels its open request with reason crashed; nothing was ever deployed. Clause: SHD-10"""
+    script = [{"calls": [{"tool": "deploy", "arguments": {"path": "srv/app"}}]}, {"done": True}]
+    process = lead.member("m0", script)
+    lead.until("the approval request", lambda: bool(lead.h.storage.scan("operation_approval")))
+    process.send_signal(signal.SIGKILL)
+    process.wait(timeout=TIMEOUT)
+    lead.until("the lapse", lambda: watch_lapses(lead.h, 0.3) == ["m0"])
+    [approval] = lead.h.storage.scan("operation_approval")
+    assert approval.doc["status"] == "requested"  # a lapse alone decides nothing about it
+    assert inspect_lost_member(lead.h, "m0") == ["m0-task"]
+    [approval] = lead.h.storage.scan("operation_approval")
+    assert (approval.doc["status"], approval.doc["reason"]) == ("cancelled", "crashed")
+    assert not (lead.workdir / "world.jsonl").exists()
