@@ -118,3 +118,19 @@ def test_another_process_can_kill_a_job_it_did_not_start(runner: SubprocessJobRu
     assert runner.wait("j9", 5) == -signal.SIGKILL
     assert wait_until(lambda: find_processes(JOB_ENV, "j9") == [], 5)  # the forked child too
     assert lead.signal("j9", signal.SIGTERM) is False
+
+
+@pytest.mark.clause("SHD-7", "SHD-8", "MEM-3")
+def test_every_process_mutant_names_tests_that_exist() -> None:
+    """``teamproto mutants`` runs the tests CAUGHT_BY names for each process mutant: each mutant
+    has some, each is a test function of that file, and each mutant is a reference mutant."""
+    from reference._mutants import MUTANTS
+    from reference._process_mutants import CAUGHT_BY, PROCESS_MUTANTS
+
+    assert set(CAUGHT_BY) == set(PROCESS_MUTANTS) and set(PROCESS_MUTANTS) <= set(MUTANTS)
+    root = Path(__file__).resolve().parents[1]
+    for mutant, tests in CAUGHT_BY.items():
+        assert tests, mutant
+        for test in tests:
+            path, name = test.split("::")
+            assert f"def {name}(" in (root / path).read_text(encoding="utf-8"), (mutant, test)
