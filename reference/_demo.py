@@ -53,7 +53,8 @@ def scripts(gate: str) -> dict[str, list[dict[str, Any]]]:
     """The scripted model's turns, per task: whoever holds a task follows its script from the step
     its checkpoint reached. Each task's long step is a background job that runs until the Lead
     creates the file ``gate``, so the scenario does not depend on how fast the machine is."""
-    wait = f"until [ -e {shlex.quote(gate)} ]; do sleep 0.05; done"
+    gated = shlex.quote(gate)  # bounded: an orphaned job (the demo itself killed) ends within a minute
+    wait = f"for i in $(seq 1200); do [ -e {gated} ] && exit 0; sleep 0.05; done; exit 1"
     job = {"tool": "job", "arguments": {"command": f"sh -c {shlex.quote(wait)}", "cancellable": True}}
     return {
         "t0": [
