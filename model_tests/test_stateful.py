@@ -577,11 +577,23 @@ class TeamComparison(ApprovalComparison):
         h = self.harness
         self._act("task.claim", lambda: h.claim(f"m{member}", f"t{task}"), crash, member=member, task=task)
 
-    @rule(member=member_index(), outcome=st.sampled_from(["completed", "failed"]), crash=team_crash("task.finish"))
-    def finish(self, member: int, outcome: str, crash: str | None) -> None:
-        """TSK-1, SHD-3: only the running holder finishes; a draining member never completes."""
+    @rule(
+        member=member_index(),
+        outcome=st.sampled_from(["completed", "failed"]),
+        crash=team_crash("task.finish"),
+        stale=st.integers(0, 3),
+    )
+    def finish(self, member: int, outcome: str, crash: str | None, stale: int = 1) -> None:
+        """TSK-1, SHD-3: only the running holder finishes; a draining member never completes;
+        a stale claim token (one in four draws) is refused and changes nothing."""
         name = f"m{member}"
         task = self.harness.member(name)["current_task_id"]
+        if not stale and task is not None:
+            before = self.harness.snapshot()
+            with pytest.raises(r.TeamRefusal):
+                self.harness.finish_task(name, task, outcome, spec.ids.message_id(task, "claim-0"))
+            assert self.harness.snapshot() == before, "TSK-1: a stale claim token changed the task"
+            return
         call = lambda: self.harness.finish_task(name, task or "t0", outcome, self._token(task))  # noqa: E731
         self._act("task.finish", call, crash, member=member, outcome=outcome)
 
@@ -657,6 +669,26 @@ class TeamComparison(ApprovalComparison):
             assert self.harness.snapshot() == before, "SHD-1: a refused request changed something"
             return
         self._act("shutdown.request", call, crash, member=member)
+
+    @rule(member=member_index())
+    def stale_request_after_restart(self, member: int) -> None:
+        """XPR-1, the seed's scenario: a request made for this incarnation; the member is lost,
+        inspected and restarted; then the old request is delivered. It must change nothing."""
+        check = self.refines_the_model_and_every_invariant_holds  # each operation is a step of its own
+        self.shutdown_request(member, None, 1)
+        check()
+        slot = next((i for i, sd in enumerate(self.state.shutdowns) if sd.status == "requested"), None)
+        for name, call in (
+            ("member.lapse", self.harness.members.lapse),
+            ("member.inspect", self.harness.members.inspect),
+        ):
+            self._act(name, lambda c=call: c(f"m{member}"), member=member)
+            check()
+        if self.state.members[member].incarnation < self.config.max_incarnation:
+            self._act("member.restart", lambda: self.harness.members.restart(f"m{member}"), member=member)
+            check()
+        if slot is not None:
+            self.begin_drain(slot, None)
 
     @rule(slot=st.integers(0, 1))
     def shutdown_cancel(self, slot: int) -> None:
