@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, event, settings
+from hypothesis import HealthCheck, Phase, event, settings
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
@@ -749,11 +749,17 @@ class TeamComparison(ApprovalComparison):
             self.refines_the_model_and_every_invariant_holds()
 
 
+MUTANT_RUN = bool(os.environ.get("TEAMPROTO_MUTANT"))
+"""Under ``teamproto mutants`` only whether the tests fail matters: no shrinking (which takes
+minutes on these long programs), so that each mutant's run stays short."""
+NO_SHRINK = {"phases": [Phase.explicit, Phase.reuse, Phase.generate]} if MUTANT_RUN else {}
+
 TeamComparison.TestCase.settings = settings(
     stateful_step_count=40,
     suppress_health_check=[HealthCheck.too_slow],
     deadline=None,
-    max_examples=max(10, settings().max_examples // 2),
+    max_examples=settings().max_examples,
+    **NO_SHRINK,  # type: ignore[arg-type]
 )
 TestTeamProtocol = pytest.mark.clause(
     "MEM-1",
