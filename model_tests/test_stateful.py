@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, event, settings
+from hypothesis import HealthCheck, Phase, event, settings
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
@@ -577,11 +577,23 @@ class TeamComparison(ApprovalComparison):
         h = self.harness
         self._act("task.claim", lambda: h.claim(f"m{member}", f"t{task}"), crash, member=member, task=task)
 
-    @rule(member=member_index(), outcome=st.sampled_from(["completed", "failed"]), crash=team_crash("task.finish"))
-    def finish(self, member: int, outcome: str, crash: str | None) -> None:
-        """TSK-1, SHD-3: only the running holder finishes; a draining member never completes."""
+    @rule(
+        member=member_index(),
+        outcome=st.sampled_from(["completed", "failed"]),
+        crash=team_crash("task.finish"),
+        stale=st.integers(0, 3),
+    )
+    def finish(self, member: int, outcome: str, crash: str | None, stale: int = 1) -> None:
+        """TSK-1, SHD-3: only the running holder finishes; a draining member never completes;
+        a stale claim token (one in four draws) is refused and changes nothing."""
         name = f"m{member}"
         task = self.harness.member(name)["current_task_id"]
+        if not stale and task is not None:
+            before = self.harness.snapshot()
+            with pytest.raises(r.TeamRefusal):
+                self.harness.finish_task(name, task, outcome, spec.ids.message_id(task, "claim-0"))
+            assert self.harness.snapshot() == before, "TSK-1: a stale claim token changed the task"
+            return
         call = lambda: self.harness.finish_task(name, task or "t0", outcome, self._token(task))  # noqa: E731
         self._act("task.finish", call, crash, member=member, outcome=outcome)
 
@@ -658,6 +670,26 @@ class TeamComparison(ApprovalComparison):
             return
         self._act("shutdown.request", call, crash, member=member)
 
+    @rule(member=member_index())
+    def stale_request_after_restart(self, member: int) -> None:
+        """XPR-1, the seed's scenario: a request made for this incarnation; the member is lost,
+        inspected and restarted; then the old request is delivered. It must change nothing."""
+        check = self.refines_the_model_and_every_invariant_holds  # each operation is a step of its own
+        self.shutdown_request(member, None, 1)
+        check()
+        slot = next((i for i, sd in enumerate(self.state.shutdowns) if sd.status == "requested"), None)
+        for name, call in (
+            ("member.lapse", self.harness.members.lapse),
+            ("member.inspect", self.harness.members.inspect),
+        ):
+            self._act(name, lambda c=call: c(f"m{member}"), member=member)
+            check()
+        if self.state.members[member].incarnation < self.config.max_incarnation:
+            self._act("member.restart", lambda: self.harness.members.restart(f"m{member}"), member=member)
+            check()
+        if slot is not None:
+            self.begin_drain(slot, None)
+
     @rule(slot=st.integers(0, 1))
     def shutdown_cancel(self, slot: int) -> None:
         if self.state.shutdowns[slot].status:
@@ -717,11 +749,17 @@ class TeamComparison(ApprovalComparison):
             self.refines_the_model_and_every_invariant_holds()
 
 
+MUTANT_RUN = bool(os.environ.get("TEAMPROTO_MUTANT"))
+"""Under ``teamproto mutants`` only whether the tests fail matters: no shrinking (which takes
+minutes on these long programs), so that each mutant's run stays short."""
+NO_SHRINK = {"phases": [Phase.explicit, Phase.reuse, Phase.generate]} if MUTANT_RUN else {}
+
 TeamComparison.TestCase.settings = settings(
     stateful_step_count=40,
     suppress_health_check=[HealthCheck.too_slow],
     deadline=None,
-    max_examples=max(10, settings().max_examples // 2),
+    max_examples=settings().max_examples,
+    **NO_SHRINK,  # type: ignore[arg-type]
 )
 TestTeamProtocol = pytest.mark.clause(
     "MEM-1",

@@ -104,6 +104,11 @@ class ShutdownProtocol:
             self.post_request(existing.doc)
         return pid
 
+    @staticmethod
+    def request_message_id(pid: str) -> str:
+        """The stable id of shutdown request ``pid``'s message (what its target handles)."""
+        return message_id(pid, "request")
+
     def post_request(self, doc: Document) -> None:
         body = {k: doc[k] for k in ("protocol_id", "target_incarnation", "reason_text", "deadline")}
         ttl = max(doc["deadline"] - doc["created_at"], 1e-6)
