@@ -1,7 +1,10 @@
 """A member as a real OS process (MEM-1 … MEM-4, SHD-2 … SHD-5, SHD-8 … SHD-10).
 
 ``python -m reference._member_main --db team.db --member m0 --incarnation 1 --script s.json``
-runs one member over a shared SQLite file with the wall clock. Everything it knows it reads from
+runs one member over a shared SQLite file with the wall clock. Start it with :func:`start_member`
+(or set ``TEAMPROTO_MEMBER=<member>:<incarnation>`` in its environment yourself): that is how the
+Lead's escalation ladder finds the process; without it the ladder can only fence it by its
+records (the member stops at its next safe point once its record is not ``running``). Everything it knows it reads from
 the stores (DESIGN rule 2): its record, its task and checkpoint, its jobs, its messages. Its loop:
 
 1. at every pass and every safe point: heartbeat (SHD-10), handle a ``shutdown_request``
