@@ -255,7 +255,7 @@ class MemberProcess:
     def tools(self, task_id: str, points: SafePoints) -> dict[str, Callable[[Mapping[str, Any]], Any]]:
         def call_id(kind: str) -> str:
             task = self.h.task_row(task_id).doc
-            state = (task["checkpoint"] or {}).get("state") or FRESH_STATE
+            state = {**FRESH_STATE, **((task["checkpoint"] or {}).get("state") or {})}
             claims = sum(1 for e in task["history"] if e["event"] == "claimed")
             return f"{task_id}-c{claims}-s{state['step']}-{state['calls_done']}-{kind}"
 
