@@ -47,10 +47,14 @@ class UnknownRecord(TeamRefusal, KeyError):
         return str(self.args[0])
 
 
+def _names(names: list[str] | str) -> str:
+    return names if isinstance(names, str) else ", ".join(names)
+
+
 class UnknownProfileTool(TeamRefusal):
-    def __init__(self, member_id: str, tools: list[str], known: list[str]) -> None:
+    def __init__(self, member_id: str, tools: list[str] | str, known: list[str] | str) -> None:
         super().__init__(
-            f"member {member_id}: no registered tool is named {', '.join(tools)} (known: {', '.join(known) or 'none'});"
+            f"member {member_id}: no registered tool is named {_names(tools)} (known: {_names(known) or 'none'});"
             " register the tool with the Harness first, or fix the name"
         )
 
@@ -130,10 +134,10 @@ class ShutdownRefused(TeamRefusal):
 class DrainNotReady(TeamRefusal):
     """SHD-3: a drain pass cannot go on yet; it lists the jobs it waits for."""
 
-    def __init__(self, member_id: str, waiting: list[str], what: str) -> None:
+    def __init__(self, member_id: str, waiting: list[str] | str, what: str) -> None:
         self.waiting = waiting
         super().__init__(
-            f"{member_id} cannot {what} yet: jobs {', '.join(waiting)} still run (a cancel request is not a "
+            f"{member_id} cannot {what} yet: jobs {_names(waiting)} still run (a cancel request is not a "
             "stopped job, SHD-3); run the drain pass again after they exit"
         )
 
