@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 
+from ._process_mutants import PROCESS_MUTANTS
+
 MUTANTS: dict[str, str] = {
     "skip_digest_check": "APR-5: consume accepts changed arguments",
     "skip_deadline_on_consume": "APR-5: consume ignores the approval's deadline",
@@ -22,7 +24,23 @@ MUTANTS: dict[str, str] = {
     "profile_version_ignored": "XPR-4: consume ignores the capability profile's version and tools",
     "cancel_after_consume": "APR-9: a consumed approval can be cancelled",
     "recovery_repeats_call": "APR-8: recovery re-issues a started call instead of looking it up",
+    "claim_while_draining": "MEM-1: a member that is not running or not accepting may claim",
+    "claim_ignores_shutdown_request": "MEM-1: a claim ignores an active shutdown request (the window "
+    "between persisting the request and updating the member)",
+    "release_before_jobs_settle": "SHD-3: a drain releases the task while a job still runs",
+    "drain_completes_task": "SHD-3: a draining member completes its task to get out of the drain",
+    "ack_before_record": "SHD-5: the shutdown_ack is owed before the completed record is persisted",
+    "stale_incarnation_accepted": "XPR-1: a shutdown request for an older incarnation begins a drain",
+    "stale_claim_token_accepted": "TSK-1: a stale claim token may finish the task",
+    "lapse_twice": "SHD-10: a heartbeat lapse owes two member_lost notices",
+    "clean_exit_member_lost": "SHD-10: a clean finished drain also owes member_lost",
+    "timed_out_as_completed": "SHD-6: the monitor completes a drain past its deadline instead of timing it out",
+    "signal_non_cancellable": "JOB-2: a drain pass asks a non-cancellable job to cancel",
+    "drain_keeps_requests": "XPR-2: beginning a drain keeps the member's own requested approvals",
+    "reconcile_skips_outbox": "REC-3: reconciliation does not owe the messages the records owe",
 }
+
+MUTANTS.update(PROCESS_MUTANTS)  # caught by the real-process tests (reference._process_mutants)
 
 ACTIVE = os.environ.get("TEAMPROTO_MUTANT", "")
 if ACTIVE and ACTIVE not in MUTANTS:

@@ -25,6 +25,10 @@ class Tool:
     """Outcome of the call made under an idempotency key, or None if no such call happened."""
 
     def digest(self, arguments: Arguments) -> str:
+        if not isinstance(arguments, dict):
+            from ._team_errors import BadArguments
+
+            raise BadArguments(f"the arguments of {self.name}", "a JSON object (a dict)", arguments)
         return arguments_digest(self.name, self.normalize(arguments))
 
 

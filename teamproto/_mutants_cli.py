@@ -22,11 +22,13 @@ from rich.console import Console
 from rich.table import Table
 
 from reference._mutants import MUTANTS
+from reference._process_mutants import CAUGHT_BY
 from spec.invariants import INVARIANTS
 
 TESTS = [
     "model_tests/test_stateful.py::TestApprovalProtocol",
     "model_tests/test_stateful.py::TestApprovalProtocolSqlite",
+    "model_tests/test_stateful.py::TestTeamProtocol",
 ]
 """The refinement tests themselves (not the coverage test: a mutant must be caught by a check)."""
 TIMEOUT_SECONDS = 900
@@ -50,7 +52,7 @@ def run_mutant(name: str, root: Path) -> dict[str, Any]:
                 "-p",
                 "no:cacheprovider",
                 "--hypothesis-show-statistics",
-                *TESTS,
+                *CAUGHT_BY.get(name, TESTS),
             ],
             cwd=root,
             env=env,

@@ -1,0 +1,40 @@
+"""Named mutants of the real-process runtime (DESIGN rule 7): safe points, signals, the ladder.
+
+They are switched on like every reference mutant (``TEAMPROTO_MUTANT=<name>``; they are part of
+:data:`reference._mutants.MUTANTS`). The Hypothesis model tests run in one process and never
+start a member process, so each of these is caught by the example tests named in
+:data:`CAUGHT_BY`, which ``teamproto mutants`` runs for it instead.
+"""
+
+from __future__ import annotations
+
+PROCESS_MUTANTS: dict[str, str] = {
+    "safe_point_ignores_draining": "MEM-3: a safe point lets a draining member go on with its step",
+    "unit_deadline_ignored": "SHD-9: a step goes on past its unit's hard deadline",
+    "signal_exits_at_once": "SHD-8: on SIGTERM the member exits without stopping, saving or notifying",
+    "ladder_skips_sigterm": "SHD-7: the ladder kills the member without SIGTERM, wait and re-check",
+    "member_signal_reaches_jobs": "JOB-2: a job inherits its member's identity, so a signal for the member reaches it",
+    "signal_exit_cancels_any_job": "JOB-2: a member shutting down on a signal cancels its non-cancellable jobs too",
+    "signal_exit_keeps_requests": "XPR-2: a member shutting down on a signal leaves its own approval requests open",
+}
+
+CAUGHT_BY: dict[str, list[str]] = {
+    "safe_point_ignores_draining": [
+        "tests/test_runtime.py::test_draining_raises_drain_requested_at_the_next_safe_point_not_inside_a_tool"
+    ],
+    "unit_deadline_ignored": ["tests/test_runtime.py::test_the_unit_deadline_stops_the_step"],
+    "signal_exits_at_once": [
+        "tests/test_member_processes.py::test_a_signal_makes_the_member_shut_itself_down_in_order"
+    ],
+    "ladder_skips_sigterm": [
+        "tests/test_member_processes.py::test_the_ladder_stops_at_the_recheck_when_the_drain_completes"
+    ],
+    "member_signal_reaches_jobs": [
+        "tests/test_member_processes.py::test_the_ladder_stops_at_the_recheck_when_the_drain_completes"
+    ],
+    "signal_exit_cancels_any_job": [
+        "tests/test_signal_exit.py::test_a_non_cancellable_job_is_waited_for_never_signalled"
+    ],
+    "signal_exit_keeps_requests": ["tests/test_signal_exit.py::test_the_signal_exit_cancels_its_own_approval_requests"],
+}
+"""Mutant → the tests that must fail with it (run by ``teamproto mutants`` instead of the model tests)."""

@@ -1,0 +1,136 @@
+"""Background jobs as real OS subprocesses (MEM-4, JOB-1): process groups, signals, exits.
+
+Every wait here is bounded and polls; the fixture kills whatever a failing test left running.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from reference._jobs import outcome_of as exit_outcome
+from reference._processes import (
+    JOB_ENV,
+    ProcessGone,
+    SubprocessJobRunner,
+    alive,
+    find_processes,
+    wait_until,
+)
+
+TRAPS_SIGTERM = [
+    sys.executable,
+    "-c",
+    "import signal, sys, time\n"
+    "signal.signal(signal.SIGTERM, lambda *_: (time.sleep(0.3), sys.exit(0)))\n"
+    "print('ready', flush=True)\n"
+    "time.sleep(30)\n",
+]
+"""A command that takes a while to stop after SIGTERM, and then exits 0 (it finished its work)."""
+
+
+@pytest.fixture
+def runner() -> Iterator[SubprocessJobRunner]:
+    jobs = SubprocessJobRunner()
+    yield jobs
+    jobs.close()
+
+
+@pytest.mark.clause("MEM-4")
+def test_a_job_runs_in_its_own_process_group(runner: SubprocessJobRunner) -> None:
+    """A job is a separate OS process leading its own group, so a signal to the member never
+    reaches it and a signal to the job reaches all it forked. Clause: MEM-4"""
+    runner.start("j1", "sleep 30")
+    pid = runner.pid("j1")
+    assert pid != os.getpid() and alive(pid)
+    assert os.getpgid(pid) == pid != os.getpgid(0)
+    assert runner.poll("j1") is None and runner.running() == ["j1"]
+
+
+@pytest.mark.clause("JOB-1")
+def test_a_cancelled_job_is_still_running_until_it_exits(runner: SubprocessJobRunner) -> None:
+    """A cancel (SIGTERM to the group) does not stop the job by itself: it runs until its own
+    exit, and only that exit decides the outcome. Clause: JOB-1"""
+    runner.start("j1", "sleep 30")
+    runner.signal_cancel("j1")
+    code = runner.wait("j1", timeout_seconds=5)
+    assert code == -signal.SIGTERM
+    assert exit_outcome("cancel_requested", code) == "cancelled"
+    assert runner.signal("j1", signal.SIGTERM) is False  # exited: nothing is signalled again
+
+
+@pytest.mark.clause("JOB-1")
+def test_a_job_that_traps_the_cancel_and_finishes_succeeds(runner: SubprocessJobRunner, tmp_path: object) -> None:
+    """A job that handles SIGTERM keeps running a while, then exits 0: succeeded, not cancelled. Clause: JOB-1"""
+    runner.log_dir = str(tmp_path)
+    log = f"{tmp_path}/j1.log"
+    runner.start("j1", TRAPS_SIGTERM)
+    assert wait_until(lambda: os.path.exists(log) and "ready" in Path(log).read_text(), 10)
+    runner.signal_cancel("j1")
+    assert runner.poll("j1") is None  # the cancel was asked; the job has not exited
+    code = runner.wait("j1", timeout_seconds=5)
+    assert code == 0 and exit_outcome("cancel_requested", code) == "succeeded"
+
+
+@pytest.mark.clause("JOB-1")
+@pytest.mark.parametrize(
+    ("status", "code", "outcome"),
+    [
+        ("running", 0, "succeeded"),
+        ("running", 1, "failed"),
+        ("running", -9, "failed"),
+        ("cancel_requested", 0, "succeeded"),
+        ("cancel_requested", 2, "failed"),
+        ("cancel_requested", -15, "cancelled"),
+    ],
+)
+def test_the_exit_decides_the_outcome(status: str, code: int, outcome: str) -> None:
+    """The outcome the harness records for an exit code (``reference._jobs.outcome_of``): killed
+    by a signal without a cancel request is a failure, never a cancel. Clause: JOB-1"""
+    assert exit_outcome(status, code) == outcome
+
+
+@pytest.mark.clause("MEM-4")
+def test_close_kills_every_job_and_unknown_jobs_are_refused(runner: SubprocessJobRunner) -> None:
+    runner.start("j1", "sleep 30")
+    pid = runner.pid("j1")
+    runner.close()
+    assert not alive(pid)
+    with pytest.raises(ProcessGone, match="job nope"):
+        runner.pid("nope")
+    assert runner.poll("nope") is None  # not started here: its exit is not known here
+
+
+@pytest.mark.clause("SHD-7", "MEM-4")
+def test_another_process_can_kill_a_job_it_did_not_start(runner: SubprocessJobRunner) -> None:
+    """The Lead's runner finds a member's job by its job id alone and kills its whole group. Clause: SHD-7"""
+    runner.start("j9", ["sh", "-c", "sleep 30 & sleep 30"])
+    pids = wait_until(lambda: len(find_processes(JOB_ENV, "j9")) >= 2, 5)
+    assert pids, find_processes(JOB_ENV, "j9")
+    lead = SubprocessJobRunner()
+    assert lead.poll("j9") is None
+    lead.kill("j9")
+    assert runner.wait("j9", 5) == -signal.SIGKILL
+    assert wait_until(lambda: find_processes(JOB_ENV, "j9") == [], 5)  # the forked child too
+    assert lead.signal("j9", signal.SIGTERM) is False
+
+
+@pytest.mark.clause("SHD-7", "SHD-8", "MEM-3")
+def test_every_process_mutant_names_tests_that_exist() -> None:
+    """``teamproto mutants`` runs the tests CAUGHT_BY names for each process mutant: each mutant
+    has some, each is a test function of that file, and each mutant is a reference mutant."""
+    from reference._mutants import MUTANTS
+    from reference._process_mutants import CAUGHT_BY, PROCESS_MUTANTS
+
+    assert set(CAUGHT_BY) == set(PROCESS_MUTANTS) and set(PROCESS_MUTANTS) <= set(MUTANTS)
+    root = Path(__file__).resolve().parents[1]
+    for mutant, tests in CAUGHT_BY.items():
+        assert tests, mutant
+        for test in tests:
+            path, name = test.split("::")
+            assert f"def {name}(" in (root / path).read_text(encoding="utf-8"), (mutant, test)
