@@ -22,6 +22,12 @@ MUTANTS: dict[str, str] = {
     "profile_version_ignored": "XPR-4: consume ignores the capability profile's version and tools",
     "cancel_after_consume": "APR-9: a consumed approval can be cancelled",
     "recovery_repeats_call": "APR-8: recovery re-issues a started call instead of looking it up",
+    "cancel_ignores_incarnation": "XPR-1, INV-11: cancel takes a caller of an older incarnation",
+    "approval_incarnation_ignored": "XPR-1: consume ignores the incarnation the approval was made for",
+    "idempotency_key_is_tool_call_id": "APR-5, APR-8: the tool is called under the tool call id, not the approval id",
+    "result_not_redacted": "AUD-3, INV-10: a tool's result is stored as the tool returned it",
+    "version_conflict_escapes": "STO-4: the loser of a compare-and-set race gets a raw VersionConflict",
+    "execution_overwritten": "APR-6: an existing execution record is overwritten and the call made again",
 }
 
 ACTIVE = os.environ.get("TEAMPROTO_MUTANT", "")

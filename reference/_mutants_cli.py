@@ -30,6 +30,13 @@ TESTS = [
     "model_tests/test_stateful.py::TestApprovalProtocolSqlite",
 ]
 """The refinement tests themselves (not the coverage test: a mutant must be caught by a check)."""
+EXAMPLE_TESTS = [
+    "tests/test_races.py",
+    "tests/test_incarnations.py",
+    "tests/test_tool_outputs.py",
+]
+"""Example tests of what the model does not hold (two instances at once, incarnations after a
+restart, tool outputs and keys); run after the refinement tests, a few seconds in all."""
 CHECK_NAMES = [inv.name for inv in INVARIANTS] + ["refinement", "MSG-5", "MSG-3", "model did not agree"]
 """What a failure message may name, most specific first; "model did not agree" is refinement of
 enabledness (the reference ran or refused an operation that the model did not)."""
@@ -39,7 +46,18 @@ def run_mutant(name: str, root: Path) -> dict[str, Any]:
     env = {**os.environ, "TEAMPROTO_MUTANT": name, "HYPOTHESIS_PROFILE": os.environ.get("HYPOTHESIS_PROFILE", "ci")}
     started = time.perf_counter()
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "--hypothesis-show-statistics", *TESTS],
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-x",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--hypothesis-show-statistics",
+            *TESTS,
+            *EXAMPLE_TESTS,
+        ],
         cwd=root,
         env=env,
         capture_output=True,
