@@ -7,7 +7,7 @@ Write steps, in order (the same names as the model's, plus the team audit log):
 - call:    ``approval.consume/record`` → ``approval.consume/execution`` → ``approval.consume/call``
            (the external call) → ``approval.consume/outcome`` → ``approval.consume/audit``
 - cancel:  ``approval.cancel/record`` → ``approval.cancel/audit``
-- monitor: ``approval.expire/record``; reconcile: ``approval.reconcile/*``
+- monitor: ``approval.expire/record`` → ``approval.expire/audit``; reconcile: ``approval.reconcile/*``
 """
 
 from __future__ import annotations
@@ -404,10 +404,12 @@ class ApprovalProtocol:
         stored = self._require(pid)
         if not self._due(stored.doc, now):
             return False
-        self._expire(stored)
+        self._expire(stored, "approval.expire/audit")
         return True
 
-    def _expire(self, stored: Stored) -> Document:
+    def _expire(self, stored: Stored, audit_step: str | None) -> Document:
+        """Requested or approved → expired. The monitor logs the decision at once (AUD-5);
+        reconciliation (``audit_step`` None) appends it with whatever else the log misses."""
         doc = stored.doc
         gone = {
             **doc,
@@ -416,6 +418,8 @@ class ApprovalProtocol:
             "events": [*doc["events"], self.h.event("monitor", "expired")],
         }
         self.h.storage.update("approval.expire/record", KIND, doc["protocol_id"], gone, stored.version)
+        if audit_step is not None and not broken("expiry_not_audited"):
+            self._audit_last(gone, audit_step)
         return gone
 
     # ---- REC: reconciliation -----------------------------------------------------------------
@@ -428,7 +432,7 @@ class ApprovalProtocol:
         for stored in self.h.storage.scan(KIND):
             doc = stored.doc
             if doc["status"] == "requested" and self.h.clock.now() > doc["deadline"]:
-                doc = self._expire(stored)  # "requested: re-deliver; check the deadline"
+                doc = self._expire(stored, None)  # "requested: re-deliver; check the deadline"
             if broken("reconcile_skips_redelivery"):
                 pass
             elif doc["status"] == "requested":
@@ -437,7 +441,9 @@ class ApprovalProtocol:
                 self._post_decision(doc)
             elif doc["status"] == "consumed":
                 self._look_up_outcome(doc)
-            for event in doc["events"][logged.get(doc["protocol_id"], 0) :]:
+            for event in (
+                doc["events"][logged.get(doc["protocol_id"], 0) :] if not broken("reconcile_skips_audit") else []
+            ):
                 self._audit_event(doc, event, "approval.reconcile/audit")
 
     def _look_up_outcome(self, approval: Document) -> None:
