@@ -35,6 +35,7 @@ EXAMPLE_TESTS = [
     "tests/test_incarnations.py",
     "tests/test_tool_outputs.py",
     "tests/test_audit_log.py",
+    "tests/test_binding.py",
 ]
 """Example tests of what the model does not hold (two instances at once, incarnations after a
 restart, tool outputs and keys); run after the refinement tests, a few seconds in all."""

@@ -7,7 +7,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from spec.ids import arguments_digest
+from spec.ids import arguments_digest, canonical_json
+
+from ._mutants import broken
 
 Arguments = dict[str, Any]
 
@@ -25,15 +27,31 @@ class Tool:
     """Outcome of the call made under an idempotency key, or None if no such call happened."""
 
     def digest(self, arguments: Arguments) -> str:
-        return arguments_digest(self.name, self.normalize(arguments))
+        normalized = self.normalize(arguments)
+        if broken("numbers_conflated") or broken("list_order_ignored"):
+            normalized = _mutated(normalized)
+        return arguments_digest(self.name, normalized)
+
+
+def _mutated(value: Any) -> Any:
+    """Mutants only: numbers read as JavaScript reads them (``1`` is ``1.0``), or lists as sets."""
+    if isinstance(value, dict):
+        return {key: _mutated(item) for key, item in value.items()}
+    if isinstance(value, list):
+        items = [_mutated(item) for item in value]
+        return sorted(items, key=canonical_json) if broken("list_order_ignored") else items
+    if isinstance(value, int) and not isinstance(value, bool) and broken("numbers_conflated"):
+        return float(value)
+    return value
 
 
 def normalize_paths(*fields: str, defaults: Arguments | None = None) -> Callable[[Arguments], Arguments]:
     """A normaliser that fills defaults and normalises the named path arguments."""
 
     def normalize(arguments: Arguments) -> Arguments:
-        result = {**(defaults or {}), **arguments}
-        for name in fields:
+        result = {**arguments, **(defaults or {})} if broken("defaults_override") else {**(defaults or {}), **arguments}
+        names = [k for k, v in result.items() if isinstance(v, str)] if broken("every_string_a_path") else fields
+        for name in names:
             if isinstance(result.get(name), str):
                 result[name] = posixpath.normpath(result[name])
         return result
