@@ -33,6 +33,7 @@ MUTANTS: dict[str, str] = {
     "every_string_a_path": "APR-2: path normalisation applied to every string argument, not the path fields",
     "numbers_conflated": "APR-2: the digest reads numbers as JavaScript does (1 and 1.0 are one argument)",
     "list_order_ignored": "APR-2: the digest sorts lists (a reordered list is the same argument)",
+    "anyone_may_reject": "APR-4: only approving is kept to the responder; any member may reject",
     "result_not_redacted": "AUD-3, INV-10: a tool's result is stored as the tool returned it",
     "version_conflict_escapes": "STO-4: the loser of a compare-and-set race gets a raw VersionConflict",
     "execution_overwritten": "APR-6: an existing execution record is overwritten and the call made again",
