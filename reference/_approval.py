@@ -185,7 +185,7 @@ class ApprovalProtocol:
         if doc["status"] != "requested":
             raise ReviewConflict(pid, doc["status"], decision)
         now = self.h.clock.now()
-        if now > doc["deadline"]:
+        if now > doc["deadline"] or (broken("review_closed_at_deadline") and now == doc["deadline"]):
             raise ApprovalExpired(pid, doc["deadline"], now)
         spec.ensure_transition(KIND, doc["status"], decision)
         reviewed = {
@@ -298,7 +298,8 @@ class ApprovalProtocol:
         if digest != doc["arguments_digest"] and not broken("skip_digest_check"):
             raise ArgumentsChanged(pid, doc["arguments_digest"], digest)
         now = self.h.clock.now()
-        if now > doc["deadline"] and not broken("skip_deadline_on_consume"):
+        late = now >= doc["deadline"] if broken("consume_closed_at_deadline") else now > doc["deadline"]
+        if late and not broken("skip_deadline_on_consume"):
             raise ApprovalExpired(pid, doc["deadline"], now)
         if profile["version"] != doc["profile_version"] and not broken("profile_version_ignored"):
             raise ProfileChanged(pid, doc["profile_version"], profile["version"])
@@ -397,7 +398,8 @@ class ApprovalProtocol:
 
     @staticmethod
     def _due(doc: Document, now: float) -> bool:
-        return doc["status"] in ("requested", "approved") and now > doc["deadline"]
+        due = now >= doc["deadline"] if broken("monitor_expires_at_deadline") else now > doc["deadline"]
+        return doc["status"] in ("requested", "approved") and due
 
     def _expire_if_due(self, pid: str, now: float) -> bool:
         """Read again and expire if still due: a concurrent consume or cancel may have won."""
