@@ -9,7 +9,7 @@ from typing import Any
 from spec.ids import canonical_json
 from spec.redaction import redact
 
-from ._errors import AlreadyExists
+from ._errors import AlreadyExists, StorageUnavailable
 from ._mutants import broken
 from ._storage import Storage
 
@@ -28,9 +28,13 @@ def _key(sequence: int) -> str:
     return f"{sequence:012d}"
 
 
+APPEND_ATTEMPTS = 100
+"""How many concurrent appends one append may lose before it gives up (TigerBeetle: bound every loop)."""
+
+
 def append(storage: Storage, step: str, actor: str, event: str, subject_id: str, summary: str, at: float) -> None:
     """Append one entry chained to the last; a concurrent append makes us retry on the next slot."""
-    while True:
+    for _ in range(APPEND_ATTEMPTS):
         stored = storage.last(TABLE)
         last = None if stored is None else stored.doc
         sequence = 0 if last is None else last["sequence"] + 1
@@ -49,6 +53,7 @@ def append(storage: Storage, step: str, actor: str, event: str, subject_id: str,
             return
         except AlreadyExists:
             continue
+    raise StorageUnavailable(f"audit log: {APPEND_ATTEMPTS} appends in a row lost to concurrent writers")
 
 
 @dataclass(frozen=True)

@@ -206,3 +206,22 @@ def test_decisions_audited_names_what_differs(log: list[dict[str, Any]], problem
     snap = {"operation_approval": [approval([("m0", "requested"), ("lead", "approved")])], "audit_entry": log}
     found = invariants.decisions_audited(snap)
     assert (found == []) if problem is None else (len(found) == 1 and problem in found[0]), found
+
+
+@pytest.mark.clause("AUD-5", "STO-4")
+def test_an_append_that_keeps_losing_gives_up(storage: r.Storage) -> None:
+    """Every slot is taken by a faster writer: the append stops after a bounded number of tries
+    with an indefinite storage error, instead of spinning."""
+    tries = 0
+
+    class Taken(r.FaultPlan):
+        def before(self, step: str) -> None:
+            nonlocal tries
+            if step == "test/append":
+                tries += 1
+                raise r.AlreadyExists("audit_entry", "taken")
+
+    storage.faults = Taken()
+    with pytest.raises(r.StorageUnavailable) as caught:
+        r.Harness(storage, r.ManualClock(0.0)).audit("test/append", "m0", "x", "s")
+    assert tries == 100 and not caught.value.definite
