@@ -86,10 +86,13 @@ def test_changing_any_field_of_any_entry_breaks_the_chain_there(storage: r.Stora
     log = entries(storage)
     for index, entry in enumerate(log):
         overwrite(storage, index, {**entry, field: other(field, entry[field])})
-        report = r.verify_audit_log(storage)
-        assert (report.ok, report.first_bad) == (False, index), (field, index, report)
+        reason = {
+            "sequence": f"entry {index} is missing (found sequence {index + 1})",
+            "previous_hash": f"entry {index} does not link to entry {index - 1}",
+        }.get(field, f"entry {index} was altered after it was written")
+        assert r.verify_audit_log(storage) == r.ChainReport(False, len(log), index, reason), (field, index)
         overwrite(storage, index, entry)
-    assert r.verify_audit_log(team.storage).ok
+    assert r.verify_audit_log(team.storage) == r.ChainReport(True, len(log), None, "intact")
 
 
 @pytest.mark.clause("AUD-5")
@@ -104,8 +107,9 @@ def test_a_forged_entry_with_a_fresh_hash_breaks_the_next_link(storage: r.Storag
         overwrite(storage, index, {**entry, field: other(field, entry[field])}, rehash=True)
         report = r.verify_audit_log(storage)
         if index < len(log) - 1 or field == "previous_hash":
-            expected = index if field == "previous_hash" else index + 1
-            assert (report.ok, report.first_bad) == (False, expected), (field, index, report)
+            bad = index if field == "previous_hash" else index + 1
+            reason = f"entry {bad} does not link to entry {bad - 1}"
+            assert report == r.ChainReport(False, len(log), bad, reason), (field, index)
         else:
             snap = Team(storage, setup=False).harness.snapshot()
             assert invariants.decisions_audited(snap), (field, "a forged last entry went unseen")
@@ -122,7 +126,8 @@ def test_a_missing_entry_is_reported_wherever_it_was(storage: r.Storage) -> None
         remove(storage, index)
         report = r.verify_audit_log(storage)
         if index < len(log) - 1:
-            assert (report.ok, report.first_bad) == (False, index) and "missing" in report.reason
+            reason = f"entry {index} is missing (found sequence {index + 1})"
+            assert report == r.ChainReport(False, len(log) - 1, index, reason)
         else:
             assert report.ok
             problems = invariants.decisions_audited(Team(storage, setup=False).harness.snapshot())
@@ -137,8 +142,8 @@ def test_swapped_entries_are_reported_at_the_first(storage: r.Storage) -> None:
     log = entries(storage)
     overwrite(storage, 2, {**log[3], "sequence": 2})
     overwrite(storage, 3, {**log[2], "sequence": 3})
-    report = r.verify_audit_log(storage)
-    assert (report.ok, report.first_bad) == (False, 2)
+    reason = "entry 2 does not link to entry 1"
+    assert r.verify_audit_log(storage) == r.ChainReport(False, len(log), 2, reason)
 
 
 @pytest.mark.clause("AUD-5", "AUD-1")
