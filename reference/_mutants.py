@@ -8,6 +8,9 @@ Each names the clause whose check it removes; the model tests must catch every o
 from __future__ import annotations
 
 import os
+from typing import Any
+
+from spec.ids import canonical_json
 
 MUTANTS: dict[str, str] = {
     "skip_digest_check": "APR-5: consume accepts changed arguments",
@@ -51,3 +54,16 @@ def broken(name: str) -> bool:
     """True when mutant ``name`` is switched on in this process."""
     assert name in MUTANTS, name
     return name == ACTIVE
+
+
+def mutated_arguments(value: Any) -> Any:
+    """Mutants ``numbers_conflated`` and ``list_order_ignored`` of a tool's digest: numbers read as
+    JavaScript reads them (``1`` is ``1.0``), or lists read as sets."""
+    if isinstance(value, dict):
+        return {key: mutated_arguments(item) for key, item in value.items()}
+    if isinstance(value, list):
+        items = [mutated_arguments(item) for item in value]
+        return sorted(items, key=canonical_json) if broken("list_order_ignored") else items
+    if isinstance(value, int) and not isinstance(value, bool) and broken("numbers_conflated"):
+        return float(value)
+    return value

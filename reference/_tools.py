@@ -7,9 +7,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from spec.ids import arguments_digest, canonical_json
+from spec.ids import arguments_digest
 
-from ._mutants import broken
+from ._mutants import broken, mutated_arguments
 
 Arguments = dict[str, Any]
 
@@ -29,20 +29,8 @@ class Tool:
     def digest(self, arguments: Arguments) -> str:
         normalized = self.normalize(arguments)
         if broken("numbers_conflated") or broken("list_order_ignored"):
-            normalized = _mutated(normalized)
+            normalized = mutated_arguments(normalized)
         return arguments_digest(self.name, normalized)
-
-
-def _mutated(value: Any) -> Any:
-    """Mutants only: numbers read as JavaScript reads them (``1`` is ``1.0``), or lists as sets."""
-    if isinstance(value, dict):
-        return {key: _mutated(item) for key, item in value.items()}
-    if isinstance(value, list):
-        items = [_mutated(item) for item in value]
-        return sorted(items, key=canonical_json) if broken("list_order_ignored") else items
-    if isinstance(value, int) and not isinstance(value, bool) and broken("numbers_conflated"):
-        return float(value)
-    return value
 
 
 def normalize_paths(*fields: str, defaults: Arguments | None = None) -> Callable[[Arguments], Arguments]:

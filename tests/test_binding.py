@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import posixpath
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,21 +46,25 @@ class Binding:
     """A tool and the equivalences its normalisation documents."""
 
     name: str
-    tool: r.Tool
+    make: Callable[[], r.Tool]
     path_fields: tuple[str, ...]
     defaults: dict[str, Any]
 
+    @property
+    def tool(self) -> r.Tool:
+        """Built afresh, as the harness builds its tools (never once at import)."""
+        return self.make()
+
+
+def copy_tool() -> r.Tool:
+    normalize = r.normalize_paths("src", "dest", defaults={"mode": "safe", "force": False})
+    return r.Tool("copy", lambda key, args: {}, normalize)
+
 
 BINDINGS = [
-    Binding("deploy", r.RecordingTool().tool(), ("path",), {}),
-    Binding(
-        "copy",
-        r.Tool(
-            "copy", lambda key, args: {}, r.normalize_paths("src", "dest", defaults={"mode": "safe", "force": False})
-        ),
-        ("src", "dest"),
-        {"mode": "safe", "force": False},
-    ),
+    Binding("deploy", lambda: r.RecordingTool().tool(), ("path",), {}),
+    Binding("deploy-idempotent", lambda: r.IdempotentTool().tool(), ("path",), {}),
+    Binding("copy", copy_tool, ("src", "dest"), {"mode": "safe", "force": False}),
 ]
 
 
@@ -212,7 +217,7 @@ def test_one_one_point_oh_true_and_the_string_one_are_four_arguments(binding: Bi
 @given(data=st.data())
 def test_defaults_never_override_what_the_caller_gave(data: st.DataObject) -> None:
     """A default fills only what is missing: the caller's value stays, and it binds."""
-    binding = BINDINGS[1]
+    binding = BINDINGS[2]
     a = data.draw(arguments(binding))
     name = data.draw(st.sampled_from(sorted(binding.defaults)))
     given_value = data.draw(JSON.filter(lambda v, n=name: not same(v, binding.defaults[n])))

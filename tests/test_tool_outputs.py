@@ -108,3 +108,28 @@ def test_the_deduplicating_tool_behaves_like_an_external_system() -> None:
         world.run("j", {})
     assert world.run("k", {}) == {"ok": True, "effect": 1, "output": "x"}
     assert world.lookup("j") == {"ok": False, "effect": 2, "output": "x"}
+
+
+def test_the_recording_tool_keeps_every_call() -> None:
+    """The other test double: every call kept with its key; a failure raises and is looked up."""
+    world = r.RecordingTool()
+    assert world.run("k", {"a": 1}) == {"ok": True, "calls": 1}
+    assert world.run("k", {"a": 1}) == {"ok": True, "calls": 2}
+    assert world.calls == [("k", {"a": 1}), ("k", {"a": 1})]
+    assert world.lookup("k") == {"ok": True} and world.lookup("j") is None
+    world.fail = True
+    with pytest.raises(RuntimeError, match=r"^deploy failed$"):
+        world.run("j", {})
+    assert world.lookup("j") == {"ok": False}
+
+
+@pytest.mark.clause("APR-2", "APR-8")
+@pytest.mark.parametrize("world", [r.RecordingTool(), r.IdempotentTool()], ids=["recording", "idempotent"])
+def test_a_test_tool_normalises_its_path_and_answers_lookups(world: r.RecordingTool | r.IdempotentTool) -> None:
+    tool = world.tool()
+    assert (tool.name, tool.protected) == ("deploy", True)
+    assert tool.digest({"path": "srv/./app"}) == tool.digest({"path": "srv/app"})
+    assert tool.lookup is not None and tool.lookup("k") is None
+    tool.run("k", {})
+    assert tool.lookup("k") is not None
+    assert world.tool(lambda arguments: {}).digest({"path": "a"}) == world.tool(lambda arguments: {}).digest({})
