@@ -230,3 +230,4 @@ def test_an_append_that_keeps_losing_gives_up(storage: r.Storage) -> None:
     with pytest.raises(r.StorageUnavailable) as caught:
         r.Harness(storage, r.ManualClock(0.0)).audit("test/append", "m0", "x", "s")
     assert tries == 100 and not caught.value.definite
+    assert str(caught.value) == "audit log: 100 appends in a row lost to concurrent writers"
