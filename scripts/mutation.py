@@ -38,10 +38,15 @@ def mutmut() -> str:
     return found
 
 
-def run(module: str, max_children: int, sample: int) -> None:
-    """All the module's mutants, or every ``sample``-th of them in name order (a uniform sample)."""
+def run(module: str, max_children: int, sample: int, survivors: bool) -> None:
+    """All the module's mutants, every ``sample``-th of them in name order (a uniform sample), or
+    again those that survived the last run (after new tests)."""
     names = [f"reference._{module}.*"]
-    if sample > 1:
+    if survivors:
+        names = [name for name, status in results(module).items() if status in ("survived", "no tests")]
+        if not names:
+            return
+    elif sample > 1:
         mutmut_run([f"reference._{module}.no_such_mutant"], max_children)  # (re)generates the mutants
         names = sorted(results(module))[::sample]
     mutmut_run(names, max_children)
@@ -122,6 +127,7 @@ def main() -> int:
     parser.add_argument("--max-children", type=int, default=2)
     parser.add_argument("--report-only", action="store_true", help="read the last run, run nothing")
     parser.add_argument("--sample", type=int, default=1, help="run every N-th mutant only (name order)")
+    parser.add_argument("--survivors", action="store_true", help="run again only the last run's survivors")
     args = parser.parse_args()
     unknown = sorted(set(args.modules) - set(MODULES))
     if unknown:
@@ -129,7 +135,7 @@ def main() -> int:
     reports = []
     for module in args.modules or MODULES:
         if not args.report_only:
-            run(module, args.max_children, args.sample)
+            run(module, args.max_children, args.sample, args.survivors)
         reports.append(summarise(module, results(module)))
     for report in reports:
         print(
