@@ -38,6 +38,7 @@ EXAMPLE_TESTS = [
     "tests/test_binding.py",
     "tests/test_deadlines.py",
     "tests/test_recovery_records.py",
+    "tests/test_refusal_details.py",
 ]
 """Example tests of what the model does not hold (two instances at once, incarnations after a
 restart, tool outputs and keys); run after the refinement tests, a few seconds in all."""
