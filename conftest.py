@@ -25,4 +25,8 @@ settings.register_profile(
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )
+# scripts/mutation.py: every mutant runs the tests that reach it, so few examples each (derandomized).
+settings.register_profile(
+    "mutation", max_examples=20, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
+)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))

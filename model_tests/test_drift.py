@@ -67,8 +67,9 @@ def test_a_search_that_outgrows_its_pin_stops_with_a_finding() -> None:
 
 
 def test_the_check_command_reports_a_drift_in_json(monkeypatch: pytest.MonkeyPatch, capsys: Any) -> None:
-    from reference import _check
     from reference._cli import main
+
+    from reference import _check
 
     pinned = {**manifest(), "tiny": dict(manifest()["tiny"], reachable=["op no.such"])}
     monkeypatch.setattr(_check, "manifest", lambda: pinned)

@@ -35,6 +35,7 @@ from spec.model._model import Action, message_status
 from spec.model._ops import RISK_TEXT
 from spec.model._reconcile import reconcile
 from spec.model._snapshot import shutdown_id
+from spec.secret_corpus import carrier
 
 CONFIG = parse_config(
     "stateful",
@@ -60,6 +61,8 @@ CONFIG = parse_config(
         "require_coverage": False,
     },
 )
+TOOL_OUTPUT = "deployed; " + carrier("url_password")
+"""What the stateful test's tool puts in its results (a connection string with a password)."""
 CRASHED: set[str] = set()
 """Every write step a crash was injected at, over the whole session (crash-point coverage)."""
 
@@ -87,7 +90,7 @@ class ApprovalComparison(RuleBasedStateMachine):
             r.SQLiteStorage(self.folder / "team.db") if self.backend == "sqlite" else r.MemoryStorage()
         )
         self.clock = r.ManualClock(0.0)
-        self.world = r.RecordingTool()
+        self.world = r.IdempotentTool(output=TOOL_OUTPUT)  # deduplicates by key, echoes a secret
         self.harness = self._harness()
         # The full model: its partial-order reductions leave out interleavings that are equivalent
         # for the explorer (an idle monitor pass taken at once) but that the reference may take.
@@ -110,7 +113,7 @@ class ApprovalComparison(RuleBasedStateMachine):
         shutil.rmtree(self.folder, ignore_errors=True)
 
     def _harness(self) -> r.Harness:
-        return r.Harness(self.storage, self.clock, [self.world.tool(normalize=lambda arguments: arguments)])
+        return r.Harness(self.storage, self.clock, [self.world.tool()])  # the real normaliser (APR-2)
 
     # ---- driving both sides ----------------------------------------------------------------
     def _model_take(self, action: Action, crash_after: str | None = None) -> bool:
@@ -165,8 +168,8 @@ class ApprovalComparison(RuleBasedStateMachine):
             self.harness = self._harness()  # a restart: a new harness over the same storage
             self.harness.reconcile()
 
-    def ctx(self, member: int, slot: int) -> r.CallContext:
-        return r.CallContext(f"m{member}", 1, f"call-{slot}", f"t{member}")
+    def ctx(self, member: int, slot: int, incarnation: int = 1) -> r.CallContext:
+        return r.CallContext(f"m{member}", incarnation, f"call-{slot}", f"t{member}")
 
     def slots(self, *statuses: str) -> list[int]:
         """Approval slots whose model status is one of ``statuses`` (repeats weight the draw)."""
@@ -344,6 +347,40 @@ class ApprovalComparison(RuleBasedStateMachine):
     def _pid(self, slot: int) -> str:
         return spec.ids.protocol_id(f"m{self.state.approvals[slot].requester}", f"call-{slot}", "operation_approval")
 
+    # ---- callers that must change nothing (issue 17) ------------------------------------
+    def _refused_alone(self, error: type[Exception], call: Any) -> None:
+        """A call the model has no move for: refused with ``error``, definite, nothing changed."""
+        before = self.harness.snapshot()
+        with pytest.raises(error) as caught:
+            call()
+        assert getattr(caught.value, "definite", True)
+        assert self.harness.snapshot() == before, f"{type(caught.value).__name__}: a refused call changed the stores"
+
+    @precondition(lambda self: any(ap.status for ap in self.state.approvals))
+    @rule(data=st.data(), member=st.integers(0, 1), decision=st.sampled_from(["approved", "rejected"]))
+    def review_by_a_member(self, data: st.DataObject, member: int, decision: str) -> None:
+        """A member, not the responder, approves or rejects any approval: refused (APR-4)."""
+        slot = data.draw(st.sampled_from([a for a, ap in enumerate(self.state.approvals) if ap.status]))
+        pid = self._pid(slot)
+        self._refused_alone(r.NotResponder, lambda: self.harness.approvals.review(f"m{member}", pid, decision))
+
+    @precondition(lambda self: any(ap.status for ap in self.state.approvals))
+    @rule(data=st.data(), operation=st.sampled_from(["request", "retry", "consume", "cancel"]))
+    def stale_context(self, data: st.DataObject, operation: str) -> None:
+        """The requester's call with a context of an older incarnation (0): refused, whatever the
+        operation and whatever the approval's state (XPR-1, INV-11)."""
+        slot = data.draw(st.sampled_from([a for a, ap in enumerate(self.state.approvals) if ap.status]))
+        member, pid = self.state.approvals[slot].requester, self._pid(slot)
+        stale = self.ctx(member, slot, incarnation=0)
+        fresh = r.CallContext(stale.actor_id, 0, "call-stale", stale.task_id)
+        calls = {
+            "request": lambda: self.harness.approvals.request(fresh, "deploy", SAME, RISK_TEXT),
+            "retry": lambda: self.harness.approvals.request(stale, "deploy", SAME, RISK_TEXT),
+            "consume": lambda: self.harness.approvals.call(stale, "deploy", SAME, pid),
+            "cancel": lambda: self.harness.approvals.cancel(stale, pid),
+        }
+        self._refused_alone(r.StaleIncarnation, calls[operation])
+
     # ---- invariants ------------------------------------------------------------------------
     @invariant()
     def refines_the_model_and_every_invariant_holds(self) -> None:
@@ -360,6 +397,10 @@ class ApprovalComparison(RuleBasedStateMachine):
             raise AssertionError(f"{problems}; the model's side of this run is in {path}")
         keys = [key for key, _ in self.world.calls]
         assert len(keys) == len(set(keys)), "INV-1 approval_consumed_at_most_once: a key was called twice"
+        ran = {e["idempotency_key"] for e in after["tool_execution"] if e["status"] == "succeeded"}
+        assert ran <= set(self.world.effect_keys()) <= {e["idempotency_key"] for e in after["tool_execution"]}, (
+            "INV-1 approval_consumed_at_most_once: the tool's effects are not under the executions' keys"
+        )
         self.before = after
 
 

@@ -79,7 +79,7 @@ from ._team_errors import (
     UnknownRecord,
     UnknownTask,
 )
-from ._tools import RecordingTool, Tool, normalize_paths
+from ._tools import IdempotentTool, RecordingTool, Tool, normalize_paths
 
 __all__ = [
     "AGENT_TOOLS",
@@ -113,6 +113,7 @@ __all__ = [
     "ForgedIdentity",
     "Guard",
     "Harness",
+    "IdempotentTool",
     "InProcessJobRunner",
     "JobRefused",
     "JobRunner",

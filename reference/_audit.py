@@ -9,7 +9,8 @@ from typing import Any
 from spec.ids import canonical_json
 from spec.redaction import redact
 
-from ._errors import AlreadyExists
+from ._errors import AlreadyExists, StorageUnavailable
+from ._mutants import broken
 from ._storage import Storage
 
 GENESIS = "0" * 64
@@ -17,7 +18,9 @@ TABLE = "audit_entry"
 
 
 def entry_hash(entry: dict[str, Any]) -> str:
-    body = {k: v for k, v in entry.items() if k != "hash"}
+    """sha256 of the canonical JSON of every field but the hash itself (each field is chained)."""
+    unhashed = ("hash", "at") if broken("audit_hash_omits_time") else ("hash",)
+    body = {k: v for k, v in entry.items() if k not in unhashed}
     return hashlib.sha256(canonical_json(body).encode("utf-8")).hexdigest()
 
 
@@ -25,9 +28,13 @@ def _key(sequence: int) -> str:
     return f"{sequence:012d}"
 
 
+APPEND_ATTEMPTS = 100
+"""How many concurrent appends one append may lose before it gives up (TigerBeetle: bound every loop)."""
+
+
 def append(storage: Storage, step: str, actor: str, event: str, subject_id: str, summary: str, at: float) -> None:
     """Append one entry chained to the last; a concurrent append makes us retry on the next slot."""
-    while True:
+    for _ in range(APPEND_ATTEMPTS):
         stored = storage.last(TABLE)
         last = None if stored is None else stored.doc
         sequence = 0 if last is None else last["sequence"] + 1
@@ -46,6 +53,7 @@ def append(storage: Storage, step: str, actor: str, event: str, subject_id: str,
             return
         except AlreadyExists:
             continue
+    raise StorageUnavailable(f"audit log: {APPEND_ATTEMPTS} appends in a row lost to concurrent writers")
 
 
 @dataclass(frozen=True)
@@ -66,7 +74,7 @@ def verify(storage: Storage) -> ChainReport:
             return ChainReport(
                 False, len(rows), index, f"entry {index} is missing (found sequence {entry['sequence']})"
             )
-        if entry["previous_hash"] != previous:
+        if entry["previous_hash"] != previous and not broken("audit_link_unchecked"):
             return ChainReport(False, len(rows), index, f"entry {index} does not link to entry {index - 1}")
         if entry_hash(entry) != entry["hash"]:
             return ChainReport(False, len(rows), index, f"entry {index} was altered after it was written")

@@ -8,6 +8,9 @@ Each names the clause whose check it removes; the model tests must catch every o
 from __future__ import annotations
 
 import os
+from typing import Any
+
+from spec.ids import canonical_json
 
 from ._process_mutants import PROCESS_MUTANTS
 
@@ -38,6 +41,24 @@ MUTANTS: dict[str, str] = {
     "signal_non_cancellable": "JOB-2: a drain pass asks a non-cancellable job to cancel",
     "drain_keeps_requests": "XPR-2: beginning a drain keeps the member's own requested approvals",
     "reconcile_skips_outbox": "REC-3: reconciliation does not owe the messages the records owe",
+    "cancel_ignores_incarnation": "XPR-1, INV-11: cancel takes a caller of an older incarnation",
+    "approval_incarnation_ignored": "XPR-1: consume ignores the incarnation the approval was made for",
+    "idempotency_key_is_tool_call_id": "APR-5, APR-8: the tool is called under the tool call id, not the approval id",
+    "expiry_not_audited": "AUD-5: the monitor's expiry of an approval is never written to the audit log",
+    "audit_hash_omits_time": "AUD-5: an audit entry's time is outside its hash",
+    "audit_link_unchecked": "AUD-5: the verifier does not check that each entry links to the one before",
+    "reconcile_skips_audit": "AUD-5, REC-2: reconciliation does not append the decisions the log misses",
+    "defaults_override": "APR-2: a tool's defaults override the values the caller gave",
+    "every_string_a_path": "APR-2: path normalisation applied to every string argument, not the path fields",
+    "numbers_conflated": "APR-2: the digest reads numbers as JavaScript does (1 and 1.0 are one argument)",
+    "list_order_ignored": "APR-2: the digest sorts lists (a reordered list is the same argument)",
+    "anyone_may_reject": "APR-4: only approving is kept to the responder; any member may reject",
+    "review_closed_at_deadline": "APR-4: a review exactly at the deadline is refused as expired",
+    "consume_closed_at_deadline": "APR-5: a call exactly at the deadline is refused as expired",
+    "monitor_expires_at_deadline": "INV-12: the monitor expires a request exactly at its deadline",
+    "result_not_redacted": "AUD-3, INV-10: a tool's result is stored as the tool returned it",
+    "version_conflict_escapes": "STO-4: the loser of a compare-and-set race gets a raw VersionConflict",
+    "execution_overwritten": "APR-6: an existing execution record is overwritten and the call made again",
 }
 
 MUTANTS.update(PROCESS_MUTANTS)  # caught by the real-process tests (reference._process_mutants)
@@ -51,3 +72,16 @@ def broken(name: str) -> bool:
     """True when mutant ``name`` is switched on in this process."""
     assert name in MUTANTS, name
     return name == ACTIVE
+
+
+def mutated_arguments(value: Any) -> Any:
+    """Mutants ``numbers_conflated`` and ``list_order_ignored`` of a tool's digest: numbers read as
+    JavaScript reads them (``1`` is ``1.0``), or lists read as sets."""
+    if isinstance(value, dict):
+        return {key: mutated_arguments(item) for key, item in value.items()}
+    if isinstance(value, list):
+        items = [mutated_arguments(item) for item in value]
+        return sorted(items, key=canonical_json) if broken("list_order_ignored") else items
+    if isinstance(value, int) and not isinstance(value, bool) and broken("numbers_conflated"):
+        return float(value)
+    return value

@@ -33,6 +33,18 @@ TESTS = [
 """The refinement tests themselves (not the coverage test: a mutant must be caught by a check)."""
 TIMEOUT_SECONDS = 900
 """A mutant's model tests that run longer than this are stopped; the mutant counts as not caught."""
+EXAMPLE_TESTS = [
+    "tests/test_races.py",
+    "tests/test_incarnations.py",
+    "tests/test_tool_outputs.py",
+    "tests/test_audit_log.py",
+    "tests/test_binding.py",
+    "tests/test_deadlines.py",
+    "tests/test_recovery_records.py",
+    "tests/test_refusal_details.py",
+]
+"""Example tests of what the model does not hold (two instances at once, incarnations after a
+restart, tool outputs and keys); run after the refinement tests, a few seconds in all."""
 CHECK_NAMES = [inv.name for inv in INVARIANTS] + ["refinement", "MSG-5", "MSG-3", "model did not agree"]
 """What a failure message may name, most specific first; "model did not agree" is refinement of
 enabledness (the reference ran or refused an operation that the model did not)."""
@@ -52,7 +64,7 @@ def run_mutant(name: str, root: Path) -> dict[str, Any]:
                 "-p",
                 "no:cacheprovider",
                 "--hypothesis-show-statistics",
-                *CAUGHT_BY.get(name, TESTS),
+                *CAUGHT_BY.get(name, [*TESTS, *EXAMPLE_TESTS]),
             ],
             cwd=root,
             env=env,
