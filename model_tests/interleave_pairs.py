@@ -1,0 +1,111 @@
+"""The worlds and operations the interleaving explorer races (``model_tests/interleave.py``).
+
+``PAIRS`` holds, for every pair of operations that can touch one record, a prepared world and
+the two operations, each on an instance of its own. ``POOL`` holds the operations the Hypothesis
+programs draw from, over one world where they all apply.
+
+Extension point: ``AWAITING`` names the pairs whose operations the reference does not have yet
+(the shutdown operations, Reference harness II). When ``Harness`` gains the method, add the pair
+to ``PAIRS`` — ``test_interleave.py::test_every_pair_of_the_issue_is_explored_or_awaited`` fails
+until it is.
+"""
+
+from __future__ import annotations
+
+import reference as r
+from spec.ids import protocol_id
+
+from .interleave import Operation, Scenario
+
+ARGS = {"path": "srv/app"}
+CTX = r.CallContext("m0", 1, "call-1", "t0")
+PID = protocol_id("m0", "call-1", "operation_approval")
+"""The approval of ``CTX``: requested at time 0 with the default time to live, so its deadline is 300."""
+DEADLINE = 300.0
+CTX_M1 = r.CallContext("m1", 1, "call-2", "t1")
+PID_M1 = protocol_id("m1", "call-2", "operation_approval")
+
+
+def _member_with_task(harness: r.Harness, member: str, task: str) -> None:
+    harness.add_member(member, ["deploy"])
+    harness.add_task(task)
+    harness.claim(member, task)
+
+
+def requested(harness: r.Harness) -> None:
+    """m0 holds t0 and has requested ``PID`` (deadline 300)."""
+    _member_with_task(harness, "m0", "t0")
+    harness.approvals.call(CTX, "deploy", ARGS)
+
+
+def approved(harness: r.Harness) -> None:
+    """``requested``, and the Lead approved it."""
+    requested(harness)
+    harness.approvals.review("lead", PID, "approved", "ok")
+
+
+def two_members_one_pending_task(harness: r.Harness) -> None:
+    harness.add_member("m0", ["deploy"])
+    harness.add_member("m1", ["deploy"])
+    harness.add_task("t0")
+
+
+def one_claimed_task(harness: r.Harness) -> None:
+    _member_with_task(harness, "m0", "t0")
+
+
+def team(harness: r.Harness) -> None:
+    """The Hypothesis programs' world: ``approved``; m1 holds t1; t2 is pending."""
+    approved(harness)
+    _member_with_task(harness, "m1", "t1")
+    harness.add_task("t2")
+
+
+CONSUME = Operation("consume", lambda h: h.approvals.call(CTX, "deploy", ARGS, approval_id=PID))
+CANCEL = Operation("cancel", lambda h: h.approvals.cancel(CTX, PID))
+REVIEW = Operation("review", lambda h: h.approvals.review("lead", PID, "approved", "ok"))
+EXPIRE = Operation("expire_due", lambda h: h.approvals.expire_due())
+RECONCILE = Operation("reconcile", lambda h: h.reconcile())
+
+
+def claim(member: str, task: str) -> Operation:
+    return Operation(f"claim {member} {task}", lambda h: h.claim(member, task))
+
+
+def finish(member: str, task: str) -> Operation:
+    return Operation(f"finish {member} {task}", lambda h: h.finish_task(member, task, "completed"))
+
+
+PAIRS: dict[str, Scenario] = {
+    scenario.name: scenario
+    for scenario in (
+        Scenario("consume||consume", approved, ((CONSUME,), (CONSUME,))),
+        Scenario("consume||cancel", approved, ((CONSUME,), (CANCEL,))),
+        # Two processes' clocks: the review at the deadline (still allowed), the monitor just after.
+        Scenario("review||expire_due", requested, ((REVIEW,), (EXPIRE,)), clocks=(DEADLINE, DEADLINE + 1)),
+        Scenario("claim||claim", two_members_one_pending_task, ((claim("m0", "t0"),), (claim("m1", "t0"),))),
+        # The two-write task operation that exists today beside reconciliation's claim repair
+        # (REC-2); release (SHD-3) has the same two writes and joins as release||reconcile.
+        Scenario("finish||reconcile", one_claimed_task, ((finish("m0", "t0"),), (RECONCILE,))),
+        Scenario("claim||reconcile", two_members_one_pending_task, ((claim("m0", "t0"),), (RECONCILE,))),
+    )
+}
+
+AWAITING: dict[str, str] = {
+    "claim||begin_drain": "begin_drain",
+    "release||reconcile": "release",
+}
+"""Pairs of the issue whose operation (the ``Harness`` method named) does not exist yet."""
+
+POOL: tuple[Operation, ...] = (
+    CONSUME,
+    CANCEL,
+    EXPIRE,
+    RECONCILE,
+    claim("m0", "t2"),
+    claim("m1", "t2"),
+    finish("m1", "t1"),
+    Operation("request m1", lambda h: h.approvals.call(CTX_M1, "deploy", ARGS)),
+    Operation("review m1", lambda h: h.approvals.review("lead", PID_M1, "approved", "ok")),
+)
+"""What the Hypothesis programs draw from, over :func:`team`; every instance clock is 0 or 301."""
