@@ -245,9 +245,15 @@ class Harness:
         """REC-2 for the two writes of a claim (and of a finish): a member's ``current_task_id``
         names the task it holds under its incarnation, or nothing. A crash between the writes
         leaves the task claimed and the member empty-handed (or the reverse); the task record is
-        the truth (the model's reconcile does the same)."""
+        the truth (the model's reconcile does the same).
+
+        The members are read *before* the tasks, and each repair is a compare-and-set on the
+        member as read: a claim or finish of another process that lands between the two reads
+        then shows in the tasks, never as a stale task beside a fresh member (which would undo
+        that process's member write; found by ``model_tests/test_interleave.py``, STO-4)."""
+        members = self.storage.scan("member")
         claimed = [task.doc for task in self.storage.scan("task") if task.doc["status"] == "claimed"]
-        for stored in self.storage.scan("member"):
+        for stored in members:
             member = stored.doc
             holds = [
                 task["task_id"]
