@@ -28,9 +28,17 @@ from ._mutants import MUTANTS
 TESTS = [
     "model_tests/test_stateful.py::TestApprovalProtocol",
     "model_tests/test_stateful.py::TestApprovalProtocolSqlite",
+    "model_tests/test_interleave.py",
 ]
-"""The refinement tests themselves (not the coverage test: a mutant must be caught by a check)."""
-CHECK_NAMES = [inv.name for inv in INVARIANTS] + ["refinement", "MSG-5", "MSG-3", "model did not agree"]
+"""The refinement tests themselves (not the coverage test: a mutant must be caught by a check),
+then the interleaving explorer's (two instances over one store, DESIGN rule 9)."""
+CHECK_NAMES = [inv.name for inv in INVARIANTS] + [
+    "refinement",
+    "MSG-5",
+    "MSG-3",
+    "model did not agree",
+    "linearizability",
+]
 """What a failure message may name, most specific first; "model did not agree" is refinement of
 enabledness (the reference ran or refused an operation that the model did not)."""
 
