@@ -142,6 +142,11 @@ class ScheduledMemory(r.MemoryStorage):
         call = lambda: super(ScheduledMemory, self)._update(table, key, text, expected_version)  # noqa: E731
         return _observed(self.scheduler, ("update", table, key), call)
 
+    def _update_guarded(self, table: str, key: str, *rest: Any) -> int:
+        """A guarded compare-and-set (where the storage has one): one atomic step, one yield point."""
+        call = lambda: super(ScheduledMemory, self)._update_guarded(table, key, *rest)  # type: ignore[misc]  # noqa: E731
+        return _observed(self.scheduler, ("update", table, key), call)  # type: ignore[no-any-return]
+
 
 class ScheduledSQLite(r.SQLiteStorage):
     """One instance's own connection to the shared file; every SQL statement is a yield point."""

@@ -11,6 +11,7 @@ Clause: STO-4, APR-5, APR-6, APR-9, APR-4, INV-12, MEM-1, REC-2, INV-1, INV-2, I
 from __future__ import annotations
 
 import functools
+import inspect
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -138,6 +139,22 @@ def test_every_pair_of_the_issue_is_explored_or_awaited() -> None:
     """Extension point: a pair waits in ``AWAITING`` only while the harness lacks its operation."""
     arrived = [pair for pair, method in AWAITING.items() if hasattr(r.Harness, method)]
     assert arrived == [], f"Harness has the operation now: add {arrived} to interleave_pairs.PAIRS"
+
+
+@pytest.mark.clause("STO-4")
+def test_every_access_to_the_shared_store_is_a_yield_point() -> None:
+    """A backend method the scheduled views do not wrap would run between yield points unseen:
+    every row-touching hook of MemoryStorage is overridden, and on SQLite only the two wrapped
+    statement funnels (and opening and closing) touch the connection."""
+    memory_hooks = {name for name in vars(r.MemoryStorage) if name.startswith("_") and not name.startswith("__")}
+    assert memory_hooks <= set(vars(interleave.ScheduledMemory))
+    touching = {
+        name
+        for name, method in vars(r.SQLiteStorage).items()
+        if callable(method) and "self._db" in inspect.getsource(method)
+    }
+    assert touching == {"__init__", "_query", "_execute", "close"}
+    assert {"_query", "_execute"} <= set(vars(interleave.ScheduledSQLite))
 
 
 @pytest.mark.clause("STO-4")
