@@ -66,6 +66,7 @@ CANCEL = Operation("cancel", lambda h: h.approvals.cancel(CTX, PID))
 REVIEW = Operation("review", lambda h: h.approvals.review("lead", PID, "approved", "ok"))
 EXPIRE = Operation("expire_due", lambda h: h.approvals.expire_due())
 RECONCILE = Operation("reconcile", lambda h: h.reconcile())
+REQUEST = Operation("request", lambda h: h.approvals.call(CTX, "deploy", ARGS))
 
 
 def claim(member: str, task: str) -> Operation:
@@ -88,6 +89,9 @@ PAIRS: dict[str, Scenario] = {
         # (REC-2); release (SHD-3) has the same two writes and joins as release||reconcile.
         Scenario("finish||reconcile", one_claimed_task, ((finish("m0", "t0"),), (RECONCILE,))),
         Scenario("claim||reconcile", two_members_one_pending_task, ((claim("m0", "t0"),), (RECONCILE,))),
+        # A process that restarts reconciles the whole store while the others run on.
+        Scenario("request||reconcile", one_claimed_task, ((REQUEST,), (RECONCILE,))),
+        Scenario("consume||reconcile", approved, ((CONSUME,), (RECONCILE,))),
     )
 }
 
@@ -109,3 +113,11 @@ POOL: tuple[Operation, ...] = (
     Operation("review m1", lambda h: h.approvals.review("lead", PID_M1, "approved", "ok")),
 )
 """What the Hypothesis programs draw from, over :func:`team`; every instance clock is 0 or 301."""
+BY_NAME = {operation.name: operation for operation in POOL}
+
+
+def program(names: tuple[tuple[str, ...], ...], clocks: tuple[float, ...]) -> Scenario:
+    """The scenario of a program given by operation names per instance, as a failure prints it:
+    ``interleave.run(program(names, clocks), interleave.backend("sqlite"), schedule)`` replays it."""
+    programs = tuple(tuple(BY_NAME[name] for name in names_) for names_ in names)
+    return Scenario(f"program {names} @ {clocks}", team, programs, clocks)

@@ -21,7 +21,9 @@ def verdict(
     try:
         interleave.require_serialisable(scenario, store, found.outcomes, serials, results=True)
     except interleave.RawConflict:
-        return "raw VersionConflict (known defect)"
+        return "known defect 1: a loser gets a raw VersionConflict"
+    except interleave.ReconcileRace:
+        return "known defect 2: reconciliation races a live operation"
     except AssertionError:
         return "NOT SERIALISABLE"
     return "serialisable"
