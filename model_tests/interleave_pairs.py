@@ -84,6 +84,9 @@ PAIRS: dict[str, Scenario] = {
         Scenario("consume||cancel", approved, ((CONSUME,), (CANCEL,))),
         # Two processes' clocks: the review at the deadline (still allowed), the monitor just after.
         Scenario("review||expire_due", requested, ((REVIEW,), (EXPIRE,)), clocks=(DEADLINE, DEADLINE + 1)),
+        Scenario("consume||expire_due", approved, ((CONSUME,), (EXPIRE,)), clocks=(DEADLINE, DEADLINE + 1)),
+        Scenario("cancel||expire_due", requested, ((CANCEL,), (EXPIRE,)), clocks=(DEADLINE, DEADLINE + 1)),
+        Scenario("review||cancel", requested, ((REVIEW,), (CANCEL,))),
         Scenario("claim||claim", two_members_one_pending_task, ((claim("m0", "t0"),), (claim("m1", "t0"),))),
         # The two-write task operation that exists today beside reconciliation's claim repair
         # (REC-2); release (SHD-3) has the same two writes and joins as release||reconcile.

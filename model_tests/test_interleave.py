@@ -47,6 +47,9 @@ CLAUSES = {
     "consume||consume": ("STO-4", "APR-5", "APR-6", "INV-1"),
     "consume||cancel": ("STO-4", "APR-5", "APR-9", "INV-1"),
     "review||expire_due": ("STO-4", "APR-4", "INV-12"),
+    "consume||expire_due": ("STO-4", "APR-5", "INV-12", "INV-1"),
+    "cancel||expire_due": ("STO-4", "APR-9", "INV-12"),
+    "review||cancel": ("STO-4", "APR-4", "APR-9", "AUD-5"),
     "claim||claim": ("STO-4", "MEM-1", "INV-2"),
     "finish||reconcile": ("STO-4", "REC-2", "TSK-1"),
     "claim||reconcile": ("STO-4", "REC-2", "MEM-1"),
@@ -59,6 +62,9 @@ KNOWN_DEFECT: dict[str, tuple[type[AssertionError] | None, type[AssertionError] 
     "consume||consume": (RAW, None),
     "consume||cancel": (RAW, None),
     "review||expire_due": (RAW, RAW),  # the monitor's pass stops at its lost CAS: the approval stays approved
+    "consume||expire_due": (RAW, None),
+    "cancel||expire_due": (RAW, None),
+    "review||cancel": (RAW, RAW),  # the cancel that lost its CAS did not happen, yet every serial order cancels
     "claim||claim": (RAW, None),  # the raw VersionConflict comes from Harness.claim (reference/_harness.py)
     # Since reconciliation reads members before tasks, only the loser's raw error remains (from
     # Harness.finish_task / claim / _reconcile_claims, reference/_harness.py).
