@@ -38,7 +38,7 @@ from ._errors import (
 )
 from ._harness import CallContext, Harness
 from ._storage import FaultPlan, MemoryStorage, SQLiteStorage, Storage, Stored
-from ._tools import RecordingTool, Tool, normalize_paths
+from ._tools import IdempotentTool, RecordingTool, Tool, normalize_paths
 
 __all__ = [
     "AGENT_TOOLS",
@@ -62,6 +62,7 @@ __all__ = [
     "FaultPlan",
     "ForgedIdentity",
     "Harness",
+    "IdempotentTool",
     "ManualClock",
     "MemberNotRunning",
     "MemoryStorage",

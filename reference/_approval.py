@@ -7,17 +7,18 @@ Write steps, in order (the same names as the model's, plus the team audit log):
 - call:    ``approval.consume/record`` → ``approval.consume/execution`` → ``approval.consume/call``
            (the external call) → ``approval.consume/outcome`` → ``approval.consume/audit``
 - cancel:  ``approval.cancel/record`` → ``approval.cancel/audit``
-- monitor: ``approval.expire/record``; reconcile: ``approval.reconcile/*``
+- monitor: ``approval.expire/record`` → ``approval.expire/audit``; reconcile: ``approval.reconcile/*``
 """
 
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import spec
 from spec.ids import protocol_id
-from spec.redaction import redact
+from spec.redaction import redact, redact_json
 
 from . import _audit
 from ._errors import (
@@ -41,6 +42,7 @@ from ._errors import (
     ToolMismatch,
     ToolNotInProfile,
     UnknownApproval,
+    VersionConflict,
 )
 from ._mutants import broken
 from ._storage import Document, Stored
@@ -49,7 +51,10 @@ from ._tools import Arguments, Tool
 if TYPE_CHECKING:
     from ._harness import CallContext, Harness
 
+T = TypeVar("T")
 KIND = "operation_approval"
+CONFLICT_RETRIES = 3
+"""How often an operation that lost a compare-and-set is run again from its read (STO-4)."""
 BINDING = (
     "requester_id",
     "requester_incarnation",
@@ -167,6 +172,9 @@ class ApprovalProtocol:
     def review(self, actor_id: str, pid: str, decision: str, summary: str = "") -> Document:
         if decision not in ("approved", "rejected"):
             raise spec.SchemaError("team_review_approval", "$.decision", f"{decision!r} is not approved or rejected")
+        return self._settle(lambda: self._review_once(actor_id, pid, decision, summary))
+
+    def _review_once(self, actor_id: str, pid: str, decision: str, summary: str) -> Document:
         stored = self._require(pid)
         doc = stored.doc
         if actor_id != doc["responder_id"]:
@@ -227,28 +235,48 @@ class ApprovalProtocol:
         return {"status": "done", "idempotency_key": key, "result": self._execute(key, tool, arguments)}
 
     def consume(self, ctx: CallContext, pid: str, tool: Tool, arguments: Arguments) -> str:
-        """APR-5: re-check everything under the assignment lock, then approved → consumed."""
+        """APR-5: re-check everything under the assignment lock, then approved → consumed. The lock
+        is one process's; against another process the compare-and-set decides, and the loser is
+        refused by the checks as the winner left the record (STO-4)."""
         with self.h.assignment_lock:
-            try:
-                stored = self._checked(ctx, pid, tool, arguments)
-            except (ApprovalRefused, spec.SchemaError):
-                raise
-            except (StorageError, KeyError, spec.ProtocolError) as error:
-                raise FailClosed("the consumption check", error) from error
-            doc = stored.doc
-            if broken("consume_twice") and doc["status"] == "consumed":
-                return pid
-            spec.ensure_transition(KIND, doc["status"], "consumed")
-            if broken("consume_rereads_before_cas"):  # mutant: the CAS compares a fresh version
-                stored = self._require(pid)
-            consumed = {
-                **doc,
-                "status": "consumed",
-                "consumed_at": self.h.clock.now(),
-                "events": [*doc["events"], self.h.event(ctx.actor_id, "consumed")],
-            }
-            self.h.storage.update("approval.consume/record", KIND, pid, consumed, stored.version)
+            return self._settle(lambda: self._consume_once(ctx, pid, tool, arguments))
+
+    def _consume_once(self, ctx: CallContext, pid: str, tool: Tool, arguments: Arguments) -> str:
+        try:
+            stored = self._checked(ctx, pid, tool, arguments)
+        except (ApprovalRefused, spec.SchemaError):
+            raise
+        except (StorageError, KeyError, spec.ProtocolError) as error:
+            raise FailClosed("the consumption check", error) from error
+        doc = stored.doc
+        if broken("consume_twice") and doc["status"] == "consumed":
+            return pid
+        spec.ensure_transition(KIND, doc["status"], "consumed")
+        if broken("consume_rereads_before_cas"):  # mutant: the CAS compares a fresh version
+            stored = self._require(pid)
+        consumed = {
+            **doc,
+            "status": "consumed",
+            "consumed_at": self.h.clock.now(),
+            "events": [*doc["events"], self.h.event(ctx.actor_id, "consumed")],
+        }
+        self.h.storage.update("approval.consume/record", KIND, pid, consumed, stored.version)
         return pid
+
+    def _settle(self, attempt: Callable[[], T]) -> T:
+        """STO-4: a compare-and-set lost to another writer changed nothing, so the operation runs
+        again from its read: its own checks then judge the record as the winner left it, and the
+        loser gets their typed refusal, never a raw :class:`VersionConflict`. Bounded."""
+        for _ in range(CONFLICT_RETRIES - 1):
+            try:
+                return attempt()
+            except VersionConflict:
+                if broken("version_conflict_escapes"):
+                    raise
+        try:
+            return attempt()
+        except VersionConflict as error:
+            raise FailClosed(f"a write that lost {CONFLICT_RETRIES} compare-and-sets in a row", error) from error
 
     def _checked(self, ctx: CallContext, pid: str, tool: Tool, arguments: Arguments) -> Stored:
         stored = self._require(pid)
@@ -262,7 +290,7 @@ class ApprovalProtocol:
             raise ApprovalNotActive(pid, doc["status"])
         if doc["requester_id"] != ctx.actor_id and not broken("skip_ownership_check"):
             raise ApprovalOtherAgent(pid, doc["requester_id"], ctx.actor_id)
-        if doc["requester_incarnation"] != member["incarnation"]:
+        if doc["requester_incarnation"] != member["incarnation"] and not broken("approval_incarnation_ignored"):
             raise StaleIncarnation(f"approval {pid}", doc["requester_incarnation"], member["incarnation"])
         if doc["task_id"] != task_id and not broken("skip_ownership_check"):
             raise ApprovalOtherTask(pid, doc["task_id"], task_id)
@@ -296,28 +324,49 @@ class ApprovalProtocol:
             again = {**existing.doc, "attempts": existing.doc["attempts"] + 1}
             self.h.storage.update("approval.consume/execution", "tool_execution", key, again, existing.version)
             return tool.run(key, arguments)
-        stored = self.h.storage.insert("approval.consume/execution", "tool_execution", key, execution)
+        stored = self._write_ahead(key, execution)
         faults = self.h.storage.faults
         faults.before("approval.consume/call")
         try:
-            result, status = tool.run(key, arguments), "succeeded"
+            call_key = approval["tool_call_id"] if broken("idempotency_key_is_tool_call_id") else key
+            result, status = tool.run(call_key, arguments), "succeeded"
         except Exception as error:  # the tool failed: the approval stays consumed (APR-6)
             result, status = {"ok": False, "error": redact(str(error))}, "failed"
         faults.after("approval.consume/call")
+        kept = result if broken("result_not_redacted") else redact_json(result)  # AUD-3, INV-10
         self.h.storage.update(
             "approval.consume/outcome",
             "tool_execution",
             key,
-            {**execution, "status": status, "result": result},
+            {**execution, "status": status, "result": kept},
             stored.version,
         )
         self._audit_last(self._require(key).doc, "approval.consume/audit")
         return result
 
+    def _write_ahead(self, key: str, execution: Document) -> Stored:
+        """The execution record, written before the call: its key is the second guard of single
+        consumption (APR-6). If it exists, another writer consumed this approval: refuse, typed."""
+        try:
+            return self.h.storage.insert("approval.consume/execution", "tool_execution", key, execution)
+        except AlreadyExists:
+            if not broken("execution_overwritten"):
+                raise ApprovalNotActive(key, "consumed") from None
+            existing = self.h.storage.read("tool_execution", key)  # mutant: an upsert
+            assert existing is not None
+            return self.h.storage.update(
+                "approval.consume/execution", "tool_execution", key, execution, existing.version
+            )
+
     # ---- APR-9: cancel; monitor --------------------------------------------------------------
     def cancel(self, ctx: CallContext, pid: str) -> Document:
+        return self._settle(lambda: self._cancel_once(ctx, pid))
+
+    def _cancel_once(self, ctx: CallContext, pid: str) -> Document:
         stored = self._require(pid)
         doc = stored.doc
+        if not broken("cancel_ignores_incarnation"):
+            self._running_member(ctx)  # XPR-1: a caller of an older incarnation changes nothing
         if doc["requester_id"] != ctx.actor_id:
             raise ApprovalOtherAgent(pid, doc["requester_id"], ctx.actor_id)
         if doc["status"] == "consumed" and not broken("cancel_after_consume"):
@@ -341,11 +390,28 @@ class ApprovalProtocol:
         expired = []
         now = self.h.clock.now()
         for stored in self.h.storage.scan(KIND):
-            if stored.doc["status"] in ("requested", "approved") and now > stored.doc["deadline"]:
-                expired.append(self._expire(stored)["protocol_id"])
+            if self._due(stored.doc, now) and self._settle(self._expiry(stored.key, now)):
+                expired.append(stored.key)
         return expired
 
-    def _expire(self, stored: Stored) -> Document:
+    def _expiry(self, pid: str, now: float) -> Callable[[], bool]:
+        return lambda: self._expire_if_due(pid, now)
+
+    @staticmethod
+    def _due(doc: Document, now: float) -> bool:
+        return doc["status"] in ("requested", "approved") and now > doc["deadline"]
+
+    def _expire_if_due(self, pid: str, now: float) -> bool:
+        """Read again and expire if still due: a concurrent consume or cancel may have won."""
+        stored = self._require(pid)
+        if not self._due(stored.doc, now):
+            return False
+        self._expire(stored, "approval.expire/audit")
+        return True
+
+    def _expire(self, stored: Stored, audit_step: str | None) -> Document:
+        """Requested or approved → expired. The monitor logs the decision at once (AUD-5);
+        reconciliation (``audit_step`` None) appends it with whatever else the log misses."""
         doc = stored.doc
         gone = {
             **doc,
@@ -354,6 +420,8 @@ class ApprovalProtocol:
             "events": [*doc["events"], self.h.event("monitor", "expired")],
         }
         self.h.storage.update("approval.expire/record", KIND, doc["protocol_id"], gone, stored.version)
+        if audit_step is not None and not broken("expiry_not_audited"):
+            self._audit_last(gone, audit_step)
         return gone
 
     # ---- REC: reconciliation -----------------------------------------------------------------
@@ -366,7 +434,7 @@ class ApprovalProtocol:
         for stored in self.h.storage.scan(KIND):
             doc = stored.doc
             if doc["status"] == "requested" and self.h.clock.now() > doc["deadline"]:
-                doc = self._expire(stored)  # "requested: re-deliver; check the deadline"
+                doc = self._expire(stored, None)  # "requested: re-deliver; check the deadline"
             if broken("reconcile_skips_redelivery"):
                 pass
             elif doc["status"] == "requested":
@@ -375,7 +443,9 @@ class ApprovalProtocol:
                 self._post_decision(doc)
             elif doc["status"] == "consumed":
                 self._look_up_outcome(doc)
-            for event in doc["events"][logged.get(doc["protocol_id"], 0) :]:
+            for event in (
+                doc["events"][logged.get(doc["protocol_id"], 0) :] if not broken("reconcile_skips_audit") else []
+            ):
                 self._audit_event(doc, event, "approval.reconcile/audit")
 
     def _look_up_outcome(self, approval: Document) -> None:
@@ -407,6 +477,7 @@ class ApprovalProtocol:
         elif stored.doc["status"] == "started":
             status = "failed" if outcome is None or not outcome.get("ok") else "succeeded"
             result = outcome or {"ok": False, "error": "the call never happened (crashed before it)"}
+            result = result if broken("result_not_redacted") else redact_json(result)
             self.h.storage.update(
                 "approval.reconcile/outcome",
                 "tool_execution",

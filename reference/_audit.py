@@ -10,6 +10,7 @@ from spec.ids import canonical_json
 from spec.redaction import redact
 
 from ._errors import AlreadyExists
+from ._mutants import broken
 from ._storage import Storage
 
 GENESIS = "0" * 64
@@ -17,7 +18,9 @@ TABLE = "audit_entry"
 
 
 def entry_hash(entry: dict[str, Any]) -> str:
-    body = {k: v for k, v in entry.items() if k != "hash"}
+    """sha256 of the canonical JSON of every field but the hash itself (each field is chained)."""
+    unhashed = ("hash", "at") if broken("audit_hash_omits_time") else ("hash",)
+    body = {k: v for k, v in entry.items() if k not in unhashed}
     return hashlib.sha256(canonical_json(body).encode("utf-8")).hexdigest()
 
 
@@ -66,7 +69,7 @@ def verify(storage: Storage) -> ChainReport:
             return ChainReport(
                 False, len(rows), index, f"entry {index} is missing (found sequence {entry['sequence']})"
             )
-        if entry["previous_hash"] != previous:
+        if entry["previous_hash"] != previous and not broken("audit_link_unchecked"):
             return ChainReport(False, len(rows), index, f"entry {index} does not link to entry {index - 1}")
         if entry_hash(entry) != entry["hash"]:
             return ChainReport(False, len(rows), index, f"entry {index} was altered after it was written")

@@ -24,6 +24,20 @@ MUTANTS: dict[str, str] = {
     "recovery_repeats_call": "APR-8: recovery re-issues a started call instead of looking it up",
     "sqlite_cas_check_then_act": "STO-4: the SQLite compare-and-set reads the version, then updates unconditionally",
     "consume_rereads_before_cas": "APR-5, APR-6: consume re-reads the approval just before its compare-and-set",
+    "cancel_ignores_incarnation": "XPR-1, INV-11: cancel takes a caller of an older incarnation",
+    "approval_incarnation_ignored": "XPR-1: consume ignores the incarnation the approval was made for",
+    "idempotency_key_is_tool_call_id": "APR-5, APR-8: the tool is called under the tool call id, not the approval id",
+    "expiry_not_audited": "AUD-5: the monitor's expiry of an approval is never written to the audit log",
+    "audit_hash_omits_time": "AUD-5: an audit entry's time is outside its hash",
+    "audit_link_unchecked": "AUD-5: the verifier does not check that each entry links to the one before",
+    "reconcile_skips_audit": "AUD-5, REC-2: reconciliation does not append the decisions the log misses",
+    "defaults_override": "APR-2: a tool's defaults override the values the caller gave",
+    "every_string_a_path": "APR-2: path normalisation applied to every string argument, not the path fields",
+    "numbers_conflated": "APR-2: the digest reads numbers as JavaScript does (1 and 1.0 are one argument)",
+    "list_order_ignored": "APR-2: the digest sorts lists (a reordered list is the same argument)",
+    "result_not_redacted": "AUD-3, INV-10: a tool's result is stored as the tool returned it",
+    "version_conflict_escapes": "STO-4: the loser of a compare-and-set race gets a raw VersionConflict",
+    "execution_overwritten": "APR-6: an existing execution record is overwritten and the call made again",
 }
 
 ACTIVE = os.environ.get("TEAMPROTO_MUTANT", "")

@@ -32,6 +32,15 @@ TESTS = [
 ]
 """The refinement tests themselves (not the coverage test: a mutant must be caught by a check),
 then the interleaving explorer's (two instances over one store, DESIGN rule 9)."""
+EXAMPLE_TESTS = [
+    "tests/test_races.py",
+    "tests/test_incarnations.py",
+    "tests/test_tool_outputs.py",
+    "tests/test_audit_log.py",
+    "tests/test_binding.py",
+]
+"""Example tests of what the model does not hold (two instances at once, incarnations after a
+restart, tool outputs and keys); run after the refinement tests, a few seconds in all."""
 CHECK_NAMES = [inv.name for inv in INVARIANTS] + [
     "refinement",
     "MSG-5",
@@ -47,7 +56,18 @@ def run_mutant(name: str, root: Path) -> dict[str, Any]:
     env = {**os.environ, "TEAMPROTO_MUTANT": name, "HYPOTHESIS_PROFILE": os.environ.get("HYPOTHESIS_PROFILE", "ci")}
     started = time.perf_counter()
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "--hypothesis-show-statistics", *TESTS],
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-x",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--hypothesis-show-statistics",
+            *TESTS,
+            *EXAMPLE_TESTS,
+        ],
         cwd=root,
         env=env,
         capture_output=True,

@@ -7,7 +7,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from spec.ids import arguments_digest
+from spec.ids import arguments_digest, canonical_json
+
+from ._mutants import broken
 
 Arguments = dict[str, Any]
 
@@ -25,15 +27,31 @@ class Tool:
     """Outcome of the call made under an idempotency key, or None if no such call happened."""
 
     def digest(self, arguments: Arguments) -> str:
-        return arguments_digest(self.name, self.normalize(arguments))
+        normalized = self.normalize(arguments)
+        if broken("numbers_conflated") or broken("list_order_ignored"):
+            normalized = _mutated(normalized)
+        return arguments_digest(self.name, normalized)
+
+
+def _mutated(value: Any) -> Any:
+    """Mutants only: numbers read as JavaScript reads them (``1`` is ``1.0``), or lists as sets."""
+    if isinstance(value, dict):
+        return {key: _mutated(item) for key, item in value.items()}
+    if isinstance(value, list):
+        items = [_mutated(item) for item in value]
+        return sorted(items, key=canonical_json) if broken("list_order_ignored") else items
+    if isinstance(value, int) and not isinstance(value, bool) and broken("numbers_conflated"):
+        return float(value)
+    return value
 
 
 def normalize_paths(*fields: str, defaults: Arguments | None = None) -> Callable[[Arguments], Arguments]:
     """A normaliser that fills defaults and normalises the named path arguments."""
 
     def normalize(arguments: Arguments) -> Arguments:
-        result = {**(defaults or {}), **arguments}
-        for name in fields:
+        result = {**arguments, **(defaults or {})} if broken("defaults_override") else {**(defaults or {}), **arguments}
+        names = [k for k, v in result.items() if isinstance(v, str)] if broken("every_string_a_path") else fields
+        for name in names:
             if isinstance(result.get(name), str):
                 result[name] = posixpath.normpath(result[name])
         return result
@@ -57,6 +75,45 @@ class RecordingTool:
 
     def lookup(self, key: str) -> dict[str, Any] | None:
         return next(({"ok": not self.fail} for k, _ in self.calls if k == key), None)
+
+    def tool(self, normalize: Callable[[Arguments], Arguments] | None = None) -> Tool:
+        return Tool(self.name, self.run, normalize or normalize_paths("path"), lookup=self.lookup)
+
+
+@dataclass
+class IdempotentTool:
+    """An external system that deduplicates by idempotency key as real ones do (an HTTP API's
+    ``Idempotency-Key``, a conditional put): the first call under a key has an effect and its
+    outcome is kept; a repeated key returns that outcome and has no second effect. So a wrong key
+    shows: a key shared by two calls loses the second effect, a key that changes repeats it.
+    ``output`` is text the system puts into its results and its errors (a test puts a secret
+    there, as a real tool echoes a connection string or a token)."""
+
+    name: str = "deploy"
+    output: str = ""
+    fail: bool = False
+    calls: list[tuple[str, Arguments]] = field(default_factory=list)
+    """Every call as it arrived, repeats included."""
+    effects: list[tuple[str, Arguments]] = field(default_factory=list)
+    """Every call that had an effect: one per key."""
+    outcomes: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def run(self, key: str, arguments: Arguments) -> dict[str, Any]:
+        self.calls.append((key, arguments))
+        if key not in self.outcomes:
+            self.effects.append((key, arguments))
+            self.outcomes[key] = {"ok": not self.fail, "effect": len(self.effects), "output": self.output}
+        outcome = dict(self.outcomes[key])
+        if not outcome["ok"]:
+            raise RuntimeError(f"{self.name} failed under key {key}: {self.output}")
+        return outcome
+
+    def lookup(self, key: str) -> dict[str, Any] | None:
+        outcome = self.outcomes.get(key)
+        return None if outcome is None else dict(outcome)
+
+    def effect_keys(self) -> list[str]:
+        return [key for key, _ in self.effects]
 
     def tool(self, normalize: Callable[[Arguments], Arguments] | None = None) -> Tool:
         return Tool(self.name, self.run, normalize or normalize_paths("path"), lookup=self.lookup)

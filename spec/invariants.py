@@ -422,6 +422,44 @@ def _diff_kinds(a: Snapshot, b: Snapshot) -> list[str]:
     return [kind for kind in a if a[kind] != b.get(kind)]
 
 
+_AUDITED = {"operation_approval": "approval"}
+"""Protocol records whose events the team audit log must hold, with the prefix of the log's event
+names. Plans and shutdowns join as the reference writes their log (Reference II-III). The abstract
+model keeps no events of approvals (it abstracts the log away), so on its snapshots this holds
+trivially; it is the reference's and a foreign implementation's check."""
+
+
+def decisions_audited(snap: Snapshot) -> list[str]:
+    """AUD-5: every protocol decision in the stores has its entry in the team audit log.
+
+    Clauses: AUD-1, AUD-5. Checked after reconciliation: a crash can fall between a record's write
+    and its log entry, and reconciliation appends what the log misses. The entries under a record's
+    id, in log order, are exactly the record's events (actor, event, summary, time), none missing,
+    none extra, none altered; and no entry names a record of an audited kind that does not exist.
+    """
+    log: dict[str, list[tuple[Any, ...]]] = defaultdict(list)
+    for entry in sorted(snap["audit_entry"], key=lambda e: e["sequence"]):
+        log[entry["subject_id"]].append((entry["actor"], entry["event"], entry["summary"], entry["at"]))
+    problems = []
+    for kind, prefix in _AUDITED.items():
+        for record in snap[kind]:
+            expected = [(e["actor"], f"{prefix}.{e['event']}", e["summary"], e["at"]) for e in record["events"]]
+            found = log.pop(record["protocol_id"], [])
+            if found != expected:
+                at = next((i for i, pair in enumerate(zip(expected, found, strict=False)) if pair[0] != pair[1]), None)
+                at = min(len(expected), len(found)) if at is None else at
+                problems.append(
+                    f"{record_key(kind, record)}: event {at} is {expected[at] if at < len(expected) else 'absent'} "
+                    f"in the record but {found[at] if at < len(found) else 'absent'} in the audit log"
+                )
+    prefixes = tuple(f"{prefix}." for prefix in _AUDITED.values())
+    for subject, entries in log.items():
+        for entry in entries:
+            if entry[1].startswith(prefixes):
+                problems.append(f"audit_entry: {entry[1]} of {subject}, which no record holds")
+    return problems
+
+
 _APPROVALS, _PLANS, _SHUTDOWNS = "operation_approval", "plan_approval", "shutdown_request"
 _MESSAGES = ("message", "outbox_entry")
 
@@ -504,6 +542,7 @@ INVARIANTS: tuple[Invariant, ...] = (
         requests_final_by_deadline,
         ("clock", _APPROVALS, _PLANS, _SHUTDOWNS),
     ),
+    Invariant("AUD-5", "decisions_audited", "state", True, decisions_audited, ("audit_entry", *_AUDITED)),
 )
 """Every invariant, in clause order. ``reconcile_is_idempotent`` is run by whoever reconciles."""
 

@@ -1,0 +1,208 @@
+"""The team audit log as a checked record (AUD-1, AUD-5): every field of every entry is under the
+hash chain, a missing, reordered or forged entry is reported at its place, and the log holds
+exactly the decisions the records hold (``spec.invariants.decisions_audited``).
+
+Clause: AUD-1, AUD-5.
+The tamper cases are generated from the entry's JSON Schema, so a field added to the entry is
+tampered with too, and must be hashed.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+import reference as r
+from reference._audit import entry_hash
+from spec import invariants
+from spec.schemas import RECORD_SCHEMAS
+from tests.conftest import Team
+
+ARGS = {"path": "srv/app"}
+FIELDS = sorted(RECORD_SCHEMAS["audit_entry"]["properties"])
+
+
+def logged_team(storage: r.Storage) -> Team:
+    """A log of seven entries: a consumed approval, a rejected one, a cancelled one."""
+    team = Team(storage)
+    h = team.harness
+    pid = team.approved()
+    h.approvals.call(team.ctx(), "deploy", ARGS, approval_id=pid)
+    rejected = h.approvals.request(team.ctx(call="call-2"), "deploy", ARGS)
+    h.approvals.review("lead", rejected, "rejected", "too risky")
+    h.approvals.cancel(team.ctx("m1"), h.approvals.request(team.ctx("m1"), "deploy", ARGS))
+    assert r.verify_audit_log(storage).entries == 7
+    return team
+
+
+def entries(storage: r.Storage) -> list[dict[str, Any]]:
+    return [row.doc for row in storage.scan("audit_entry")]
+
+
+def key(sequence: int) -> str:
+    return f"{sequence:012d}"
+
+
+def other(name: str, value: Any) -> Any:
+    """A different value of the field's own type, still valid against its schema."""
+    schema = RECORD_SCHEMAS["audit_entry"]["properties"][name]
+    if schema["type"] == "integer":
+        return value + 1
+    if schema["type"] == "number":
+        return value + 0.5
+    if schema.get("pattern") == "^[0-9a-f]{64}$":
+        return value[:-1] + ("0" if value[-1] != "0" else "1")
+    return value + "x"
+
+
+def overwrite(storage: r.Storage, index: int, entry: dict[str, Any], rehash: bool = False) -> None:
+    """Write ``entry`` over the row of entry ``index`` (whatever sequence it claims)."""
+    if rehash:
+        entry = {**entry, "hash": entry_hash(entry)}
+    storage.corrupt("audit_entry", key(index), json.dumps(entry))  # type: ignore[attr-defined]
+
+
+def remove(storage: r.Storage, sequence: int) -> None:
+    """Delete one entry's row, as an editor of the file or of the memory would."""
+    if isinstance(storage, r.SQLiteStorage):
+        storage._query("DELETE FROM records WHERE tbl = ? AND key = ?", ("audit_entry", key(sequence)))
+    else:
+        del storage._rows[("audit_entry", key(sequence))]  # type: ignore[attr-defined]
+
+
+def test_the_tamper_cases_cover_every_field_an_entry_has(storage: r.Storage) -> None:
+    """The generated cases come from the schema; the entries written have exactly those fields."""
+    logged_team(storage)
+    assert all(sorted(entry) == FIELDS for entry in entries(storage))
+
+
+@pytest.mark.clause("AUD-5")
+@pytest.mark.parametrize("field", FIELDS)
+def test_changing_any_field_of_any_entry_breaks_the_chain_there(storage: r.Storage, field: str) -> None:
+    """Each field of each entry, changed in place: the verifier names that entry."""
+    team = logged_team(storage)
+    log = entries(storage)
+    for index, entry in enumerate(log):
+        overwrite(storage, index, {**entry, field: other(field, entry[field])})
+        report = r.verify_audit_log(storage)
+        assert (report.ok, report.first_bad) == (False, index), (field, index, report)
+        overwrite(storage, index, entry)
+    assert r.verify_audit_log(team.storage).ok
+
+
+@pytest.mark.clause("AUD-5")
+@pytest.mark.parametrize("field", [f for f in FIELDS if f not in ("hash", "sequence")])
+def test_a_forged_entry_with_a_fresh_hash_breaks_the_next_link(storage: r.Storage, field: str) -> None:
+    """A forger who rehashes the entry they changed: the next entry no longer links to it. The
+    last entry has no next one: there the log no longer matches its record (``decisions_audited``)
+    when the field is one the record holds; a forged link of the last entry shows at once."""
+    logged_team(storage)
+    log = entries(storage)
+    for index, entry in enumerate(log):
+        overwrite(storage, index, {**entry, field: other(field, entry[field])}, rehash=True)
+        report = r.verify_audit_log(storage)
+        if index < len(log) - 1 or field == "previous_hash":
+            expected = index if field == "previous_hash" else index + 1
+            assert (report.ok, report.first_bad) == (False, expected), (field, index, report)
+        else:
+            snap = Team(storage, setup=False).harness.snapshot()
+            assert invariants.decisions_audited(snap), (field, "a forged last entry went unseen")
+        overwrite(storage, index, entry)
+
+
+@pytest.mark.clause("AUD-5", "AUD-1")
+def test_a_missing_entry_is_reported_wherever_it_was(storage: r.Storage) -> None:
+    """An entry removed from the middle breaks the chain at its place; the last one removed
+    leaves an intact but short chain, which the records show to be missing an entry."""
+    logged_team(storage)
+    log = entries(storage)
+    for index, entry in enumerate(log):
+        remove(storage, index)
+        report = r.verify_audit_log(storage)
+        if index < len(log) - 1:
+            assert (report.ok, report.first_bad) == (False, index) and "missing" in report.reason
+        else:
+            assert report.ok
+            problems = invariants.decisions_audited(Team(storage, setup=False).harness.snapshot())
+            assert problems and "absent in the audit log" in problems[0]
+        storage.insert("test/restore", "audit_entry", key(index), entry)
+    assert r.verify_audit_log(storage).ok
+
+
+@pytest.mark.clause("AUD-5")
+def test_swapped_entries_are_reported_at_the_first(storage: r.Storage) -> None:
+    logged_team(storage)
+    log = entries(storage)
+    overwrite(storage, 2, {**log[3], "sequence": 2})
+    overwrite(storage, 3, {**log[2], "sequence": 3})
+    report = r.verify_audit_log(storage)
+    assert (report.ok, report.first_bad) == (False, 2)
+
+
+@pytest.mark.clause("AUD-5", "AUD-1")
+def test_every_decision_in_the_records_is_in_the_log(storage: r.Storage) -> None:
+    """After a run the log holds exactly the records' events, and the monitor's expiry too."""
+    team = logged_team(storage)
+    pid = team.harness.approvals.request(team.ctx(call="call-3"), "deploy", ARGS)
+    team.clock.advance(301)
+    assert team.harness.approvals.expire_due() == [pid]
+    snap = team.harness.snapshot()
+    assert invariants.decisions_audited(snap) == []
+    assert [e["event"] for e in snap["audit_entry"]][-1] == "approval.expired"
+
+
+@pytest.mark.clause("AUD-5", "AUD-1", "REC-2")
+def test_reconciliation_appends_what_a_crash_left_out(storage: r.Storage) -> None:
+    """A crash between a record's write and its log entry leaves the log short by that decision;
+    the invariant says so, and after reconciliation it holds."""
+    team = Team(storage)
+    pid = team.approved()
+    team.storage.faults.crash_before.add("approval.consume/audit")
+    with pytest.raises(r.Crash):
+        team.harness.approvals.call(team.ctx(), "deploy", ARGS, approval_id=pid)
+    assert invariants.decisions_audited(team.harness.snapshot())
+    team = team.restart()
+    assert invariants.decisions_audited(team.harness.snapshot()) == []
+    assert r.verify_audit_log(storage).ok
+
+
+def approval(events: list[tuple[str, str]]) -> dict[str, Any]:
+    return {"protocol_id": "p", "events": [{"actor": a, "event": e, "summary": "", "at": 1.0} for a, e in events]}
+
+
+def log_of(*events: tuple[str, str, str]) -> list[dict[str, Any]]:
+    return [
+        {"sequence": n, "subject_id": s, "actor": a, "event": e, "summary": "", "at": 1.0}
+        for n, (s, a, e) in enumerate(events)
+    ]
+
+
+@pytest.mark.clause("AUD-5", "AUD-1")
+@pytest.mark.parametrize(
+    ("log", "problem"),
+    [
+        (log_of(("p", "m0", "approval.requested"), ("p", "lead", "approval.approved")), None),
+        (log_of(("p", "m0", "approval.requested")), "absent in the audit log"),
+        (log_of(("p", "lead", "approval.approved"), ("p", "m0", "approval.requested")), "event 0"),
+        (log_of(("p", "m0", "approval.requested"), ("p", "m9", "approval.approved")), "event 1"),
+        (
+            log_of(("p", "m0", "approval.requested"), ("p", "lead", "approval.approved"), ("p", "m0", "approval.x")),
+            "absent in the record",
+        ),
+        (
+            log_of(("p", "m0", "approval.requested"), ("p", "lead", "approval.approved"), ("q", "m0", "approval.x")),
+            "which no record holds",
+        ),
+        (
+            log_of(("p", "m0", "approval.requested"), ("p", "lead", "approval.approved"), ("t0", "m0", "task.x")),
+            None,
+        ),
+    ],
+    ids=["complete", "missing", "reordered", "altered", "extra", "stray", "other-kind"],
+)
+def test_decisions_audited_names_what_differs(log: list[dict[str, Any]], problem: str | None) -> None:
+    snap = {"operation_approval": [approval([("m0", "requested"), ("lead", "approved")])], "audit_entry": log}
+    found = invariants.decisions_audited(snap)
+    assert (found == []) if problem is None else (len(found) == 1 and problem in found[0]), found
