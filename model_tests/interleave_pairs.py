@@ -4,16 +4,14 @@
 the two operations, each on an instance of its own. ``POOL`` holds the operations the Hypothesis
 programs draw from, over one world where they all apply.
 
-Extension point: ``AWAITING`` names the pairs whose operations the reference does not have yet
-(the shutdown operations, Reference harness II). When ``Harness`` gains the method, add the pair
-to ``PAIRS`` — ``test_interleave.py::test_every_pair_of_the_issue_is_explored_or_awaited`` fails
-until it is.
+Every new operation that can touch a record another operation writes joins ``PAIRS``;
+``ISSUE_PAIRS`` are those issue 17 names, which a test keeps there.
 """
 
 from __future__ import annotations
 
 import reference as r
-from spec.ids import protocol_id
+from spec.ids import message_id, protocol_id
 
 from .interleave import Operation, Scenario
 
@@ -54,6 +52,25 @@ def one_claimed_task(harness: r.Harness) -> None:
     _member_with_task(harness, "m0", "t0")
 
 
+SHUTDOWN = protocol_id("lead", "sd-1", "shutdown_request")
+SHUTDOWN_MESSAGE = message_id(SHUTDOWN, "request")
+SHUTDOWN_M1_MESSAGE = message_id(protocol_id("lead", "sd-m1", "shutdown_request"), "request")
+
+
+def shutdown_requested(harness: r.Harness) -> None:
+    """m0 runs and holds nothing, t0 is pending, and the Lead has asked m0 to shut down."""
+    harness.add_member("m0", ["deploy"])
+    harness.add_task("t0")
+    harness.shutdowns.request("lead", "m0", "sd-1")
+
+
+def draining_with_task(harness: r.Harness) -> None:
+    """m0 holds t0 and has begun draining for ``SHUTDOWN``; no job runs, so it may release."""
+    _member_with_task(harness, "m0", "t0")
+    harness.shutdowns.request("lead", "m0", "sd-1")
+    harness.shutdowns.begin_drain("m0", SHUTDOWN_MESSAGE)
+
+
 def team(harness: r.Harness) -> None:
     """The Hypothesis programs' world: ``approved``; m1 holds t1; t2 is pending."""
     approved(harness)
@@ -74,7 +91,14 @@ def claim(member: str, task: str) -> Operation:
 
 
 def finish(member: str, task: str) -> Operation:
-    return Operation(f"finish {member} {task}", lambda h: h.finish_task(member, task, "completed"))
+    """The holder of the task's first claim completes it (TSK-1: the claim token is stable)."""
+    token = message_id(task, "claim-1")
+    return Operation(f"finish {member} {task}", lambda h: h.finish_task(member, task, "completed", token))
+
+
+BEGIN_DRAIN = Operation("begin_drain", lambda h: h.shutdowns.begin_drain("m0", SHUTDOWN_MESSAGE))
+REQUEST_SHUTDOWN = Operation("request_shutdown", lambda h: h.shutdowns.request("lead", "m0", "sd-1"))
+RELEASE = Operation("release", lambda h: h.shutdowns.release_task("m0"))
 
 
 PAIRS: dict[str, Scenario] = {
@@ -95,14 +119,21 @@ PAIRS: dict[str, Scenario] = {
         # A process that restarts reconciles the whole store while the others run on.
         Scenario("request||reconcile", one_claimed_task, ((REQUEST,), (RECONCILE,))),
         Scenario("consume||reconcile", approved, ((CONSUME,), (RECONCILE,))),
+        Scenario("claim||begin_drain", shutdown_requested, ((claim("m0", "t0"),), (BEGIN_DRAIN,))),
+        Scenario("claim||request_shutdown", two_members_one_pending_task, ((claim("m0", "t0"),), (REQUEST_SHUTDOWN,))),
+        Scenario("release||reconcile", draining_with_task, ((RELEASE,), (RECONCILE,))),
     )
 }
 
-AWAITING: dict[str, str] = {
-    "claim||begin_drain": "begin_drain",
-    "release||reconcile": "release",
-}
-"""Pairs of the issue whose operation (the ``Harness`` method named) does not exist yet."""
+ISSUE_PAIRS = (
+    "consume||consume",
+    "consume||cancel",
+    "review||expire_due",
+    "claim||claim",
+    "claim||begin_drain",
+    "release||reconcile",
+)
+"""The pairs issue 17 lists by name (PAIRS holds more)."""
 
 POOL: tuple[Operation, ...] = (
     CONSUME,
@@ -114,6 +145,9 @@ POOL: tuple[Operation, ...] = (
     finish("m1", "t1"),
     Operation("request m1", lambda h: h.approvals.call(CTX_M1, "deploy", ARGS)),
     Operation("review m1", lambda h: h.approvals.review("lead", PID_M1, "approved", "ok")),
+    Operation("request_shutdown m1", lambda h: h.shutdowns.request("lead", "m1", "sd-m1", ttl_seconds=1000)),
+    Operation("begin_drain m1", lambda h: h.shutdowns.begin_drain("m1", SHUTDOWN_M1_MESSAGE)),
+    Operation("release m1", lambda h: h.shutdowns.release_task("m1")),
 )
 """What the Hypothesis programs draw from, over :func:`team`; every instance clock is 0 or 301."""
 BY_NAME = {operation.name: operation for operation in POOL}

@@ -4,8 +4,9 @@ Each step of the trace is an action of the model and the model's snapshot after 
 performs the same action through the reference's public API — crashing it after the named write
 step where the trace says so, and restarting it on ``restart`` — and compares the reference's
 snapshot with the trace's after every step (projected on what the approval slice decides).
-Supported: the approval slice (claims, approvals, ticks and the monitor, profile changes,
-crashes and restarts).
+Supported: every operation of the model except plans (claims, task finish, suspend, resume and
+inspection, jobs, members' lapse, inspection, restart and retirement, shutdowns, the outbox,
+approvals, ticks and the monitor, profile changes, crashes and restarts).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 import reference as r
 import spec
 from spec.model._ops import RISK_TEXT
+from spec.model._snapshot import shutdown_id
 
 SAME, CHANGED = {"target": "staging"}, {"target": "production"}
 
@@ -46,13 +48,64 @@ def project(snap: dict[str, Any]) -> dict[str, Any]:
         ),
         "profiles": sorted((p["member_id"], p["version"], tuple(p["tools"])) for p in snap["capability_profile"]),
         "claims": sorted((t["task_id"], t["status"], t["owner_id"]) for t in snap["task"]),
+        **project_team(snap),
+    }
+
+
+def project_team(snap: dict[str, Any]) -> dict[str, Any]:
+    """What members, tasks, jobs, shutdowns and the outbox decide (the refinement mapping of the
+    team operations): statuses, holders, tokens, fencing, what a drain released and waited for.
+    A task's checkpoint projects to whether it was ever released (the model abstracts its data)."""
+    return {
+        "members": sorted(
+            (
+                m["member_id"],
+                m["status"],
+                m["incarnation"],
+                m["accepting_new_tasks"],
+                m["shutdown_request_id"],
+                m["current_task_id"],
+            )
+            for m in snap["member"]
+        ),
+        "tasks": sorted(
+            (
+                t["task_id"],
+                t["owner_incarnation"],
+                t["claim_token"],
+                bool((t["checkpoint"] or {}).get("released")),
+            )
+            for t in snap["task"]
+        ),
+        "jobs": sorted((j["job_id"], j["status"], j["owner_id"], j["task_id"], j["cancellable"]) for j in snap["job"]),
+        "shutdowns": sorted(
+            (
+                sd["protocol_id"],
+                sd["status"],
+                sd["target_id"],
+                sd["target_incarnation"],
+                sd["deadline"],
+                sd["released_task_id"],
+                tuple(sd["waited_job_ids"]),
+                sd["reason"],
+            )
+            for sd in snap["shutdown_request"]
+        ),
+        "all_messages": sorted(
+            (m["message"]["message_id"], m["status"] if m["message"]["message_type"] == "shutdown_request" else "")
+            for m in snap["message"]
+        ),
+        "outbox": sorted((o["message_id"], o["status"]) for o in snap["outbox_entry"]),
     }
 
 
 class Replayer:
-    def __init__(self, trace: dict[str, Any], ttl_seconds: float, storage: r.Storage | None = None) -> None:
+    def __init__(
+        self, trace: dict[str, Any], ttl_seconds: float, storage: r.Storage | None = None, unit_seconds: float = 9
+    ) -> None:
         self.trace = trace
         self.ttl = ttl_seconds
+        self.unit_seconds = unit_seconds
         self.storage = storage or r.MemoryStorage()
         self.clock = r.ManualClock(0.0)
         self.world = r.RecordingTool()
@@ -93,40 +146,96 @@ class Replayer:
             self.storage.faults.crash_after.clear()
 
     def _operation(self, name: str, args: dict[str, Any], after: dict[str, Any]) -> Callable[[], Any]:
+        if name.startswith("approval."):
+            return self._approval_operation(name, args, after)
         h = self.harness
-        if name == "task.claim":
-            return lambda: h.claim(f"m{args['member']}", f"t{args['task']}")
-        if name == "task.finish":
-            return lambda: h.finish_task(
-                f"m{args['member']}", h.read("member", f"m{args['member']}").doc["current_task_id"], args["outcome"]
-            )
-        if name == "tick":
-            return lambda: self.clock.advance(1)
-        if name == "monitor.pass":
-            return h.approvals.expire_due
-        if name == "profile.change":
-            return lambda: h.set_profile(f"m{args['member']}", ["deploy"] if args["keep_tool"] else [])
+        member = f"m{args['member']}" if "member" in args else ""
+        simple: dict[str, Callable[[], Any]] = {
+            "task.claim": lambda: h.claim(member, f"t{args['task']}"),
+            "task.finish": lambda: self._finish(member, args["outcome"]),
+            "task.suspend": lambda: h.tasks.suspend(member, self.unit_seconds),
+            "job.start": lambda: h.jobs.start(member, f"job-{member}", "make deploy", args["cancellable"]),
+            "job.exit": lambda: h.jobs.exited(f"job-{member}", EXIT_CODES[args["outcome"]]),
+            "member.lapse": lambda: h.members.lapse(member),
+            "member.inspect": lambda: h.members.inspect(member),
+            "member.restart": lambda: h.members.restart(member),
+            "member.retire": lambda: h.members.retire(member),
+            "profile.change": lambda: h.set_profile(member, ["deploy"] if args["keep_tool"] else []),
+            "shutdown.drain_jobs": lambda: h.shutdowns.drain_jobs(member),
+            "shutdown.release_task": lambda: h.shutdowns.release_task(member),
+            "shutdown.finish": lambda: h.shutdowns.finish(member),
+            "tick": lambda: self.clock.advance(1),
+            "monitor.pass": h.monitor_pass,
+        }
+        if name in simple:
+            return simple[name]
+        if name in ("task.resume", "task.inspect"):
+            task = f"t{args['task']}"
+            return lambda: h.tasks.resume(task) if name == "task.resume" else h.tasks.inspect(task, args["outcome"])
+        if name.startswith("shutdown."):
+            return self._shutdown_operation(name, args)
+        if name == "outbox.send":
+            return lambda: h.outbox.send(outbox_message_id(args["type"], args["ref"], args["phase"]))
+        raise NotImplementedError(f"the replayer does not drive {name!r} yet")
+
+    def _finish(self, member: str, outcome: str) -> None:
+        task = self.harness.member(member)["current_task_id"]
+        token = self.harness.read("task", task).doc["claim_token"] if task else ""
+        self.harness.finish_task(member, task or "", outcome, token)
+
+    def _shutdown_operation(self, name: str, args: dict[str, Any]) -> Callable[[], Any]:
+        h = self.harness
+        if name == "shutdown.request":
+            slot = len(h.storage.scan("shutdown_request"))
+            return lambda: h.shutdowns.request("lead", f"m{args['member']}", f"shutdown-{slot}", ttl_seconds=self.ttl)
+        pid = shutdown_id(args["slot"])
+        if name == "shutdown.cancel":
+            return lambda: h.shutdowns.cancel("lead", pid)
+        if name == "shutdown.force_terminate":
+            return lambda: h.shutdowns.force_terminate(pid)
+        if name == "shutdown.begin_drain":
+            target = h.shutdowns.require(pid).doc["target_id"]
+            return lambda: h.shutdowns.begin_drain(target, spec.ids.message_id(pid, "request"))
+        raise NotImplementedError(f"the replayer does not drive {name!r} yet")
+
+    def _approval_operation(self, name: str, args: dict[str, Any], after: dict[str, Any]) -> Callable[[], Any]:
+        h = self.harness
         if name in ("approval.request", "approval.retry"):
             slot = args.get("slot", len(after["operation_approval"]) - 1)
             approval = self._approval(after, slot)
-            member = approval["requester_id"]
-            ctx = r.CallContext(member, 1, f"call-{slot}", approval["task_id"])
+            ctx = self._ctx(approval["requester_id"], slot, approval["task_id"])
             return lambda: h.approvals.request(ctx, "deploy", SAME, RISK_TEXT, ttl_seconds=self.ttl)
         approval = self._approval(after, args["slot"])
         pid = approval["protocol_id"]
         if name == "approval.review":
             return lambda: h.approvals.review("lead", pid, args["decision"])
         if name == "approval.cancel":
-            ctx = r.CallContext(approval["requester_id"], 1, f"call-{args['slot']}", approval["task_id"])
+            ctx = self._ctx(approval["requester_id"], args["slot"], approval["task_id"])
             return lambda: h.approvals.cancel(ctx, pid)
         if name == "approval.consume":
-            member = f"m{args['member']}"
-            ctx = r.CallContext(member, 1, f"call-{args['slot']}", approval["task_id"])
+            ctx = self._ctx(f"m{args['member']}", args["slot"], approval["task_id"])
             arguments = CHANGED if args["changed_arguments"] else SAME
             return lambda: h.approvals.call(ctx, "deploy", arguments, pid)
         raise NotImplementedError(f"the replayer does not drive {name!r} yet")
 
+    def _ctx(self, member: str, slot: int, task: str) -> r.CallContext:
+        return r.CallContext(member, self.harness.member(member)["incarnation"], f"call-{slot}", task)
 
-def replay(trace: dict[str, Any], ttl_seconds: float) -> None:
+
+EXIT_CODES = {"succeeded": 0, "failed": 1, "cancelled": r.CANCEL_EXIT}
+
+
+def outbox_message_id(kind: str, ref: int, phase: int) -> str:
+    """The stable id of the message the model's outbox entry (kind, ref, phase) stands for."""
+    if kind == "shutdown_ack":
+        return spec.ids.message_id(shutdown_id(ref), "ack")
+    if kind == "member_lost":
+        return spec.ids.message_id(spec.ids.protocol_id(f"m{ref}", f"incarnation-{phase}", "member_lost"), "lost")
+    if kind == "task_suspended":
+        return spec.ids.message_id(spec.ids.protocol_id(f"t{ref}", f"claim-{phase}", "task_suspended"), "suspended")
+    raise NotImplementedError(f"the replayer does not send {kind!r} yet")
+
+
+def replay(trace: dict[str, Any], ttl_seconds: float, unit_seconds: float = 9) -> None:
     spec.validate_snapshot(trace["steps"][-1]["snapshot"])
-    Replayer(trace, ttl_seconds).run()
+    Replayer(trace, ttl_seconds, unit_seconds=unit_seconds).run()

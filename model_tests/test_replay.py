@@ -58,3 +58,26 @@ def test_replay_reports_the_first_step_that_differs() -> None:
             break
     with pytest.raises(AssertionError, match="step 1"):
         replay(trace, ttl_seconds=1)
+
+
+TEAM_CONFIGS = ("shutdown", "fencing", "monitor", "pair", "approval_drain")
+
+
+@pytest.mark.clause(
+    "MEM-1", "SHD-1", "SHD-2", "SHD-3", "SHD-5", "SHD-6", "SHD-7", "SHD-10", "XPR-1", "XPR-2", "REC-2", "REC-3"
+)
+@pytest.mark.parametrize("name", TEAM_CONFIGS)
+def test_team_walks_replay_on_the_reference(name: str) -> None:
+    """Random walks of the configurations with shutdowns, jobs, lapses and restarts replay on the
+    reference: the same actions (crashes and restarts included) give the same snapshots."""
+    from spec.simulate import Plan, walks
+
+    config = load_config(name)
+    traces = [
+        trace_json(Violation("-", "-", "-", list(walk)), config)
+        for walk in walks(Model(config), Plan(walks=60, seed=11, crash_rate=0.2 if config.crashes else 0.0))
+    ]
+    actions = {step["action"]["action"] for trace in traces for step in trace["steps"] if step["action"]}
+    assert {"shutdown.request", "shutdown.begin_drain"} <= actions
+    for trace in traces:
+        replay(trace, ttl_seconds=config.ttl_ticks, unit_seconds=config.unit_ticks)

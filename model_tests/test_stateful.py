@@ -28,12 +28,13 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 import reference as r
 import spec
-from model_tests.replay import CHANGED, SAME, project
+from model_tests.replay import CHANGED, SAME, outbox_message_id, project
 from spec import invariants
 from spec.model import Model, parse_config, snapshot
-from spec.model._model import Action
+from spec.model._model import Action, message_status
 from spec.model._ops import RISK_TEXT
 from spec.model._reconcile import reconcile
+from spec.model._snapshot import shutdown_id
 
 CONFIG = parse_config(
     "stateful",
@@ -77,6 +78,7 @@ def crash_points(prefix: str) -> st.SearchStrategy[str | None]:
 
 class ApprovalComparison(RuleBasedStateMachine):
     backend = os.environ.get("TEAMPROTO_BACKEND", "memory")
+    config = CONFIG
 
     def __init__(self) -> None:
         super().__init__()
@@ -89,16 +91,19 @@ class ApprovalComparison(RuleBasedStateMachine):
         self.harness = self._harness()
         # The full model: its partial-order reductions leave out interleavings that are equivalent
         # for the explorer (an idle monitor pass taken at once) but that the reference may take.
-        self.model = Model(CONFIG, reduce=False)
+        self.model = Model(self.config, reduce=False)
         self.state = self.model.initial()
         self.steps: list[tuple[Action | None, Any]] = [(None, self.state)]
         self.results: dict[str, dict[str, Any]] = {}
+        self._setup()
+        self.before = self.harness.snapshot()
+
+    def _setup(self) -> None:
         for member, task in ((0, 0), (1, 1)):
             self.harness.add_member(f"m{member}", ["deploy"])
             self.harness.add_task(f"t{task}")
             self.harness.claim(f"m{member}", f"t{task}")
             self._model_take(Action("task.claim", (("member", member), ("task", task))))
-        self.before = self.harness.snapshot()
 
     def teardown(self) -> None:
         self.storage.close()
@@ -147,6 +152,7 @@ class ApprovalComparison(RuleBasedStateMachine):
             r.NotResponder,
             r.ReviewConflict,
             r.ApprovalExpired,
+            r.TeamRefusal,
         ) as error:
             ran = False
             note(f"{action.name}: refused with {type(error).__name__}")
@@ -178,7 +184,7 @@ class ApprovalComparison(RuleBasedStateMachine):
         self._both(
             Action("approval.request", (("member", member),)),
             lambda: self.harness.approvals.request(
-                self.ctx(member, slot), "deploy", SAME, RISK_TEXT, ttl_seconds=CONFIG.ttl_ticks
+                self.ctx(member, slot), "deploy", SAME, RISK_TEXT, ttl_seconds=self.config.ttl_ticks
             ),
             crash,
         )
@@ -193,7 +199,7 @@ class ApprovalComparison(RuleBasedStateMachine):
         self._both(
             Action("approval.retry", (("slot", slot),)),
             lambda: self.harness.approvals.request(
-                self.ctx(member, slot), "deploy", SAME, RISK_TEXT, ttl_seconds=CONFIG.ttl_ticks
+                self.ctx(member, slot), "deploy", SAME, RISK_TEXT, ttl_seconds=self.config.ttl_ticks
             ),
         )
         self._model_take(Action("approval.retry", (("slot", slot),)))
@@ -231,7 +237,7 @@ class ApprovalComparison(RuleBasedStateMachine):
             return
         caller, arguments = member, SAME
         if twist == "late" and self.state.monitor_done:
-            for _ in range(CONFIG.ttl_ticks):
+            for _ in range(self.config.ttl_ticks):
                 self.tick(0)
                 self.monitor()
             self.tick(0)
@@ -347,24 +353,24 @@ class ApprovalComparison(RuleBasedStateMachine):
             f"{inv.clause} {inv.name}: {message}"
             for inv, message in invariants.check_state(after) + invariants.check_step(self.before, after)
         ]
-        if project(after) != project(snapshot(self.state, CONFIG)):
+        if project(after) != project(snapshot(self.state, self.config)):
             problems.append("refinement: the reference's snapshot does not abstract to the model's state")
         if problems:
-            path = write_trace(self.steps, problems[0])
+            path = write_trace(self.steps, problems[0], self.config)
             raise AssertionError(f"{problems}; the model's side of this run is in {path}")
         keys = [key for key, _ in self.world.calls]
         assert len(keys) == len(set(keys)), "INV-1 approval_consumed_at_most_once: a key was called twice"
         self.before = after
 
 
-def write_trace(steps: list[tuple[Action | None, Any]], problem: str) -> Path:
+def write_trace(steps: list[tuple[Action | None, Any]], problem: str, config: Any = CONFIG) -> Path:
     """The run so far in the explorer's counterexample format (replayable: model_tests/replay.py)."""
     import json
 
     from spec.explore import Violation, trace_json
 
     path = Path(tempfile.gettempdir()) / "teamproto-stateful-trace.json"
-    document = trace_json(Violation("-", "model_tests", problem, steps), CONFIG)
+    document = trace_json(Violation("-", "model_tests", problem, steps), config)
     path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
     return path
 
@@ -460,3 +466,417 @@ def test_teamproto_mutants_reports_a_caught_mutant() -> None:
     row = report["mutants"][0]
     assert (result.returncode, row["caught"], row["by"]) == (0, True, "no_secret_stored")
     assert row["shrunk_program_steps"] and row["examples_until_caught"]
+
+
+# ---- members, tasks, jobs and shutdowns (issue 13) --------------------------------------------
+
+TEAM_CONFIG = parse_config(
+    "stateful_team",
+    {
+        "description": "the model side of the Hypothesis team tests: claims, jobs, drains, lapses, restarts",
+        "members": 2,
+        "tasks": 3,
+        "approvals": 2,
+        "plans": 0,
+        "shutdowns": 2,
+        "max_ticks": 10_000,
+        "ttl_ticks": 2,
+        "unit_ticks": 3,
+        "plan_steps": 1,
+        "crashes": True,
+        "jobs": True,
+        "lapses": True,
+        "max_incarnation": 3,
+        "profile_changes": 10_000,
+        "max_retractions": 0,
+        "symmetry": False,
+        "liveness": False,
+        "require_coverage": False,
+    },
+)
+TEAM_OPERATIONS = (
+    "task.claim",
+    "task.finish",
+    "task.suspend",
+    "task.resume",
+    "task.inspect",
+    "job.start",
+    "job.exit",
+    "member.lapse",
+    "member.inspect",
+    "member.restart",
+    "member.retire",
+    "shutdown.request",
+    "shutdown.cancel",
+    "shutdown.begin_drain",
+    "shutdown.drain_jobs",
+    "shutdown.release_task",
+    "shutdown.finish",
+    "shutdown.force_terminate",
+    "outbox.send",
+    "monitor.pass",
+)
+TEAM_CRASH_STEPS = tuple(step for step in r.TEAM_STEPS if step.rsplit("/", 1)[0] in TEAM_OPERATIONS)
+"""The write steps of the team operations that the model has too (checkpoint and heartbeat are the
+reference's own: tests/test_team.py crashes them)."""
+
+
+def team_crash(operation: str) -> st.SearchStrategy[str | None]:
+    steps = [step for step in TEAM_CRASH_STEPS if step.startswith(operation + "/")]
+    return st.one_of(st.none(), st.none(), st.sampled_from(steps))
+
+
+def member_index() -> st.SearchStrategy[int]:
+    return st.integers(0, 1)
+
+
+class TeamComparison(ApprovalComparison):
+    """The approval rules, plus every operation on members, tasks, jobs, shutdowns and the outbox."""
+
+    config = TEAM_CONFIG
+    scripted = False
+    """A scripted program checks refinement and every invariant after each operation itself."""
+
+    def _both(self, action: Action, call: Any, crash_after: str | None = None) -> None:
+        super()._both(action, call, crash_after)
+        if self.scripted:
+            self.refines_the_model_and_every_invariant_holds()
+
+    def tick(self, skip: int) -> None:
+        super().tick(skip)
+        if self.scripted:
+            self.refines_the_model_and_every_invariant_holds()
+
+    def _setup(self) -> None:
+        for member in range(2):
+            self.harness.add_member(f"m{member}", ["deploy"])
+        for task in range(3):
+            self.harness.add_task(f"t{task}")
+
+    def _harness(self) -> r.Harness:
+        self.runner = getattr(self, "runner", r.InProcessJobRunner())
+        tool = self.world.tool(normalize=lambda arguments: arguments)
+        return r.Harness(self.storage, self.clock, [tool], jobs=self.runner)
+
+    def ctx(self, member: int, slot: int) -> r.CallContext:
+        m = self.state.members[member]
+        task = f"t{m.task}" if m.task >= 0 else None
+        return r.CallContext(f"m{member}", m.incarnation, f"call-{slot}", task)
+
+    def _act(self, name: str, call: Any, crash: str | None = None, **args: Any) -> None:
+        self._both(Action(name, tuple(sorted(args.items()))), call, crash)
+
+    def _token(self, task: str | None) -> str:
+        stored = self.harness.read("task", task) if task else None
+        return str(stored.doc["claim_token"]) if stored and stored.doc["claim_token"] else "none"
+
+    # ---- tasks -------------------------------------------------------------------------------
+    @rule(member=member_index(), task=st.integers(0, 2), crash=team_crash("task.claim"))
+    def claim(self, member: int, task: int, crash: str | None) -> None:
+        """MEM-1: refused exactly when the model refuses (draining, stopped, targeted, holding)."""
+        h = self.harness
+        self._act("task.claim", lambda: h.claim(f"m{member}", f"t{task}"), crash, member=member, task=task)
+
+    @rule(member=member_index(), outcome=st.sampled_from(["completed", "failed"]), crash=team_crash("task.finish"))
+    def finish(self, member: int, outcome: str, crash: str | None) -> None:
+        """TSK-1, SHD-3: only the running holder finishes; a draining member never completes."""
+        name = f"m{member}"
+        task = self.harness.member(name)["current_task_id"]
+        call = lambda: self.harness.finish_task(name, task or "t0", outcome, self._token(task))  # noqa: E731
+        self._act("task.finish", call, crash, member=member, outcome=outcome)
+
+    @rule(member=member_index(), crash=team_crash("task.suspend"))
+    def suspend(self, member: int, crash: str | None) -> None:
+        """SHD-9: the unit deadline passed; the task is suspended and task_suspended owed."""
+        call = lambda: self.harness.tasks.suspend(f"m{member}", self.config.unit_ticks)  # noqa: E731
+        self._act("task.suspend", call, crash, member=member)
+
+    @rule(task=st.integers(0, 2), outcome=st.sampled_from(["resume", "pending", "failed"]))
+    def lead_moves_task(self, task: int, outcome: str) -> None:
+        """The Lead resumes a suspended task or inspects a flagged one (SHD-7)."""
+        if outcome == "resume":
+            self._act("task.resume", lambda: self.harness.tasks.resume(f"t{task}"), task=task)
+        else:
+            call = lambda: self.harness.tasks.inspect(f"t{task}", outcome)  # noqa: E731
+            self._act("task.inspect", call, outcome=outcome, task=task)
+
+    # ---- jobs --------------------------------------------------------------------------------
+    @rule(member=member_index(), cancellable=st.booleans(), crash=team_crash("job.start"))
+    def job_start(self, member: int, cancellable: bool, crash: str | None) -> None:
+        m = f"m{member}"
+        call = lambda: self.harness.jobs.start(m, f"job-{m}", "make deploy", cancellable)  # noqa: E731
+        self._act("job.start", call, crash, member=member, cancellable=cancellable)
+
+    @rule(member=member_index(), outcome=st.sampled_from(["succeeded", "failed", "cancelled"]))
+    def job_exit(self, member: int, outcome: str) -> None:
+        """JOB-1: the job's own exit settles it; cancelled only after a cancel request."""
+        code = {"succeeded": 0, "failed": 1, "cancelled": r.CANCEL_EXIT}[outcome]
+        if outcome == "cancelled" and self.state.jobs[member].status != "cancel_requested":
+            outcome = "failed"  # killed by a signal nobody asked for: a failure, not a cancel (JOB-1)
+        job = f"job-m{member}"
+        self._act("job.exit", lambda: self.harness.jobs.exited(job, code), member=member, outcome=outcome)
+
+    # ---- members -----------------------------------------------------------------------------
+    @rule(member=member_index(), crash=team_crash("member.lapse"), skip=st.integers(0, 2))
+    def lapse(self, member: int, crash: str | None, skip: int) -> None:
+        """SHD-10: one member_lost, claims flagged (drawn less often: it ends the member)."""
+        if not skip:
+            self._act("member.lapse", lambda: self.harness.members.lapse(f"m{member}"), crash, member=member)
+
+    @rule(member=member_index(), crash=team_crash("member.inspect"))
+    def inspect_member(self, member: int, crash: str | None) -> None:
+        self._act("member.inspect", lambda: self.harness.members.inspect(f"m{member}"), crash, member=member)
+
+    @rule(member=member_index(), retire=st.integers(0, 5))
+    def restart(self, member: int, retire: int) -> None:
+        """XPR-1: a stopped member comes back as a new incarnation (rarely: it retires)."""
+        if retire == 0:
+            self._act("member.retire", lambda: self.harness.members.retire(f"m{member}"), member=member)
+        elif self.state.members[member].incarnation < self.config.max_incarnation:
+            self._act("member.restart", lambda: self.harness.members.restart(f"m{member}"), member=member)
+
+    @rule(member=st.integers(0, 1), keep_tool=st.booleans(), skip=st.integers(0, 4))
+    def change_profile(self, member: int, keep_tool: bool, skip: int) -> None:
+        if self.state.members[member].status != "retired":
+            super().change_profile(member, keep_tool, skip)
+
+    # ---- shutdowns ---------------------------------------------------------------------------
+    @rule(member=member_index(), crash=team_crash("shutdown.request"), lead=st.integers(0, 6))
+    def shutdown_request(self, member: int, crash: str | None, lead: int) -> None:
+        """SHD-1: the Lead asks; anyone else is refused and nothing changes."""
+        slot = next((i for i, sd in enumerate(self.state.shutdowns) if not sd.status), None)
+        if slot is None:
+            return
+        actor = "lead" if lead else f"m{1 - member}"
+        key = f"shutdown-{slot}"
+        call = lambda: self.harness.shutdowns.request(actor, f"m{member}", key, ttl_seconds=self.config.ttl_ticks)  # noqa: E731
+        if actor != "lead":
+            before = self.harness.snapshot()
+            with pytest.raises(r.NotLead):
+                call()
+            assert self.harness.snapshot() == before, "SHD-1: a refused request changed something"
+            return
+        self._act("shutdown.request", call, crash, member=member)
+
+    @rule(slot=st.integers(0, 1))
+    def shutdown_cancel(self, slot: int) -> None:
+        if self.state.shutdowns[slot].status:
+            self._act("shutdown.cancel", lambda: self.harness.shutdowns.cancel("lead", shutdown_id(slot)), slot=slot)
+
+    @rule(slot=st.integers(0, 1), crash=team_crash("shutdown.begin_drain"))
+    def begin_drain(self, slot: int, crash: str | None) -> None:
+        """SHD-2, XPR-1, XPR-2: the target handles the delivered request (stale ones refused)."""
+        sd = self.state.shutdowns[slot]
+        if not sd.status:
+            return
+        pid = shutdown_id(slot)
+        call = lambda: self.harness.shutdowns.begin_drain(f"m{sd.target}", spec.ids.message_id(pid, "request"))  # noqa: E731
+        if message_status(self.state, ("shutdown_request", slot, 0)) != "pending":
+            before = self.harness.snapshot()  # a duplicate delivery: its recorded result (MSG-5)
+            with contextlib.suppress(r.MessageNotPending):
+                call()
+            assert self.harness.snapshot() == before, "MSG-5: a duplicate delivery changed a record"
+            return
+        self._act("shutdown.begin_drain", call, crash, slot=slot)
+
+    @rule(
+        member=member_index(),
+        which=st.sampled_from(["drain_jobs", "release_task", "finish"]),
+        data=st.data(),
+    )
+    def drain(self, member: int, which: str, data: st.DataObject) -> None:
+        """SHD-3, SHD-5, JOB-2: one step of the drain: cancel jobs, release, finish."""
+        crash = data.draw(team_crash(f"shutdown.{which}"))
+        call = getattr(self.harness.shutdowns, which)
+        self._act(f"shutdown.{which}", lambda: call(f"m{member}"), crash, member=member)
+
+    @rule(slot=st.integers(0, 1), crash=team_crash("shutdown.force_terminate"))
+    def force_terminate(self, slot: int, crash: str | None) -> None:
+        """SHD-7's last rung after timed_out: needs_inspection, one member_lost."""
+        if self.state.shutdowns[slot].status:
+            call = lambda: self.harness.shutdowns.force_terminate(shutdown_id(slot))  # noqa: E731
+            self._act("shutdown.force_terminate", call, crash, slot=slot)
+
+    # ---- outbox and monitor ------------------------------------------------------------------
+    @precondition(lambda self: any(entry.status == "owed" for entry in self.state.outbox))
+    @rule(data=st.data(), crash=team_crash("outbox.send"))
+    def send_outbox(self, data: st.DataObject, crash: str | None) -> None:
+        """REC-3: an owed entry goes on the bus under its stable id."""
+        entry = data.draw(st.sampled_from([e for e in self.state.outbox if e.status == "owed"]))
+        kind, ref, phase = entry.key
+        mid = outbox_message_id(kind, ref, phase)
+        self._act("outbox.send", lambda: self.harness.outbox.send(mid), crash, type=kind, ref=ref, phase=phase)
+
+    @precondition(lambda self: not self.state.monitor_done)
+    @rule()
+    def monitor(self) -> None:
+        """The deadline monitor's pass: approvals, shutdowns (SHD-6), undelivered requests."""
+        self.harness.monitor_pass()
+        assert self._model_take(Action("monitor.pass"))
+        if self.scripted:
+            self.refines_the_model_and_every_invariant_holds()
+
+
+TeamComparison.TestCase.settings = settings(
+    stateful_step_count=40,
+    suppress_health_check=[HealthCheck.too_slow],
+    deadline=None,
+    max_examples=max(10, settings().max_examples // 2),
+)
+TestTeamProtocol = pytest.mark.clause(
+    "MEM-1",
+    "SHD-1",
+    "SHD-2",
+    "SHD-3",
+    "SHD-4",
+    "SHD-5",
+    "SHD-6",
+    "SHD-7",
+    "SHD-9",
+    "SHD-10",
+    "TSK-1",
+    "TSK-3",
+    "JOB-1",
+    "JOB-2",
+    "XPR-1",
+    "XPR-2",
+    "XPR-5",
+    "REC-1",
+    "REC-2",
+    "REC-3",
+    "INV-2",
+    "INV-4",
+    "INV-5",
+    "INV-7",
+    "INV-11",
+    "INV-12",
+)(TeamComparison.TestCase)
+
+
+class SqliteTeamComparison(TeamComparison):
+    backend = "sqlite"
+
+
+SqliteTeamComparison.TestCase.settings = settings(
+    stateful_step_count=20,
+    max_examples=max(5, settings().max_examples // 10),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+TestTeamProtocolSqlite = pytest.mark.clause("MEM-1", "STO-4", "REC-2", "SHD-5")(SqliteTeamComparison.TestCase)
+
+
+def _ticks(machine: TeamComparison, count: int) -> None:
+    for _ in range(count):
+        if not machine.state.monitor_done:
+            machine.monitor()
+        machine.tick(0)
+
+
+def _drain_begun(machine: TeamComparison, job: bool | None = None) -> None:
+    machine.claim(0, 0, None)
+    if job is not None:
+        machine.job_start(0, job, None)
+    machine.shutdown_request(0, None, 1)
+    machine.begin_drain(0, None)
+
+
+def _scripted_team_step(machine: TeamComparison, step: str) -> None:
+    """Reach ``step``'s operation from the initial state and run it with a crash after ``step``."""
+    op = step.rsplit("/", 1)[0]
+    act, h = machine._act, machine.harness
+    if op in ("task.claim", "task.finish", "task.suspend", "job.start", "job.exit", "member.lapse", "outbox.send"):
+        machine.claim(0, 0, step if op == "task.claim" else None)
+    if op == "task.finish":
+        machine.finish(0, "completed", step)
+    elif op == "task.suspend":
+        _ticks(machine, 3)
+        machine.suspend(0, step)
+    elif op == "job.start":
+        machine.job_start(0, True, step)
+    elif op == "job.exit":
+        machine.job_start(0, True, None)
+        act("job.exit", lambda: machine.harness.jobs.exited("job-m0", 0), step, member=0, outcome="succeeded")
+    elif op in ("member.lapse", "outbox.send"):
+        machine.lapse(0, step if op == "member.lapse" else None, 0)
+        if op == "outbox.send":
+            mid = outbox_message_id("member_lost", 0, 1)
+            act("outbox.send", lambda: h.outbox.send(mid), step, type="member_lost", ref=0, phase=1)
+    else:
+        _scripted_team_step_2(machine, step, op)
+
+
+def _scripted_team_step_2(machine: TeamComparison, step: str, op: str) -> None:
+    act = machine._act
+    if op.startswith(("member.", "task.resume", "task.inspect")):
+        _drain_begun(machine)
+        machine.lapse(0, None, 0)
+        machine.inspect_member(0, step if op == "member.inspect" else None)
+        if op == "task.inspect":
+            act("task.inspect", lambda: machine.harness.tasks.inspect("t0", "pending"), step, outcome="pending", task=0)
+        elif op in ("member.restart", "member.retire"):
+            call = getattr(machine.harness.members, op.split(".")[1])
+            act(op, lambda: call("m0"), step, member=0)
+        elif op == "task.resume":
+            machine.claim(1, 1, None)
+            _ticks(machine, 3)
+            machine.suspend(1, None)
+            act("task.resume", lambda: machine.harness.tasks.resume("t1"), step, task=1)
+    elif op in ("shutdown.request", "shutdown.cancel"):
+        machine.shutdown_request(0, step if op == "shutdown.request" else None, 1)
+        if op == "shutdown.cancel":
+            act(op, lambda: machine.harness.shutdowns.cancel("lead", shutdown_id(0)), step, slot=0)
+    elif op == "shutdown.begin_drain":
+        machine.claim(0, 0, None)
+        machine.request(0, None)
+        machine.shutdown_request(0, None, 1)
+        machine.begin_drain(0, step)
+    elif op == "monitor.pass":
+        machine.shutdown_request(0, None, 1)
+        _ticks(machine, 3)
+        machine._both(Action("monitor.pass"), machine.harness.monitor_pass, step)
+    else:
+        _scripted_drain_step(machine, step, op)
+
+
+def _scripted_drain_step(machine: TeamComparison, step: str, op: str) -> None:
+    jobs = {"shutdown.drain_jobs": True, "shutdown.force_terminate": False}
+    _drain_begun(machine, job=jobs.get(op))
+    shutdowns = machine.harness.shutdowns
+    if op == "shutdown.force_terminate":
+        _ticks(machine, 3)
+        machine.monitor()
+        machine.force_terminate(0, step)
+    elif op == "shutdown.drain_jobs":
+        machine._act(op, lambda: machine.harness.shutdowns.drain_jobs("m0"), step, member=0)
+    else:
+        crash = step if op == "shutdown.release_task" else None
+        machine._act("shutdown.release_task", lambda: shutdowns.release_task("m0"), crash, member=0)
+        if op == "shutdown.finish":
+            machine._act(op, lambda: machine.harness.shutdowns.finish("m0"), step, member=0)
+
+
+@pytest.mark.clause("REC-2", "REC-3", "SHD-5", "SHD-10", "MEM-1", "TSK-1")
+@pytest.mark.parametrize("backend", ["memory", "sqlite"])
+@pytest.mark.parametrize("step", TEAM_CRASH_STEPS)
+def test_each_team_write_step_crashed_under_refinement(step: str, backend: str) -> None:
+    """A scripted program per write step of the team operations, on both backends, through the
+    same machine: the reference dies right after the step, restarts, reconciles, and must still
+    refine the model with every invariant holding (crash-point coverage, whatever the draw)."""
+    machine = TeamComparison() if backend == "memory" else SqliteTeamComparison()
+    machine.scripted = True
+    try:
+        _scripted_team_step(machine, step)
+        machine.refines_the_model_and_every_invariant_holds()
+        assert step in CRASHED, f"{step} was never reached"
+    finally:
+        machine.teardown()
+
+
+@pytest.mark.clause("REC-2")
+def test_every_team_write_step_was_crashed() -> None:
+    """Runs after the tests above: every write step of every team operation was crashed."""
+    if not CRASHED:
+        pytest.skip("run together with the stateful tests")
+    missing = [step for step in TEAM_CRASH_STEPS if step not in CRASHED]
+    assert not missing, f"never crashed after: {missing}"

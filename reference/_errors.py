@@ -91,10 +91,11 @@ class ToolNotInProfile(ApprovalRefused):
 class ApprovalNotActive(ApprovalRefused):
     def __init__(self, protocol_id: str, status: str) -> None:
         self.status = status
-        super().__init__(
-            f"approval {protocol_id} is {status}, not approved; a consumed approval is never reused "
-            "(APR-6) — request a new one"
-        )
+        if status == "requested":
+            advice = "the Lead has not decided yet — wait for the approval_decision, then call again"
+        else:
+            advice = "a consumed approval is never reused (APR-6) — request a new one"
+        super().__init__(f"approval {protocol_id} is {status}, not approved; {advice}")
 
 
 class ApprovalOtherAgent(ApprovalRefused):

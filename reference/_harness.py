@@ -7,8 +7,10 @@ lowers latency (MSG-6), so a restart is a new ``Harness`` over the same storage 
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,9 +20,16 @@ from spec.schemas import RECORD_SCHEMAS
 
 from . import _audit
 from ._clock import Clock
-from ._errors import AlreadyExists, StaleIncarnation, UnknownTool
+from ._errors import AlreadyExists, StaleIncarnation, StorageUnavailable, UnknownTool, VersionConflict
+from ._jobs import InProcessJobRunner, JobRunner, Jobs
+from ._members import Members
 from ._mutants import broken
+from ._outbox import Outbox
+from ._recovery import reconcile_team
+from ._shutdown import ShutdownProtocol
 from ._storage import Document, Storage, Stored
+from ._tasks import Tasks
+from ._team_errors import StaleMember, UnknownMember, UnknownProfileTool, UnknownRecord, UnknownTask
 from ._tools import Tool
 
 
@@ -35,7 +44,14 @@ class CallContext:
 
 
 class Harness:
-    def __init__(self, storage: Storage, clock: Clock, tools: list[Tool] | None = None, lead_id: str = "lead"):
+    def __init__(
+        self,
+        storage: Storage,
+        clock: Clock,
+        tools: list[Tool] | None = None,
+        lead_id: str = "lead",
+        jobs: JobRunner | None = None,
+    ):
         from ._approval import ApprovalProtocol
 
         self.storage = storage
@@ -45,6 +61,11 @@ class Harness:
         self.wake: queue.SimpleQueue[str] = queue.SimpleQueue()
         self.assignment_lock = threading.Lock()
         self.approvals = ApprovalProtocol(self)
+        self.tasks = Tasks(self)
+        self.jobs = Jobs(self, jobs or InProcessJobRunner())
+        self.members = Members(self)
+        self.shutdowns = ShutdownProtocol(self)
+        self.outbox = Outbox(self)
 
     # ---- records -----------------------------------------------------------------------------
     def read(self, table: str, key: str) -> Stored | None:
@@ -64,6 +85,9 @@ class Harness:
 
     # ---- team set-up (members, profiles, tasks) ----------------------------------------------
     def add_member(self, member_id: str, tools: list[str], incarnation: int = 1) -> None:
+        unknown = [tool for tool in tools if tool not in self.tools]
+        if unknown:
+            raise UnknownProfileTool(member_id, unknown, sorted(self.tools))
         member = {
             "member_id": member_id,
             "status": "running",
@@ -79,18 +103,8 @@ class Harness:
         self.storage.insert("member.add/profile", "capability_profile", member_id, profile)
 
     def restart_member(self, member_id: str) -> int:
-        """A new incarnation of a member (XPR-1); returns it."""
-        stored = self._require("member", member_id)
-        member = {
-            **stored.doc,
-            "incarnation": stored.doc["incarnation"] + 1,
-            "status": "running",
-            "accepting_new_tasks": True,
-            "current_task_id": None,
-            "shutdown_request_id": None,
-        }
-        self.storage.update("member.restart/member", "member", member_id, member, stored.version)
-        return int(member["incarnation"])
+        """A new incarnation of a stopped member (XPR-1); returns it."""
+        return self.members.restart(member_id)
 
     def set_profile(self, member_id: str, tools: list[str]) -> int:
         """Change a capability profile; its version grows (XPR-4). Returns the new version."""
@@ -112,50 +126,109 @@ class Harness:
         }
         self.storage.insert("task.add/task", "task", task_id, task)
 
-    def claim(self, member_id: str, task_id: str) -> str:
-        """Claim a pending task for a running, accepting member (MEM-1); returns the claim token."""
-        with self.assignment_lock:
-            member = self._require("member", member_id)
-            task = self._require("task", task_id)
-            spec.ensure_transition("task", task.doc["status"], "claimed")
-            claims = sum(1 for event in task.doc["history"] if event["event"] == "claimed")
-            token = message_id(task_id, f"claim-{claims + 1}")  # stable, like every id (DESIGN rule 4)
-            claimed = {
-                **task.doc,
-                "status": "claimed",
-                "owner_id": member_id,
-                "owner_incarnation": member.doc["incarnation"],
-                "claim_token": token,
-                "history": [*task.doc["history"], self.event(member_id, "claimed")],
-            }
-            self.storage.update("task.claim/task", "task", task_id, claimed, task.version)
-            current = self._require("member", member_id)
-            self.storage.update(
-                "task.claim/member", "member", member_id, {**current.doc, "current_task_id": task_id}, current.version
-            )
-            return token
+    def claim(self, member_id: str, task_id: str, incarnation: int | None = None) -> str:
+        """Claim a pending task for an eligible member (MEM-1); returns the claim token (TSK-1)."""
+        return self.tasks.claim(member_id, task_id, incarnation)
 
-    def finish_task(self, member_id: str, task_id: str, outcome: str) -> None:
-        """The claim holder completes or fails its task (TSK-1); the member then holds nothing."""
-        with self.assignment_lock:
-            task = self._require("task", task_id)
-            if task.doc["owner_id"] != member_id or task.doc["status"] != "claimed":
-                raise KeyError(f"{member_id} does not hold {task_id}")
-            spec.ensure_transition("task", task.doc["status"], outcome)
-            history = [*task.doc["history"], self.event(member_id, outcome)]
-            self.storage.update(
-                "task.finish/task", "task", task_id, {**task.doc, "status": outcome, "history": history}, task.version
-            )
-            member = self._require("member", member_id)
-            self.storage.update(
-                "task.finish/member", "member", member_id, {**member.doc, "current_task_id": None}, member.version
-            )
+    def finish_task(
+        self, member_id: str, task_id: str, outcome: str, token: str, incarnation: int | None = None
+    ) -> None:
+        """The holder of claim ``token`` completes or fails its task (TSK-1)."""
+        self.tasks.finish(member_id, task_id, outcome, token, incarnation)
 
+    def monitor_pass(self) -> None:
+        """The deadline monitor's pass: approvals, shutdowns and their undelivered requests. It is
+        the model's one step ``monitor.pass/records``: several writes, idempotent, re-run whole
+        after a crash (the model does not crash inside it; a crash "after" it is after them all)."""
+        with self.step("monitor.pass/records"):
+            self.approvals.expire_due()
+            self.shutdowns.expire_due()
+
+    @contextlib.contextmanager
+    def step(self, name: str) -> Iterator[None]:
+        """A write step that may write no record (nothing to flag, already owed): the fault hook
+        still fires after it, so a crash "after step X" means the same here as in the model."""
+        written = len(self.storage.steps_written)
+        yield
+        if name not in self.storage.steps_written[written:]:
+            self.storage.faults.after(name)
+
+    # ---- member and task records (typed refusals, never a bare KeyError) ---------------------
     def _require(self, table: str, key: str) -> Stored:
         stored = self.storage.read(table, key)
         if stored is None:
-            raise KeyError(f"no {table} {key!r}")
+            if table == "member":
+                raise UnknownMember(key)
+            if table == "task":
+                raise UnknownTask(key)
+            raise UnknownRecord(table, key, "check the id")
         return stored
+
+    def member_row(self, member_id: str) -> Stored:
+        return self._require("member", member_id)
+
+    def member(self, member_id: str) -> Document:
+        return self._require("member", member_id).doc
+
+    def task_row(self, task_id: str) -> Stored:
+        return self._require("task", task_id)
+
+    def member_live(self, member_id: str | None, incarnation: int | None) -> bool:
+        if member_id is None:
+            return False
+        member = self.member(member_id)
+        return bool(member["incarnation"] == incarnation and member["status"] in ("running", "draining"))
+
+    def fence(self, member: Document, incarnation: int) -> None:
+        """XPR-1: a call made for an older incarnation is refused."""
+        if incarnation != member["incarnation"]:
+            raise StaleMember(member["member_id"], incarnation, member["incarnation"])
+
+    def set_member(self, step: str, member_id: str, status: str, **fields: Any) -> None:
+        """Move a member through its machine (re-read on a lost compare-and-set)."""
+        for _ in range(8):
+            stored = self.member_row(member_id)
+            if stored.doc["status"] != status:
+                spec.ensure_transition("member", stored.doc["status"], status)
+            try:
+                self.storage.update(
+                    step, "member", member_id, {**stored.doc, **fields, "status": status}, stored.version
+                )
+                return
+            except VersionConflict:
+                continue
+        raise StorageUnavailable(f"member/{member_id} kept changing; {step} not written")
+
+    def set_member_task(self, step: str, member_id: str, task_id: str | None) -> None:
+        for _ in range(8):
+            stored = self.member_row(member_id)
+            try:
+                doc = {**stored.doc, "current_task_id": task_id}
+                self.storage.update(step, "member", member_id, doc, stored.version)
+                return
+            except VersionConflict:
+                continue
+        raise StorageUnavailable(f"member/{member_id} kept changing; {step} not written")
+
+    def cancel_own_requests(self, step: str, member_id: str, reason: str) -> list[str]:
+        """XPR-2: the member's own ``requested`` approvals (this incarnation) are cancelled."""
+        member = self.member(member_id)
+        cancelled: list[str] = []
+        with self.step(step):
+            self._cancel_requests(step, member, reason, cancelled)
+        return cancelled
+
+    def _cancel_requests(self, step: str, member: Document, reason: str, cancelled: list[str]) -> None:
+        member_id = member["member_id"]
+        for row in self.storage.scan("operation_approval"):
+            ap = row.doc
+            mine = ap["requester_id"] == member_id and ap["requester_incarnation"] == member["incarnation"]
+            if ap["status"] == "requested" and mine:
+                spec.ensure_transition("operation_approval", "requested", "cancelled")
+                events = [*ap["events"], self.event(member_id, "cancelled", reason)]
+                doc = {**ap, "status": "cancelled", "reason": reason, "events": events}
+                self.storage.update(step, "operation_approval", row.key, doc, row.version)
+                cancelled.append(row.key)
 
     def check_incarnation(self, ctx: CallContext) -> Document:
         member = self._require("member", ctx.actor_id).doc
@@ -204,7 +277,8 @@ class Harness:
         returns the recorded result. Reading never completes a request (MSG-3)."""
         stored = self._require("message", message_id_)
         if stored.doc["message"]["correlation_id"] != correlation_id:
-            raise KeyError(f"message {message_id_} does not belong to {correlation_id}")
+            actual = stored.doc["message"]["correlation_id"]
+            raise UnknownRecord("message", f"{message_id_} of {correlation_id}", f"it belongs to {actual}")
         if stored.doc["recorded_result"] is not None and not broken("dedup_disabled"):
             return dict(stored.doc["recorded_result"])
         result = {"delivered_at": self.clock.now()}
@@ -237,40 +311,8 @@ class Harness:
         return snap
 
     def reconcile(self) -> None:
-        """Act on persisted state alone (PROTOCOL §5); idempotent (REC-1)."""
+        """Act on persisted state alone (PROTOCOL §5); idempotent (REC-1). The team's rows first:
+        re-applying XPR-2 cancels approvals, and the approvals' pass then logs every event the
+        audit log misses, those cancellations too (AUD-5)."""
+        reconcile_team(self)
         self.approvals.reconcile()
-        self._reconcile_claims()
-
-    def _reconcile_claims(self) -> None:
-        """REC-2 for the two writes of a claim (and of a finish): a member's ``current_task_id``
-        names the task it holds under its incarnation, or nothing. A crash between the writes
-        leaves the task claimed and the member empty-handed (or the reverse); the task record is
-        the truth (the model's reconcile does the same).
-
-        The members are read *before* the tasks, and each repair is a compare-and-set on the
-        member as read: a claim or finish of another process that lands between the two reads
-        then shows in the tasks, never as a stale task beside a fresh member (which would undo
-        that process's member write; found by ``model_tests/test_interleave.py``, STO-4)."""
-        members = self.storage.scan("member")
-        claimed = [task.doc for task in self.storage.scan("task") if task.doc["status"] == "claimed"]
-        for stored in members:
-            member = stored.doc
-            holds = [
-                task["task_id"]
-                for task in claimed
-                if task["owner_id"] == member["member_id"] and task["owner_incarnation"] == member["incarnation"]
-            ]
-            current = member["current_task_id"]
-            if current is not None and current not in holds:
-                repaired: str | None = None
-            elif current is None and holds and member["status"] in ("running", "draining"):
-                repaired = holds[0]
-            else:
-                continue
-            self.storage.update(
-                "member.reconcile/member",
-                "member",
-                member["member_id"],
-                {**member, "current_task_id": repaired},
-                stored.version,
-            )

@@ -38,6 +38,20 @@ MUTANTS: dict[str, str] = {
     "result_not_redacted": "AUD-3, INV-10: a tool's result is stored as the tool returned it",
     "version_conflict_escapes": "STO-4: the loser of a compare-and-set race gets a raw VersionConflict",
     "execution_overwritten": "APR-6: an existing execution record is overwritten and the call made again",
+    "claim_while_draining": "MEM-1: a member that is not running or not accepting may claim",
+    "claim_ignores_shutdown_request": "MEM-1: a claim ignores an active shutdown request (the window "
+    "between persisting the request and updating the member)",
+    "release_before_jobs_settle": "SHD-3: a drain releases the task while a job still runs",
+    "drain_completes_task": "SHD-3: a draining member completes its task to get out of the drain",
+    "ack_before_record": "SHD-5: the shutdown_ack is owed before the completed record is persisted",
+    "stale_incarnation_accepted": "XPR-1: a shutdown request for an older incarnation begins a drain",
+    "stale_claim_token_accepted": "TSK-1: a stale claim token may finish the task",
+    "lapse_twice": "SHD-10: a heartbeat lapse owes two member_lost notices",
+    "clean_exit_member_lost": "SHD-10: a clean finished drain also owes member_lost",
+    "timed_out_as_completed": "SHD-6: the monitor completes a drain past its deadline instead of timing it out",
+    "signal_non_cancellable": "JOB-2: a drain pass asks a non-cancellable job to cancel",
+    "drain_keeps_requests": "XPR-2: beginning a drain keeps the member's own requested approvals",
+    "reconcile_skips_outbox": "REC-3: reconciliation does not owe the messages the records owe",
 }
 
 ACTIVE = os.environ.get("TEAMPROTO_MUTANT", "")

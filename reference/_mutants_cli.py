@@ -28,6 +28,7 @@ from ._mutants import MUTANTS
 TESTS = [
     "model_tests/test_stateful.py::TestApprovalProtocol",
     "model_tests/test_stateful.py::TestApprovalProtocolSqlite",
+    "model_tests/test_stateful.py::TestTeamProtocol",
     "model_tests/test_interleave.py",
 ]
 """The refinement tests themselves (not the coverage test: a mutant must be caught by a check),

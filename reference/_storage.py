@@ -45,6 +45,20 @@ class Stored:
     doc: Document
 
 
+@dataclass(frozen=True)
+class Guard:
+    """Conditions a guarded update checks in the same atomic step as its write (MEM-1).
+
+    ``unchanged``: (table, key, version) rows that must still be at that version.
+    ``none_match``: (table, field equalities, statuses): no row of ``table`` whose top-level
+    fields equal these values has one of these statuses. A failed guard is a
+    :class:`VersionConflict` (definite: nothing changed; re-read and decide again).
+    """
+
+    unchanged: tuple[tuple[str, str, int], ...] = ()
+    none_match: tuple[tuple[str, tuple[tuple[str, Any], ...], tuple[str, ...]], ...] = ()
+
+
 @dataclass
 class FaultPlan:
     """Where to crash: ``crash_before`` / ``crash_after`` hold write-step names (each fires once)."""
@@ -126,9 +140,17 @@ class Storage:
         text = json.dumps(doc, sort_keys=True)
         return self._write(step, lambda: self._insert(table, key, text), table, key, doc, text)
 
-    def update(self, step: str, table: str, key: str, doc: Document, expected_version: int) -> Stored:
+    def update(
+        self, step: str, table: str, key: str, doc: Document, expected_version: int, guard: Guard | None = None
+    ) -> Stored:
+        """Compare-and-set; with ``guard``, also its conditions, atomically with the write."""
         text = json.dumps(doc, sort_keys=True)
-        return self._write(step, lambda: self._update(table, key, text, expected_version), table, key, doc, text)
+        if guard is None:
+            return self._write(step, lambda: self._update(table, key, text, expected_version), table, key, doc, text)
+        g = guard
+        return self._write(
+            step, lambda: self._update_guarded(table, key, text, expected_version, g), table, key, doc, text
+        )
 
     def _write(self, step: str, action: Callable[[], int], table: str, key: str, doc: Document, text: str) -> Stored:
         if (table, text) not in _VALIDATED:
@@ -156,6 +178,9 @@ class Storage:
         raise NotImplementedError
 
     def _update(self, table: str, key: str, text: str, expected_version: int) -> int:
+        raise NotImplementedError
+
+    def _update_guarded(self, table: str, key: str, text: str, expected_version: int, guard: Guard) -> int:
         raise NotImplementedError
 
     def close(self) -> None:
@@ -187,6 +212,23 @@ class MemoryStorage(Storage):
 
     def _update(self, table: str, key: str, text: str, expected_version: int) -> int:
         with self._lock:
+            current = self._rows.get((table, key))
+            if current is None or current[0] != expected_version:
+                raise VersionConflict(table, key, expected_version, current and current[0])
+            self._rows[(table, key)] = (expected_version + 1, text)
+            return expected_version + 1
+
+    def _update_guarded(self, table: str, key: str, text: str, expected_version: int, guard: Guard) -> int:
+        with self._lock:
+            for other, other_key, version in guard.unchanged:
+                row = self._rows.get((other, other_key))
+                if row is None or row[0] != version:
+                    raise VersionConflict(other, other_key, version, row and row[0])
+            for other, fields, statuses in guard.none_match:
+                for (tb, other_key), (version, row_text) in self._rows.items():
+                    doc = json.loads(row_text) if tb == other else None
+                    if doc and doc.get("status") in statuses and all(doc.get(f) == v for f, v in fields):
+                        raise VersionConflict(other, other_key, version, version)
             current = self._rows.get((table, key))
             if current is None or current[0] != expected_version:
                 raise VersionConflict(table, key, expected_version, current and current[0])
@@ -276,6 +318,28 @@ class SQLiteStorage(Storage):
             (text, table, key, expected_version),
         )
         if cursor.rowcount != 1:  # compare-and-set lost, or no such row (STO-4)
+            row = self._read(table, key)
+            raise VersionConflict(table, key, expected_version, row and row[0])
+        return expected_version + 1
+
+    def _update_guarded(self, table: str, key: str, text: str, expected_version: int, guard: Guard) -> int:
+        """One ``UPDATE … WHERE`` statement: the guard and the write are one transaction, so two
+        processes never both pass it (MEM-1 on SQLite)."""
+        sql = ["UPDATE records SET version = version + 1, doc = ? WHERE tbl = ? AND key = ? AND version = ?"]
+        args: list[Any] = [text, table, key, expected_version]
+        for other, other_key, version in guard.unchanged:
+            sql.append("AND EXISTS (SELECT 1 FROM records WHERE tbl = ? AND key = ? AND version = ?)")
+            args += [other, other_key, version]
+        for other, fields, statuses in guard.none_match:
+            conditions = "".join(f" AND json_extract(doc, '$.{f}') = ?" for f, _ in fields)
+            marks = ", ".join("?" for _ in statuses)
+            sql.append(
+                f"AND NOT EXISTS (SELECT 1 FROM records WHERE tbl = ?{conditions} "
+                f"AND json_extract(doc, '$.status') IN ({marks}))"
+            )
+            args += [other, *(v for _, v in fields), *statuses]
+        cursor = self._execute(table, key, " ".join(sql), tuple(args))
+        if cursor.rowcount != 1:
             row = self._read(table, key)
             raise VersionConflict(table, key, expected_version, row and row[0])
         return expected_version + 1

@@ -27,6 +27,10 @@ class Tool:
     """Outcome of the call made under an idempotency key, or None if no such call happened."""
 
     def digest(self, arguments: Arguments) -> str:
+        if not isinstance(arguments, dict):
+            from ._team_errors import BadArguments
+
+            raise BadArguments(f"the arguments of {self.name}", "a JSON object (a dict)", arguments)
         normalized = self.normalize(arguments)
         if broken("numbers_conflated") or broken("list_order_ignored"):
             normalized = _mutated(normalized)

@@ -92,16 +92,15 @@ def test_a_crash_between_the_writes_of_a_claim_is_repaired_from_the_task(
     sets the member's current task from the task it holds (found by random walks of the model
     replayed on the reference: the reference used to leave the member empty-handed)."""
     h = team.harness
-    h.finish_task("m0", "t0", "completed")
+    h.finish_task("m0", "t0", "completed", h.read("task", "t0").doc["claim_token"])
     h.add_task("t2")
-    if step == "task.finish/task":
-        h.claim("m0", "t2")
+    token = h.claim("m0", "t2") if step == "task.finish/task" else ""
     team.storage.faults.crash_after.add(step)
     with pytest.raises(r.Crash):
         if step == "task.claim/task":
             h.claim("m0", "t2")
         else:
-            h.finish_task("m0", "t2", "completed")
+            h.finish_task("m0", "t2", "completed", token)
     team = team.restart()
     assert team.harness.read("member", "m0").doc["current_task_id"] == holds
     snap = team.harness.snapshot()

@@ -1,0 +1,153 @@
+"""Background jobs (MEM-4, JOB-1, JOB-2): the job *records* and their operations.
+
+The record is the truth; the process behind it is reached through a :class:`JobRunner`, the one
+interface a runtime implements to back jobs with real work:
+
+- ``start(job_id, command)`` — begin running ``command`` (called after the record is persisted);
+- ``signal_cancel(job_id)`` — ask the job to stop (a handleable signal, e.g. SIGTERM). Called
+  only after ``cancel_requested`` is persisted (JOB-1), never for a non-cancellable job (JOB-2);
+- ``kill(job_id)`` — the last rung of SHD-7's ladder (e.g. SIGKILL);
+- ``poll(job_id)`` — the exit code once the job has exited, else ``None``.
+
+:class:`InProcessJobRunner` is the trivial implementation for tests: nothing runs; a test decides
+when a job exits (:meth:`InProcessJobRunner.finish`) and reads which jobs were signalled.
+A real-subprocess runner implements the same four methods.
+
+Write steps (the model's names): ``job.start/job`` (running); ``job.exit/job`` (the job's own
+exit: ``succeeded``, ``failed``, or ``cancelled`` after a cancel request). A cancel request is
+written by a drain pass (``shutdown.drain_jobs/jobs``, :mod:`reference._shutdown`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Protocol
+
+import spec
+
+from ._errors import AlreadyExists
+from ._storage import Document, Stored
+from ._team_errors import JobRefused, UnknownRecord
+
+if TYPE_CHECKING:
+    from ._harness import Harness
+
+TABLE = "job"
+BUSY = ("running", "cancel_requested")
+CANCEL_EXIT = -15
+"""The exit code of a job that stopped because it was asked to (SIGTERM)."""
+
+
+class JobRunner(Protocol):
+    """What backs a job record with work: a thread, a subprocess, a remote executor."""
+
+    def start(self, job_id: str, command: str) -> None: ...
+
+    def signal_cancel(self, job_id: str) -> None: ...
+
+    def kill(self, job_id: str) -> None: ...
+
+    def poll(self, job_id: str) -> int | None: ...
+
+
+class InProcessJobRunner:
+    """A runner where nothing runs: tests say when a job exits and see what was signalled."""
+
+    def __init__(self) -> None:
+        self.started: list[str] = []
+        self.cancelled: list[str] = []
+        self.killed: list[str] = []
+        self.exits: dict[str, int] = {}
+
+    def start(self, job_id: str, command: str) -> None:
+        self.started.append(job_id)
+
+    def signal_cancel(self, job_id: str) -> None:
+        self.cancelled.append(job_id)
+
+    def kill(self, job_id: str) -> None:
+        self.killed.append(job_id)
+        self.exits.setdefault(job_id, -9)
+
+    def poll(self, job_id: str) -> int | None:
+        return self.exits.get(job_id)
+
+    def finish(self, job_id: str, exit_code: int) -> None:
+        self.exits[job_id] = exit_code
+
+
+def outcome_of(status: str, exit_code: int) -> str:
+    """JOB-1: only the job's own exit settles it; ``cancelled`` only after a cancel request."""
+    if exit_code == 0:
+        return "succeeded"
+    if status == "cancel_requested" and exit_code < 0:
+        return "cancelled"
+    return "failed"
+
+
+class Jobs:
+    def __init__(self, harness: Harness, runner: JobRunner) -> None:
+        self.h = harness
+        self.runner = runner
+
+    def start(self, member_id: str, job_id: str, command: str, cancellable: bool = True) -> Document:
+        """A running member starts a background job for the task it holds (MEM-4)."""
+        with self.h.assignment_lock:
+            member = self.h.member(member_id)
+            if member["status"] != "running":
+                raise JobRefused(job_id, f"{member_id} is {member['status']}; only a running member starts jobs")
+            task_id = member["current_task_id"]
+            if task_id is None or not self.h.tasks.holds(member, task_id):
+                raise JobRefused(job_id, f"{member_id} holds no task; claim one first")
+            doc = {
+                "job_id": job_id,
+                "status": "running",
+                "owner_id": member_id,
+                "task_id": task_id,
+                "cancellable": cancellable,
+                "command": command,
+                "exit_code": None,
+                "version": 0,
+            }
+            try:
+                self.h.storage.insert("job.start/job", TABLE, job_id, doc)
+            except AlreadyExists:
+                raise JobRefused(job_id, "a job with this id exists; use a new job id") from None
+        self.runner.start(job_id, command)
+        return doc
+
+    def exited(self, job_id: str, exit_code: int) -> Document:
+        """Record the job's own exit (JOB-1)."""
+        stored = self.require(job_id)
+        status = stored.doc["status"]
+        if status not in BUSY:
+            raise JobRefused(job_id, f"it already ended as {status}")
+        target = outcome_of(status, exit_code)
+        spec.ensure_transition(TABLE, status, target)
+        done = {**stored.doc, "status": target, "exit_code": exit_code}
+        self.h.storage.update("job.exit/job", TABLE, job_id, done, stored.version)
+        return done
+
+    def poll(self) -> list[str]:
+        """Record the exit of every busy job whose process has exited; returns their ids."""
+        ended = []
+        for row in self.h.storage.scan(TABLE):
+            code = self.runner.poll(row.key) if row.doc["status"] in BUSY else None
+            if code is not None:
+                self.exited(row.key, code)
+                ended.append(row.key)
+        return ended
+
+    def busy(self, member_id: str) -> list[str]:
+        return [r.key for r in self.h.storage.scan(TABLE) if r.doc["owner_id"] == member_id and r.doc["status"] in BUSY]
+
+    def of(self, member_id: str) -> list[Stored]:
+        return [r for r in self.h.storage.scan(TABLE) if r.doc["owner_id"] == member_id]
+
+    def require(self, job_id: str) -> Stored:
+        stored = self.h.storage.read(TABLE, job_id)
+        if stored is None:
+            raise UnknownRecord(TABLE, job_id, "start it first with Jobs.start")
+        return stored
+
+
+__all__ = ["CANCEL_EXIT", "InProcessJobRunner", "JobRunner", "Jobs", "outcome_of"]

@@ -1,0 +1,146 @@
+"""Member lifecycle: heartbeat, lapse (last will), inspection, restart, retirement (SHD-7,
+SHD-10, XPR-1).
+
+Write steps, in order (the model's names, ``spec.model.OPERATIONS``):
+
+- lapse:   ``member.lapse/member`` (→ unhealthy) → ``member.lapse/task`` (claims flagged
+           ``needs_inspection``) → ``member.lapse/outbox`` (one ``member_lost``, stable id)
+- inspect: ``member.inspect/task`` → ``member.inspect/requests`` (XPR-2 with reason ``crashed``)
+           → ``member.inspect/member`` (→ stopped) → ``member.inspect/shutdown`` (a shutdown it
+           drained for completes, its ``shutdown_ack`` owed)
+- restart: ``member.restart/member`` (a new incarnation, XPR-1); retire: ``member.retire/member``
+- heartbeat (the model abstracts it): ``member.heartbeat/member``
+
+A clean exit (a finished drain, :mod:`reference._shutdown`) owes no ``member_lost``: only a
+lapse or a forced termination does, once per incarnation (the id is the incarnation's).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import spec
+
+from ._mutants import broken
+from ._storage import Document
+from ._team_errors import MemberBusy
+
+if TYPE_CHECKING:
+    from ._harness import Harness
+
+MEMBER_STEPS = (
+    "member.lapse/member",
+    "member.lapse/task",
+    "member.lapse/outbox",
+    "member.inspect/task",
+    "member.inspect/requests",
+    "member.inspect/member",
+    "member.inspect/shutdown",
+    "member.restart/member",
+    "member.retire/member",
+    "member.heartbeat/member",
+)
+
+
+class Members:
+    def __init__(self, harness: Harness) -> None:
+        self.h = harness
+
+    def heartbeat(self, member_id: str, incarnation: int) -> None:
+        """The member says it is alive (SHD-10); a stale incarnation's beat is refused (XPR-1)."""
+        stored = self.h.member_row(member_id)
+        self.h.fence(stored.doc, incarnation)
+        beat = {**stored.doc, "last_heartbeat_at": self.h.clock.now()}
+        self.h.storage.update("member.heartbeat/member", "member", member_id, beat, stored.version)
+
+    def lapsed(self, max_age: float) -> list[str]:
+        """Running or draining members whose last heartbeat is older than ``max_age`` seconds."""
+        now = self.h.clock.now()
+        return [
+            row.key
+            for row in self.h.storage.scan("member")
+            if row.doc["status"] in ("running", "draining")
+            and row.doc["last_heartbeat_at"] is not None
+            and now - row.doc["last_heartbeat_at"] > max_age
+        ]
+
+    def lapse(self, member_id: str) -> None:
+        """SHD-10, the last will: the team is told once, on the member's behalf; claims flagged."""
+        with self.h.assignment_lock:
+            stored = self.h.member_row(member_id)
+            if stored.doc["status"] not in ("running", "draining"):
+                raise MemberBusy(member_id, stored.doc["status"], "lapse", "only a live member's heartbeat lapses")
+            self.h.set_member("member.lapse/member", member_id, "unhealthy", accepting_new_tasks=False)
+            flagged = self.flag_tasks("member.lapse/task", member_id)
+            self.owe_lost("member.lapse/outbox", self.h.member(member_id), flagged)
+            if broken("lapse_twice"):  # mutant: a second notice under a fresh id
+                again = self.h.outbox.member_lost(self.h.member(member_id), flagged)
+                again = {**again, "message_id": spec.ids.message_id(again["correlation_id"], "lost-again")}
+                self.h.outbox.owe("member.lapse/outbox", again)
+
+    def owe_lost(self, step: str, member: Document, flagged: list[str]) -> None:
+        self.h.outbox.owe(step, self.h.outbox.member_lost(member, flagged))
+
+    def flag_tasks(self, step: str, member_id: str) -> list[str]:
+        """Every task the member claims under its incarnation → ``needs_inspection`` (SHD-7)."""
+        member = self.h.member(member_id)
+        flagged = []
+        with self.h.step(step):
+            for row in self.h.storage.scan("task"):
+                task = row.doc
+                mine = task["owner_id"] == member_id and task["owner_incarnation"] == member["incarnation"]
+                if task["status"] == "claimed" and mine:
+                    history = [*task["history"], self.h.event("lead", "needs_inspection")]
+                    moved = {**task, "status": "needs_inspection", "history": history}
+                    self.h.storage.update(step, "task", row.key, moved, row.version)
+        for row in self.h.storage.scan("task"):
+            if row.doc["status"] == "needs_inspection" and row.doc["owner_id"] == member_id:
+                flagged.append(row.key)
+        return flagged
+
+    def inspect(self, member_id: str) -> None:
+        """SHD-7: an unhealthy member, inspected, is stopped; what it drained for completes."""
+        with self.h.assignment_lock:
+            member = self.h.member(member_id)
+            if member["status"] != "unhealthy":
+                raise MemberBusy(member_id, member["status"], "inspect it", "only an unhealthy member is inspected")
+            self.flag_tasks("member.inspect/task", member_id)
+            self.h.cancel_own_requests("member.inspect/requests", member_id, "crashed")
+            self.h.set_member(
+                "member.inspect/member", member_id, "stopped", accepting_new_tasks=False, current_task_id=None
+            )
+            slot = member["shutdown_request_id"]
+            with self.h.step("member.inspect/shutdown"):
+                if slot is not None:
+                    self.h.shutdowns.complete("member.inspect/shutdown", slot, ("draining", "timed_out"))
+
+    def restart(self, member_id: str) -> int:
+        """A new incarnation of a stopped member (XPR-1); returns it. Its jobs must have settled."""
+        with self.h.assignment_lock:
+            member = self.h.member(member_id)
+            self._stopped_and_settled(member, "restart it")
+            self.h.set_member(
+                "member.restart/member",
+                member_id,
+                "running",
+                incarnation=member["incarnation"] + 1,
+                accepting_new_tasks=True,
+                current_task_id=None,
+                shutdown_request_id=None,
+            )
+            return int(member["incarnation"]) + 1
+
+    def retire(self, member_id: str) -> None:
+        with self.h.assignment_lock:
+            self._stopped_and_settled(self.h.member(member_id), "retire it")
+            self.h.set_member("member.retire/member", member_id, "retired")
+
+    def _stopped_and_settled(self, member: Document, what: str) -> None:
+        if member["status"] != "stopped":
+            raise MemberBusy(member["member_id"], member["status"], what, "stop it first (drain or inspection)")
+        busy = self.h.jobs.busy(member["member_id"])
+        if busy:
+            raise MemberBusy(member["member_id"], "stopped", what, f"its jobs {', '.join(busy)} still run")
+
+
+__all__ = ["MEMBER_STEPS", "Members"]

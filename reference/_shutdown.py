@@ -1,0 +1,373 @@
+"""Graceful shutdown (SHD-1 … SHD-7, XPR-1, XPR-2): request, drain, release, finish, the deadline
+monitor, forced termination, and reconciliation of members, tasks and shutdowns (PROTOCOL §5).
+
+Write steps, in order (the model's names, ``spec.model.OPERATIONS``):
+
+- request:     ``shutdown.request/record`` → ``shutdown.request/message`` (Lead only, SHD-1)
+- cancel:      ``shutdown.cancel/record``
+- begin drain: ``shutdown.begin_drain/record`` → ``shutdown.begin_drain/member`` →
+               ``shutdown.begin_drain/cancel_requests`` (XPR-2) → ``shutdown.begin_drain/message``
+               (the delivery's recorded result, last: MSG-5). A refused request (stale
+               incarnation, past its deadline, member not running) writes only the message step.
+- drain jobs:  ``shutdown.drain_jobs/jobs`` (cancel_requested; then the runner signals the job)
+               → ``shutdown.drain_jobs/record`` (the job ids waited for)
+- release:     ``shutdown.release_task/task`` (pending, keeping checkpoint and history) →
+               ``shutdown.release_task/member`` → ``shutdown.release_task/record``
+- finish:      ``shutdown.finish/record`` (completed) → ``shutdown.finish/member`` (stopped) →
+               ``shutdown.finish/outbox`` (``shutdown_ack`` owed) → ``shutdown.finish/message``
+- force:       ``shutdown.force_terminate/jobs`` → ``/task`` (needs_inspection) → ``/member``
+               (unhealthy) → ``/outbox`` (one ``member_lost``)
+- monitor:     ``shutdown.expire/record`` (requested → expired, draining → timed_out, SHD-6) →
+               ``shutdown.expire/message`` (an undelivered request past its deadline → expired);
+               the whole pass is the model's one step ``monitor.pass/records``
+               (:meth:`reference.Harness.monitor_pass`), idempotent, re-run after a crash
+- reconcile:   ``shutdown.reconcile/*``, ``member.reconcile/*``, ``task.reconcile/outbox``
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import TYPE_CHECKING, Any
+
+import spec
+from spec.ids import message_id, protocol_id
+
+from ._errors import AlreadyExists
+from ._jobs import BUSY
+from ._mutants import broken
+from ._storage import Document, Stored
+from ._tasks import plain_json
+from ._team_errors import DrainNotReady, MemberBusy, MessageNotPending, NotLead, ShutdownRefused, UnknownRecord
+
+if TYPE_CHECKING:
+    from ._harness import Harness
+
+KIND = "shutdown_request"
+ACTIVE = ("requested", "draining", "timed_out")
+SHUTDOWN_STEPS = tuple(
+    f"shutdown.{op}/{step}"
+    for op, steps in (
+        ("request", ("record", "message")),
+        ("cancel", ("record",)),
+        ("begin_drain", ("record", "member", "cancel_requests", "message")),
+        ("drain_jobs", ("jobs", "record")),
+        ("release_task", ("task", "member", "record")),
+        ("finish", ("record", "member", "outbox", "message")),
+        ("force_terminate", ("jobs", "task", "member", "outbox")),
+    )
+    for step in steps
+)
+
+
+class ShutdownProtocol:
+    def __init__(self, harness: Harness) -> None:
+        self.h = harness
+
+    # ---- SHD-1: the Lead's request -----------------------------------------------------------
+    def request(
+        self, actor_id: str, target_id: str, request_key: str, reason_text: str = "scale down", ttl_seconds: float = 60
+    ) -> str:
+        """Create (or find again) the request ``request_key`` and send it; returns its id."""
+        if actor_id != self.h.lead_id:
+            raise NotLead(actor_id, self.h.lead_id, f"request a shutdown of {target_id}")
+        pid = protocol_id(actor_id, request_key, KIND)
+        existing = self.h.storage.read(KIND, pid)
+        if existing is None:
+            target = self.h.member(target_id)
+            if target["status"] != "running":
+                raise ShutdownRefused(f"shutdown of {target_id}", f"it is {target['status']}; only a running member")
+            now = self.h.clock.now()
+            doc = {
+                "protocol_id": pid,
+                "kind": KIND,
+                "status": "requested",
+                "requester_id": actor_id,
+                "target_id": target_id,
+                "target_incarnation": target["incarnation"],
+                "responder_id": target_id,
+                "reason_text": reason_text,
+                "created_at": now,
+                "deadline": now + ttl_seconds,
+                "released_task_id": None,
+                "waited_job_ids": [],
+                "reason": None,
+                "events": [self.h.event(actor_id, "requested", reason_text)],
+                "version": 0,
+            }
+            try:
+                existing = self.h.storage.insert("shutdown.request/record", KIND, pid, doc)
+            except AlreadyExists:
+                existing = self.require(pid)
+        elif existing.doc["target_id"] != target_id:
+            raise ShutdownRefused(f"request {request_key}", f"it targets {existing.doc['target_id']}; use a new key")
+        if existing.doc["status"] == "requested":
+            self.post_request(existing.doc)
+        return pid
+
+    def post_request(self, doc: Document) -> None:
+        body = {k: doc[k] for k in ("protocol_id", "target_incarnation", "reason_text", "deadline")}
+        ttl = max(doc["deadline"] - doc["created_at"], 1e-6)
+        message = self.h.envelope(KIND, doc["protocol_id"], "request", doc["requester_id"], doc["target_id"], body, ttl)
+        self.h.post("shutdown.request/message", message)
+
+    def cancel(self, actor_id: str, pid: str) -> None:
+        if actor_id != self.h.lead_id:
+            raise NotLead(actor_id, self.h.lead_id, f"cancel shutdown {pid}")
+        stored = self.require(pid)
+        if stored.doc["status"] != "requested":
+            raise ShutdownRefused(f"cancel of {pid}", f"it is {stored.doc['status']}; only a requested one")
+        self._move("shutdown.cancel/record", stored, "cancelled", actor_id, reason="cancelled")
+
+    # ---- SHD-2: the target member handles the delivered request --------------------------------
+    def begin_drain(self, member_id: str, message_id_: str) -> dict[str, Any]:
+        """Handle the delivery of a ``shutdown_request``: every SHD-2 check, then the drain begins.
+
+        Returns the delivery's recorded result (``{"outcome": "draining"}`` or ``{"outcome":
+        "refused", "reason": …}``); a duplicate delivery returns the same result (MSG-5)."""
+        with self.h.assignment_lock:
+            message = self.h.read("message", message_id_)
+            if message is None:
+                raise UnknownRecord("message", message_id_, "the Lead must send the request first")
+            envelope = message.doc["message"]
+            if envelope["message_type"] != KIND or envelope["target"] != member_id:
+                raise ShutdownRefused(f"{member_id} handling {message_id_}", "it is not a shutdown request to it")
+            if message.doc["recorded_result"] is not None:
+                return dict(message.doc["recorded_result"])
+            if message.doc["status"] != "pending":
+                raise MessageNotPending(message_id_, message.doc["status"])
+            sd, member = self.require(envelope["correlation_id"]), self.h.member(member_id)
+            refusal = self._drain_refusal(sd.doc, member)
+            if refusal is None:
+                self._begin(sd, member)
+            result = {"outcome": "refused", "reason": refusal} if refusal else {"outcome": "draining"}
+            return self._deliver(message_id_, result)
+
+    def _drain_refusal(self, sd: Document, member: Document) -> str | None:
+        """SHD-2 and XPR-1; None when the drain may begin (or resume after a crash)."""
+        if sd["target_incarnation"] != member["incarnation"] and not broken("stale_incarnation_accepted"):
+            return f"stale: made for incarnation {sd['target_incarnation']}, member is {member['incarnation']}"
+        if sd["status"] == "requested":
+            if self.h.clock.now() > sd["deadline"]:
+                return "past its deadline"
+            if member["status"] != "running":
+                return f"member is {member['status']}"
+            return None
+        if sd["status"] == "draining" and member["shutdown_request_id"] in (None, sd["protocol_id"]):
+            return None
+        return f"request is {sd['status']}"
+
+    def _begin(self, sd: Stored, member: Document) -> None:
+        with self.h.step("shutdown.begin_drain/record"):
+            if sd.doc["status"] == "requested":
+                self._move("shutdown.begin_drain/record", sd, "draining", member["member_id"])
+        with self.h.step("shutdown.begin_drain/member"):
+            if member["status"] == "running":
+                self.h.set_member(
+                    "shutdown.begin_drain/member",
+                    member["member_id"],
+                    "draining",
+                    accepting_new_tasks=False,
+                    shutdown_request_id=sd.key,
+                )
+        with self.h.step("shutdown.begin_drain/cancel_requests"):
+            if not broken("drain_keeps_requests"):
+                self.h.cancel_own_requests(
+                    "shutdown.begin_drain/cancel_requests", member["member_id"], "member_draining"
+                )
+
+    def _deliver(self, message_id_: str, result: dict[str, Any]) -> dict[str, Any]:
+        stored = self.h.storage.read("message", message_id_)
+        assert stored is not None
+        spec.ensure_transition("message", stored.doc["status"], "delivered")
+        recorded = {**result, "delivered_at": self.h.clock.now()}
+        doc = {**stored.doc, "status": "delivered", "recorded_result": recorded}
+        self.h.storage.update("shutdown.begin_drain/message", "message", message_id_, doc, stored.version)
+        return recorded
+
+    # ---- SHD-3 … SHD-5: the drain ----------------------------------------------------------
+    def draining_for(self, member_id: str, incarnation: int | None = None) -> tuple[Document, Stored]:
+        """The member and the shutdown it drains for, if the drain may go on; else a refusal."""
+        member = self.h.member(member_id)
+        if incarnation is not None:
+            self.h.fence(member, incarnation)
+        sid = member["shutdown_request_id"]
+        if member["status"] != "draining" or sid is None:
+            raise MemberBusy(member_id, member["status"], "drain", "a drain begins with a shutdown request")
+        sd = self.require(sid)
+        if sd.doc["status"] not in ("draining", "timed_out"):
+            raise ShutdownRefused(f"drain of {member_id}", f"its request {sid} is {sd.doc['status']}")
+        return member, sd
+
+    def drain_jobs(self, member_id: str, incarnation: int | None = None) -> list[str]:
+        """Ask every cancellable running job to stop (JOB-1, JOB-2); returns the jobs asked.
+        With none to ask, a refusal (:meth:`drain_pass` reports the jobs it waits for)."""
+        with self.h.assignment_lock:
+            _, sd = self.draining_for(member_id, incarnation)
+            asked = []
+            for job in self.h.jobs.of(member_id):
+                signal = job.doc["cancellable"] or broken("signal_non_cancellable")
+                if job.doc["status"] == "running" and signal:
+                    self._cancel_job(job, sd.key)
+                    asked.append(job.key)
+            if not asked:
+                busy = self.h.jobs.busy(member_id)
+                raise ShutdownRefused(f"job cancellation for {member_id}", f"no cancellable running job (busy: {busy})")
+            return asked
+
+    def _cancel_job(self, job: Stored, pid: str) -> None:
+        spec.ensure_transition("job", "running", "cancel_requested")
+        asked = {**job.doc, "status": "cancel_requested"}
+        self.h.storage.update("shutdown.drain_jobs/jobs", "job", job.key, asked, job.version)
+        self.h.jobs.runner.signal_cancel(job.key)  # after the state is persisted (MEM-2)
+        sd = self.require(pid)
+        waited = sorted({*sd.doc["waited_job_ids"], job.key})
+        self.h.storage.update("shutdown.drain_jobs/record", KIND, pid, {**sd.doc, "waited_job_ids": waited}, sd.version)
+
+    def release_task(self, member_id: str, state: Any = None, incarnation: int | None = None) -> str:
+        """Checkpoint and release the held task once every job settled (SHD-3, TSK-3)."""
+        with self.h.assignment_lock:
+            member, sd = self.draining_for(member_id, incarnation)
+            task_id = member["current_task_id"]
+            if task_id is None:
+                raise ShutdownRefused(f"release by {member_id}", "it holds no task")
+            busy = self.h.jobs.busy(member_id)
+            if busy and not broken("release_before_jobs_settle"):
+                raise DrainNotReady(member_id, busy, f"release task {task_id}")
+            self._release(member_id, task_id, state)
+            self.h.set_member_task("shutdown.release_task/member", member_id, None)
+            sd = self.require(sd.key)
+            self.h.storage.update(
+                "shutdown.release_task/record", KIND, sd.key, {**sd.doc, "released_task_id": task_id}, sd.version
+            )
+            return str(task_id)
+
+    def _release(self, member_id: str, task_id: str, state: Any) -> None:
+        """The task goes back to pending, keeping its last checkpoint and history (TSK-3)."""
+        with self.h.step("shutdown.release_task/task"):
+            task = self.h.task_row(task_id)
+            if task.doc["status"] == "claimed" and task.doc["owner_id"] == member_id:
+                previous = task.doc["checkpoint"] or {"state": None, "saved_at": self.h.clock.now()}
+                data = previous["state"] if state is None else plain_json(task_id, state)
+                checkpoint = {**previous, "state": data, "released": True}
+                released = {
+                    **task.doc,
+                    "status": "pending",
+                    "owner_id": None,
+                    "owner_incarnation": None,
+                    "claim_token": None,
+                    "checkpoint": checkpoint,
+                    "history": [*task.doc["history"], self.h.event(member_id, "released")],
+                }
+                self.h.storage.update("shutdown.release_task/task", "task", task_id, released, task.version)
+
+    def finish(self, member_id: str, incarnation: int | None = None) -> None:
+        """SHD-5: completed, member stopped, ``shutdown_ack`` owed; finishing twice is a no-op."""
+        with self.h.assignment_lock:
+            member = self.h.member(member_id)
+            sid = member["shutdown_request_id"]
+            if member["status"] == "stopped" and sid and self.require(sid).doc["status"] == "completed":
+                return
+            member, sd = self.draining_for(member_id, incarnation)
+            busy = self.h.jobs.busy(member_id)
+            if busy:
+                raise DrainNotReady(member_id, busy, "finish the drain")
+            if member["current_task_id"] is not None:
+                raise ShutdownRefused(f"finish of {member_id}", f"it still holds {member['current_task_id']}")
+            if broken("ack_before_record"):
+                self.h.outbox.owe("shutdown.finish/outbox", self.h.outbox.shutdown_ack(sd.doc))
+            self._move("shutdown.finish/record", sd, "completed", member_id)
+            self.h.set_member("shutdown.finish/member", member_id, "stopped", accepting_new_tasks=False)
+            self.h.outbox.owe("shutdown.finish/outbox", self.h.outbox.shutdown_ack(self.require(sd.key).doc))
+            if broken("clean_exit_member_lost"):
+                self.h.members.owe_lost("shutdown.finish/outbox", self.h.member(member_id), [])
+            self._acknowledge(sd.key)
+
+    def drain_pass(self, member_id: str, state: Any = None) -> dict[str, Any]:
+        """One pass of SHD-3: cancel jobs; not ready while any runs; else release and finish."""
+        with contextlib.suppress(ShutdownRefused):
+            self.drain_jobs(member_id)
+        waiting = self.h.jobs.busy(member_id)
+        if waiting:
+            return {"ready": False, "waiting": waiting}
+        released = None
+        if self.h.member(member_id)["current_task_id"] is not None:
+            released = self.release_task(member_id, state)
+        self.finish(member_id)
+        return {"ready": True, "released": released}
+
+    def _acknowledge(self, pid: str) -> None:
+        mid = message_id(pid, "request")
+        stored = self.h.storage.read("message", mid)
+        with self.h.step("shutdown.finish/message"):
+            if stored is not None and stored.doc["status"] == "delivered":
+                doc = {**stored.doc, "status": "acknowledged"}
+                self.h.storage.update("shutdown.finish/message", "message", mid, doc, stored.version)
+
+    def complete(self, step: str, pid: str, sources: tuple[str, ...]) -> None:
+        """The request completes (if in ``sources``) and its ``shutdown_ack`` is owed."""
+        stored = self.require(pid)
+        if stored.doc["status"] in sources:
+            stored = self._move(step, stored, "completed", "lead")
+        if stored.doc["status"] == "completed":
+            self.h.outbox.owe(step, self.h.outbox.shutdown_ack(stored.doc))
+
+    # ---- SHD-6, SHD-7: the deadline monitor and the last rung ------------------------------
+    def expire_due(self) -> list[str]:
+        now, moved = self.h.clock.now(), []
+        for stored in self.h.storage.scan(KIND):
+            if now <= stored.doc["deadline"]:
+                continue
+            if stored.doc["status"] == "requested":
+                self._move("shutdown.expire/record", stored, "expired", "monitor", reason="expired")
+            elif stored.doc["status"] == "draining" and broken("timed_out_as_completed"):
+                self._move("shutdown.expire/record", stored, "completed", "monitor", reason="timed_out")
+            elif stored.doc["status"] == "draining":
+                self._move("shutdown.expire/record", stored, "timed_out", "monitor", reason="timed_out")
+            else:
+                continue
+            moved.append(stored.key)
+        for row in self.h.storage.scan("message"):
+            envelope = row.doc["message"]
+            if (
+                envelope["message_type"] == KIND
+                and row.doc["status"] == "pending"
+                and envelope["body"]["deadline"] < now
+            ):
+                self.h.storage.update(
+                    "shutdown.expire/message", "message", row.key, {**row.doc, "status": "expired"}, row.version
+                )
+        return moved
+
+    def force_terminate(self, pid: str) -> None:
+        """SHD-7's last rung: the member's jobs are killed, its task flagged, the team told."""
+        with self.h.assignment_lock:
+            sd = self.require(pid)
+            member_id = sd.doc["target_id"]
+            member = self.h.member(member_id)
+            if sd.doc["status"] != "timed_out" or member["status"] != "draining":
+                raise ShutdownRefused(f"force termination for {pid}", "only a timed-out drain is force-terminated")
+            with self.h.step("shutdown.force_terminate/jobs"):
+                for job in self.h.jobs.of(member_id):
+                    if job.doc["status"] in BUSY:
+                        self.h.jobs.runner.kill(job.key)
+                        killed = {**job.doc, "status": "cancelled", "exit_code": -9}
+                        self.h.storage.update("shutdown.force_terminate/jobs", "job", job.key, killed, job.version)
+            flagged = self.h.members.flag_tasks("shutdown.force_terminate/task", member_id)
+            self.h.set_member("shutdown.force_terminate/member", member_id, "unhealthy", accepting_new_tasks=False)
+            self.h.members.owe_lost("shutdown.force_terminate/outbox", self.h.member(member_id), flagged)
+
+    # ---- helpers -----------------------------------------------------------------------------
+    def _move(self, step: str, stored: Stored, target: str, actor: str, **changes: Any) -> Stored:
+        spec.ensure_transition(KIND, stored.doc["status"], target)
+        events = [*stored.doc["events"], self.h.event(actor, target)]
+        doc = {**stored.doc, **changes, "status": target, "events": events}
+        return self.h.storage.update(step, KIND, stored.key, doc, stored.version)
+
+    def require(self, pid: str) -> Stored:
+        stored = self.h.storage.read(KIND, pid)
+        if stored is None:
+            raise UnknownRecord(KIND, pid, "the Lead requests a shutdown with ShutdownProtocol.request")
+        return stored
+
+
+__all__ = ["SHUTDOWN_STEPS", "ShutdownProtocol"]
