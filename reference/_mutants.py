@@ -24,6 +24,8 @@ MUTANTS: dict[str, str] = {
     "recovery_repeats_call": "APR-8: recovery re-issues a started call instead of looking it up",
     "sqlite_cas_check_then_act": "STO-4: the SQLite compare-and-set reads the version, then updates unconditionally",
     "consume_rereads_before_cas": "APR-5, APR-6: consume re-reads the approval just before its compare-and-set",
+    "claim_repair_reads_tasks_first": "REC-2, STO-4: reconciliation reads the tasks, then the members, "
+    "and repairs a member over a fresh read",
     "cancel_ignores_incarnation": "XPR-1, INV-11: cancel takes a caller of an older incarnation",
     "approval_incarnation_ignored": "XPR-1: consume ignores the incarnation the approval was made for",
     "idempotency_key_is_tool_call_id": "APR-5, APR-8: the tool is called under the tool call id, not the approval id",
