@@ -108,6 +108,8 @@ PAIRS: dict[str, Scenario] = {
         Scenario("consume||cancel", approved, ((CONSUME,), (CANCEL,))),
         # Two processes' clocks: the review at the deadline (still allowed), the monitor just after.
         Scenario("review||expire_due", requested, ((REVIEW,), (EXPIRE,)), clocks=(DEADLINE, DEADLINE + 1)),
+        # Two processes' deadline monitors, both past the deadline.
+        Scenario("expire_due||expire_due", requested, ((EXPIRE,), (EXPIRE,)), clocks=(DEADLINE + 1, DEADLINE + 1)),
         Scenario("consume||expire_due", approved, ((CONSUME,), (EXPIRE,)), clocks=(DEADLINE, DEADLINE + 1)),
         Scenario("cancel||expire_due", requested, ((CANCEL,), (EXPIRE,)), clocks=(DEADLINE, DEADLINE + 1)),
         Scenario("review||cancel", requested, ((REVIEW,), (CANCEL,))),
