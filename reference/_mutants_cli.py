@@ -87,7 +87,8 @@ def run_mutant(name: str, root: Path) -> dict[str, Any]:
         "caught": caught,
         "by": by,
         "test": test,
-        "examples_until_caught": int(passing[0][0]) + 1 if caught and passing else None,
+        # Hypothesis's statistics of the test that failed; the explorer's tests have none.
+        "examples_until_caught": int(passing[0][0]) + 1 if caught and passing and "test_stateful" in test else None,
         "shrunk_program_steps": len([p for p in program if "invariant" not in p and "teardown" not in p]) or None,
         "seconds": round(time.perf_counter() - started, 1),
     }
