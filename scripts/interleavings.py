@@ -4,7 +4,7 @@
 
 Columns: every schedule from start to end (root-to-end paths of the explored DAG), the distinct
 states expanded, the distinct final outcomes, the runs (replays) it took, the seconds, and whether
-every outcome is some serial order's — with the known raw-VersionConflict defect told apart.
+every outcome is some serial order's and every invariant holds — known defects told apart.
 """
 
 from __future__ import annotations
@@ -29,10 +29,16 @@ def verdict(
     return "serialisable"
 
 
+def invariants(scenario: interleave.Scenario, found: interleave.Exploration) -> str:
+    kinds = {interleave.classify_problems(scenario, o.problems) for o in found.outcomes if o.problems}
+    if not kinds:
+        return "hold"
+    return "BROKEN" if AssertionError in kinds else "known defect: " + ", ".join(k.__name__ for k in kinds)
+
+
 def main() -> None:
-    header = (
-        f"{'pair':20} {'backend':8} {'schedules':>10} {'states':>7} {'ends':>5} {'runs':>5} {'seconds':>8}  verdict"
-    )
+    header = f"{'pair':23} {'backend':8} {'schedules':>10} {'states':>7} {'ends':>5} {'runs':>5} {'seconds':>8}"
+    header += "  outcomes; invariants"
     print(header)
     for name, scenario in PAIRS.items():
         for backend in ("memory", "sqlite"):
@@ -42,8 +48,9 @@ def main() -> None:
             serials = [interleave.serial(scenario, store, order) for order in interleave.serial_orders(scenario)]
             seconds = time.perf_counter() - started
             print(
-                f"{name:20} {backend:8} {found.interleavings:>10,} {found.nodes:>7} {len(found.ends):>5} "
-                f"{found.runs:>5} {seconds:>8.2f}  {verdict(scenario, backend, found, serials)}"
+                f"{name:23} {backend:8} {found.interleavings:>10,} {found.nodes:>7} {len(found.ends):>5} "
+                f"{found.runs:>5} {seconds:>8.2f}  {verdict(scenario, backend, found, serials)}; "
+                f"{invariants(scenario, found)}"
             )
             store.close()
 
