@@ -252,6 +252,8 @@ class ApprovalProtocol:
         if broken("consume_twice") and doc["status"] == "consumed":
             return pid
         spec.ensure_transition(KIND, doc["status"], "consumed")
+        if broken("consume_rereads_before_cas"):  # mutant: the CAS compares a fresh version
+            stored = self._require(pid)
         consumed = {
             **doc,
             "status": "consumed",

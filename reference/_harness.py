@@ -311,6 +311,8 @@ class Harness:
         return snap
 
     def reconcile(self) -> None:
-        """Act on persisted state alone (docs/protocol.md §5); idempotent (REC-1)."""
-        self.approvals.reconcile()
+        """Act on persisted state alone (docs/protocol.md §5); idempotent (REC-1). The team's rows first:
+        re-applying XPR-2 cancels approvals, and the approvals' pass then logs every event the
+        audit log misses, those cancellations too (AUD-5)."""
         reconcile_team(self)
+        self.approvals.reconcile()

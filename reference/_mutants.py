@@ -27,6 +27,10 @@ MUTANTS: dict[str, str] = {
     "profile_version_ignored": "XPR-4: consume ignores the capability profile's version and tools",
     "cancel_after_consume": "APR-9: a consumed approval can be cancelled",
     "recovery_repeats_call": "APR-8: recovery re-issues a started call instead of looking it up",
+    "sqlite_cas_check_then_act": "STO-4: the SQLite compare-and-set reads the version, then updates unconditionally",
+    "consume_rereads_before_cas": "APR-5, APR-6: consume re-reads the approval just before its compare-and-set",
+    "claim_repair_reads_tasks_first": "REC-2, STO-4: reconciliation reads the tasks, then the members, "
+    "and repairs a member over a fresh read",
     "claim_while_draining": "MEM-1: a member that is not running or not accepting may claim",
     "claim_ignores_shutdown_request": "MEM-1: a claim ignores an active shutdown request (the window "
     "between persisting the request and updating the member)",

@@ -21,7 +21,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ._errors import StorageUnavailable, VersionConflict
 from ._mutants import broken
+from ._storage import Document
 from ._tasks import claims_of
 
 if TYPE_CHECKING:
@@ -100,23 +102,54 @@ def _members(h: Harness) -> None:
 
 def _claims(h: Harness) -> None:
     """REC-2 for the two writes of a claim (or a finish, a release): ``current_task_id`` names the
-    task the member holds under its incarnation, or nothing; the task record is the truth."""
-    claimed = [task.doc for task in h.storage.scan("task") if task.doc["status"] == "claimed"]
-    for stored in h.storage.scan("member"):
-        member = stored.doc
-        holds = [
-            task["task_id"]
-            for task in claimed
-            if task["owner_id"] == member["member_id"] and task["owner_incarnation"] == member["incarnation"]
-        ]
-        current = member["current_task_id"]
-        if current is not None and current not in holds:
-            repaired: str | None = None
-        elif current is None and holds and member["status"] in ("running", "draining"):
-            repaired = holds[0]
+    task the member holds under its incarnation, or nothing; the task record is the truth.
+
+    Another process may claim, finish or release meanwhile (STO-4): the members are read *before*
+    the tasks, and a repair is a compare-and-set on the member as read, decided again from fresh
+    reads if it loses. Read the other way round, or written over a re-read member, a task read
+    before that process's task write sat beside its member write and undid it (found by
+    ``model_tests/test_interleave.py``: claim||reconcile, finish||reconcile, release||reconcile)."""
+    if broken("claim_repair_reads_tasks_first"):
+        claimed = _claimed(h)
+        for stored in h.storage.scan("member"):
+            repaired = _claim_repair(stored.doc, claimed)
+            if repaired is not None:
+                h.set_member_task("member.reconcile/member", stored.key, repaired[0])
+        return
+    members = h.storage.scan("member")
+    claimed = _claimed(h)
+    for stored in members:
+        for _ in range(8):
+            repaired = _claim_repair(stored.doc, claimed)
+            if repaired is None:
+                break
+            try:
+                doc = {**stored.doc, "current_task_id": repaired[0]}
+                h.storage.update("member.reconcile/member", "member", stored.key, doc, stored.version)
+                break
+            except VersionConflict:
+                stored, claimed = h.member_row(stored.key), _claimed(h)
         else:
-            continue
-        h.set_member_task("member.reconcile/member", member["member_id"], repaired)
+            raise StorageUnavailable(f"member/{stored.key} kept changing; member.reconcile/member not written")
+
+
+def _claimed(h: Harness) -> list[Document]:
+    return [task.doc for task in h.storage.scan("task") if task.doc["status"] == "claimed"]
+
+
+def _claim_repair(member: Document, claimed: list[Document]) -> tuple[str | None] | None:
+    """The member's repaired ``current_task_id`` (in a 1-tuple), or None when it is right."""
+    holds = [
+        task["task_id"]
+        for task in claimed
+        if task["owner_id"] == member["member_id"] and task["owner_incarnation"] == member["incarnation"]
+    ]
+    current = member["current_task_id"]
+    if current is not None and current not in holds:
+        return (None,)
+    if current is None and holds and member["status"] in ("running", "draining"):
+        return (holds[0],)
+    return None
 
 
 def _suspended(h: Harness) -> None:

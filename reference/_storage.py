@@ -33,6 +33,7 @@ import spec
 from spec.schemas import RECORD_MACHINES
 
 from ._errors import AlreadyExists, CorruptRecord, Crash, StorageUnavailable, VersionConflict
+from ._mutants import broken
 
 Document = dict[str, Any]
 
@@ -303,6 +304,13 @@ class SQLiteStorage(Storage):
         return 1
 
     def _update(self, table: str, key: str, text: str, expected_version: int) -> int:
+        if broken("sqlite_cas_check_then_act"):  # mutant: check, then act — two statements
+            row = self._read(table, key)
+            if row is None or row[0] != expected_version:
+                raise VersionConflict(table, key, expected_version, row and row[0])
+            sql = "UPDATE records SET version = version + 1, doc = ? WHERE tbl = ? AND key = ?"
+            self._execute(table, key, sql, (text, table, key))
+            return expected_version + 1
         cursor = self._execute(
             table,
             key,

@@ -22,8 +22,11 @@ ARGS = {"path": "srv/app"}
 
 
 def restarted(team: Team) -> Team:
-    """m0 restarts (incarnation 2) and claims its task again; a new harness reconciles."""
+    """m0 restarts (incarnation 2) and claims its task again; a new harness reconciles. Only a
+    stopped member restarts: its heartbeat lapses and it is inspected first (SHD-10, SHD-7)."""
     h = team.harness
+    h.members.lapse("m0")
+    h.members.inspect("m0")
     assert h.restart_member("m0") == 2
     task = h.read("task", "t0")
     assert task is not None

@@ -1,0 +1,677 @@
+"""Deterministic exploration of concurrent harness instances (DESIGN rule 9; STO-4, APR-5, APR-6).
+
+Several harness instances — as separate processes would be — share one storage: on memory one
+row dictionary, each instance with its own :class:`~reference.MemoryStorage` view of it; on SQLite
+one file, each instance with its own connection. Each instance runs its operations on a thread of
+its own, but the scheduler lets exactly one thread run at a time and decides, at every *yield
+point*, which one goes next — as FoundationDB's simulation, Loom and shuttle do. A failing
+schedule is a list of instance numbers and replays exactly (:func:`run`).
+
+Yield points. A thread stops before every access to what instances share: every statement on
+the storage (on memory, every backend call: read, scan, last, insert, update; on SQLite, every SQL
+statement) and every call to the external tool (its run and its lookup). So every named write
+step is a yield point, and so is every **read**. Reads must be: the protocol's compare-and-set
+window is a read (the check) followed by a write (the CAS); a bug lives in what another instance
+commits *between* the two. A consume that re-reads the approval just before its CAS passes if
+the re-read and the check run in one uninterrupted segment, and an SQLite CAS built as
+"SELECT the version, then UPDATE without ``WHERE version = ?``" is two statements inside one write
+step. Only read yield points — at statement granularity, inside the write step — expose either
+(the mutants ``consume_rereads_before_cas`` and ``sqlite_cas_check_then_act`` are caught here and
+nowhere else). Code between two accesses touches nothing another instance can see, so no other
+yield point is needed: any interleaving of the threads is equivalent to one of these.
+
+Exhaustive and small. The explorer is a depth-first search over schedules that replays each from
+a fresh copy of the prepared world (threads cannot be copied). A *node* is what determines the
+rest of the run: the shared storage's rows, the external world's calls, and, per thread, the
+results it has observed so far (the harness is deterministic given them: injected clocks, name
+based ids). Two schedules that reach the same node have the same futures, so each node is expanded
+once; the explored nodes form a DAG whose root-to-end paths are *every* interleaving, and which
+counts them exactly (:attr:`Exploration.interleavings`) without running each one.
+
+Checks (see ``model_tests/test_interleave.py``): every ``spec.invariants`` state predicate on
+each final snapshot, before and after a reconciliation, and the step predicates from the initial
+to the final snapshot; and linearizability: each final outcome — what each caller got back
+(result or typed error) and the final snapshot with the external world's calls — equals the
+outcome of some serial order of the same operations (each instance's own operations in order).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import shutil
+import sqlite3
+import tempfile
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import reference as r
+from spec import invariants
+
+Access = tuple[str, ...]
+"""What a thread is about to do at a yield point, e.g. ``("update", "operation_approval", pid)``."""
+
+
+class Abandon(BaseException):
+    """Raised in a parked thread to end a run early (its node was explored already)."""
+
+
+class Scheduler:
+    """Owns every yield point: one instance thread runs at a time, the controller picks the next."""
+
+    def __init__(self, threads: int) -> None:
+        self._go = [threading.Semaphore(0) for _ in range(threads)]
+        self._back = threading.Semaphore(0)
+        self._local = threading.local()
+        self.pending: list[Access | None] = [None] * threads
+        self.history: list[list[Any]] = [[] for _ in range(threads)]
+        self.abandoned = False
+
+    def attach(self, index: int) -> None:
+        self._local.index = index
+
+    def point(self, access: Access) -> None:
+        """Called by an instance thread just before a shared access: park until chosen."""
+        index = getattr(self._local, "index", None)
+        if index is None:  # the controller itself (set-up, snapshots): not scheduled
+            return
+        self.pending[index] = access
+        self._back.release()
+        self._go[index].acquire()
+        if self.abandoned:
+            raise Abandon
+
+    def observe(self, result: Any) -> None:
+        index = getattr(self._local, "index", None)
+        if index is not None:
+            self.history[index].append((self.pending[index], result))
+
+    def finished(self, index: int) -> None:
+        self.pending[index] = None
+        self._back.release()
+
+    def step(self, index: int) -> None:
+        """Let thread ``index`` run up to its next yield point or its end."""
+        assert self.pending[index] is not None, index
+        self._go[index].release()
+        self._back.acquire()
+
+    def wait_parked(self) -> None:
+        self._back.acquire()
+
+    def release_all(self) -> None:
+        self.abandoned = True
+        for index, access in enumerate(self.pending):
+            if access is not None:
+                self._go[index].release()
+
+
+def _observed(scheduler: Scheduler, access: Access, action: Callable[[], Any]) -> Any:
+    scheduler.point(access)
+    try:
+        result = action()
+    except Exception as error:
+        scheduler.observe(("raised", type(error).__name__))
+        raise
+    scheduler.observe(result)
+    return result
+
+
+class ScheduledMemory(r.MemoryStorage):
+    """One instance's view of a shared in-memory store; every backend call is a yield point."""
+
+    def __init__(self, shared: r.MemoryStorage, scheduler: Scheduler) -> None:
+        super().__init__()
+        self._rows, self._lock, self.scheduler = shared._rows, shared._lock, scheduler
+
+    def _read(self, table: str, key: str) -> tuple[int, str] | None:
+        return _observed(self.scheduler, ("read", table, key), lambda: super(ScheduledMemory, self)._read(table, key))
+
+    def _scan(self, table: str) -> list[tuple[str, int, str]]:
+        return _observed(self.scheduler, ("scan", table), lambda: super(ScheduledMemory, self)._scan(table))
+
+    def _insert(self, table: str, key: str, text: str) -> int:
+        call = lambda: super(ScheduledMemory, self)._insert(table, key, text)  # noqa: E731
+        return _observed(self.scheduler, ("insert", table, key), call)
+
+    def _update(self, table: str, key: str, text: str, expected_version: int) -> int:
+        call = lambda: super(ScheduledMemory, self)._update(table, key, text, expected_version)  # noqa: E731
+        return _observed(self.scheduler, ("update", table, key), call)
+
+    def _update_guarded(self, table: str, key: str, *rest: Any) -> int:
+        """A guarded compare-and-set (where the storage has one): one atomic step, one yield point."""
+        call = lambda: super(ScheduledMemory, self)._update_guarded(table, key, *rest)  # type: ignore[misc]  # noqa: E731
+        return _observed(self.scheduler, ("update", table, key), call)  # type: ignore[no-any-return]
+
+
+class ScheduledSQLite(r.SQLiteStorage):
+    """One instance's own connection to the shared file; every SQL statement is a yield point."""
+
+    def __init__(self, path: str | Path, scheduler: Scheduler) -> None:
+        super().__init__(path)
+        self.scheduler = scheduler
+
+    def _query(self, sql: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        access = ("sql", sql.split()[0], *map(str, args[:2]))
+        return _observed(self.scheduler, access, lambda: super(ScheduledSQLite, self)._query(sql, args))
+
+    def _execute(self, table: str, key: str, sql: str, args: tuple[Any, ...]) -> sqlite3.Cursor:
+        def run() -> sqlite3.Cursor:
+            return super(ScheduledSQLite, self)._execute(table, key, sql, args)
+
+        self.scheduler.point(("sql", sql.split()[0], table, key))
+        try:
+            cursor = run()
+        except Exception as error:
+            self.scheduler.observe(("raised", type(error).__name__))
+            raise
+        self.scheduler.observe(cursor.rowcount)
+        return cursor
+
+
+def _fast_folder() -> Path:
+    """Files on tmpfs when there is one: SQLite's fsync (``synchronous=FULL``) costs nothing there."""
+    shm = Path("/dev/shm")
+    return Path(tempfile.mkdtemp(prefix="teamproto-interleave-", dir=shm if shm.is_dir() else None))
+
+
+class MemoryBackend:
+    """One shared row dictionary; a fresh copy of the prepared world for every run."""
+
+    name = "memory"
+
+    def __init__(self) -> None:
+        self._template: dict[tuple[str, str], tuple[int, str]] = {}
+        self.shared = r.MemoryStorage()
+
+    def prepare(self, setup: Callable[[r.Storage], None]) -> None:
+        store = r.MemoryStorage()
+        setup(store)
+        self._template = dict(store._rows)
+
+    def fresh(self) -> None:
+        self.shared = r.MemoryStorage()
+        self.shared._rows.update(self._template)
+
+    def instance(self, scheduler: Scheduler) -> r.Storage:
+        return ScheduledMemory(self.shared, scheduler)
+
+    def plain(self) -> r.Storage:
+        return self.shared
+
+    def rows(self) -> str:
+        return repr(sorted(self.shared._rows.items()))
+
+    def end_run(self) -> None:
+        """Nothing to release."""
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+class SQLiteBackend:
+    """One file; every instance opens its own connection to a fresh copy of the prepared file."""
+
+    name = "sqlite"
+
+    def __init__(self) -> None:
+        self.folder = _fast_folder()
+        self._template = self.folder / "template.db"
+        self.path = self.folder / "team.db"
+        self._open: list[r.SQLiteStorage] = []
+        self._plain: r.SQLiteStorage | None = None
+
+    def prepare(self, setup: Callable[[r.Storage], None]) -> None:
+        self._template.unlink(missing_ok=True)
+        store = r.SQLiteStorage(self._template)
+        setup(store)
+        store.close()  # the last connection checkpoints the WAL into the file
+
+    def fresh(self) -> None:
+        self.end_run()
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+        shutil.copyfile(self._template, self.path)
+
+    def instance(self, scheduler: Scheduler) -> r.Storage:
+        store = ScheduledSQLite(self.path, scheduler)
+        self._open.append(store)
+        return store
+
+    def plain(self) -> r.Storage:
+        if self._plain is None:
+            self._plain = r.SQLiteStorage(self.path)
+            self._open.append(self._plain)
+        return self._plain
+
+    def rows(self) -> str:
+        store = self.plain()
+        assert isinstance(store, r.SQLiteStorage)
+        return repr(store._query("SELECT tbl, key, version, doc FROM records ORDER BY tbl, key", ()))
+
+    def end_run(self) -> None:
+        for store in self._open:
+            store.close()
+        self._open, self._plain = [], None
+
+    def close(self) -> None:
+        self.end_run()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+Backend = MemoryBackend | SQLiteBackend
+
+
+def backend(name: str) -> Backend:
+    return MemoryBackend() if name == "memory" else SQLiteBackend()
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One call a harness instance makes; ``run`` gets that instance's harness."""
+
+    name: str
+    run: Callable[[r.Harness], Any]
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A prepared world and, per instance, its clock and the operations it runs in order."""
+
+    name: str
+    setup: Callable[[r.Harness], None]
+    programs: tuple[tuple[Operation, ...], ...]
+    clocks: tuple[float, ...] = ()
+
+    def clock(self, instance: int) -> float:
+        return self.clocks[instance] if self.clocks else 0.0
+
+    @property
+    def now(self) -> float:
+        """The time of the final snapshot: the latest instance clock."""
+        return max(self.clocks, default=0.0)
+
+
+Result = tuple[str, str]
+"""``("ok", canonical JSON of the value)`` or ``("error", "TypeName: message")``."""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What every caller got back, and the final state (snapshot and the external world's calls)."""
+
+    results: tuple[tuple[Result, ...], ...]
+    state: str
+    schedule: tuple[int, ...] = ()
+    problems: tuple[str, ...] = ()
+
+    @property
+    def key(self) -> tuple[tuple[tuple[Result, ...], ...], str]:
+        return self.results, self.state
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=repr)
+
+
+def _scheduled_tool(world: r.RecordingTool, scheduler: Scheduler) -> r.Tool:
+    """The external system is shared too: calling it and looking a call up are yield points."""
+
+    def run(key: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        return _observed(scheduler, ("call", key), lambda: world.run(key, arguments))  # type: ignore[no-any-return]
+
+    def lookup(key: str) -> dict[str, Any] | None:
+        return _observed(scheduler, ("lookup", key), lambda: world.lookup(key))  # type: ignore[no-any-return]
+
+    return r.Tool(world.name, run, lambda arguments: arguments, lookup=lookup)
+
+
+class Execution:
+    """One run of a scenario: a fresh world, one harness and one parked thread per instance."""
+
+    def __init__(self, scenario: Scenario, store: Backend, *, threaded: bool = True) -> None:
+        store.fresh()
+        self.scenario, self.store = scenario, store
+        self.world = r.RecordingTool()
+        self.scheduler = Scheduler(len(scenario.programs))
+        self.schedule: list[int] = []
+        self.harnesses = [
+            r.Harness(store.instance(self.scheduler), r.ManualClock(scenario.clock(i)), [self._tool()])
+            for i in range(len(scenario.programs))
+        ]
+        self.results: list[list[Result]] = [[] for _ in scenario.programs]
+        self.threads: list[threading.Thread] = []
+        if threaded:
+            for index in range(len(scenario.programs)):
+                thread = threading.Thread(target=self._body, args=(index,), daemon=True)
+                self.threads.append(thread)
+                thread.start()
+                self.scheduler.wait_parked()  # started one by one: deterministic
+
+    def _tool(self) -> r.Tool:
+        return _scheduled_tool(self.world, self.scheduler)
+
+    def run_op(self, index: int, operation: Operation) -> None:
+        try:
+            self.results[index].append(("ok", _canonical(operation.run(self.harnesses[index]))))
+        except Exception as error:  # a refusal is an outcome like any other; judged later
+            self.results[index].append(("error", f"{type(error).__name__}: {error}"))
+
+    def _body(self, index: int) -> None:
+        self.scheduler.attach(index)
+        try:
+            for operation in self.scenario.programs[index]:
+                self.run_op(index, operation)
+        except Abandon:
+            pass
+        finally:
+            self.scheduler.finished(index)
+
+    def enabled(self) -> list[int]:
+        return [index for index, access in enumerate(self.scheduler.pending) if access is not None]
+
+    def step(self, index: int) -> None:
+        self.schedule.append(index)
+        self.scheduler.step(index)
+
+    def node(self) -> str:
+        """Everything that decides the rest of the run (see the module docstring)."""
+        digest = hashlib.sha256(self.store.rows().encode())
+        digest.update(repr(self.world.calls).encode())
+        for history in self.scheduler.history:
+            digest.update(b"\x00" + repr(history).encode())
+        return digest.hexdigest()
+
+    def abandon(self) -> None:
+        self.scheduler.release_all()
+        self._join()
+
+    def _join(self) -> None:
+        for thread in self.threads:
+            thread.join(timeout=30)
+            assert not thread.is_alive(), "an instance thread did not stop"
+        self.store.end_run()
+
+    def outcome(self) -> Outcome:
+        """The final outcome, checked: every state invariant before and after a reconciliation,
+        and the step invariants from the prepared world to the final state."""
+        for thread in self.threads:
+            thread.join(timeout=30)
+        outcome, problems = judge(self.scenario, self.store, self.world)
+        self._join()
+        return Outcome(tuple(map(tuple, self.results)), outcome, tuple(self.schedule), tuple(problems))
+
+
+def plain_tool(world: r.RecordingTool) -> r.Tool:
+    """The unscheduled tool (set-up, snapshots, reconciliation at the end), normalising as the
+    scheduled one does."""
+    return r.Tool(world.name, world.run, lambda arguments: arguments, lookup=world.lookup)
+
+
+def _snapshot(scenario: Scenario, store: Backend, world: r.RecordingTool) -> dict[str, Any]:
+    return r.Harness(store.plain(), r.ManualClock(scenario.now), [plain_tool(world)]).snapshot()
+
+
+AUDIT_CONTENT = ("actor", "event", "subject_id", "summary", "at")
+
+
+def comparable(snapshot: dict[str, Any], calls: list[Any]) -> str:
+    """The final state as linearizability compares it: the snapshot and the external calls, with
+    the audit log taken as the multiset of its entries' contents. An entry is appended in a write
+    of its own after its record's (STO-1), so two concurrent operations may log in the other
+    order than they decided (review||cancel: requested, cancelled, approved); PROTOCOL AUD-5
+    asks for one unbroken chain, checked on every final state, not for decision order."""
+    audit = sorted(tuple(entry[field] for field in AUDIT_CONTENT) for entry in snapshot["audit_entry"])
+    return _canonical({"snapshot": {**snapshot, "audit_entry": audit}, "calls": calls})
+
+
+def judge(scenario: Scenario, store: Backend, world: r.RecordingTool) -> tuple[str, list[str]]:
+    final = _snapshot(scenario, store, world)
+    problems = [f"{inv.name}: {text}" for inv, text in invariants.check_state(final, reconciled=False)]
+    problems += [f"{inv.name}: {text}" for inv, text in invariants.check_step(scenario_initial(scenario, store), final)]
+    chain = r.verify_audit_log(store.plain())
+    problems += [] if chain.ok else [f"AUD-5: the audit chain is broken at entry {chain.first_bad}: {chain.reason}"]
+    harness = r.Harness(store.plain(), r.ManualClock(scenario.now), [plain_tool(world)])
+    harness.reconcile()
+    reconciled = harness.snapshot()
+    problems += [f"after reconcile, {inv.name}: {text}" for inv, text in invariants.check_state(reconciled)]
+    return comparable(final, world.calls), problems
+
+
+_INITIAL: dict[tuple[str, str], dict[str, Any]] = {}
+
+
+def scenario_initial(scenario: Scenario, store: Backend) -> dict[str, Any]:
+    """The snapshot of the prepared world (taken once per scenario and backend)."""
+    return _INITIAL[(scenario.name, store.name)]
+
+
+def prepare(scenario: Scenario, store: Backend) -> None:
+    def setup(storage: r.Storage) -> None:
+        scenario.setup(r.Harness(storage, r.ManualClock(0.0), [plain_tool(r.RecordingTool())]))
+
+    store.prepare(setup)
+    store.fresh()
+    _INITIAL[(scenario.name, store.name)] = _snapshot(scenario, store, r.RecordingTool())
+    store.end_run()
+
+
+def run(scenario: Scenario, store: Backend, schedule: Sequence[int]) -> Outcome:
+    """Replay one schedule (instance numbers, as printed by a failure); a choice that is not
+    enabled picks ``enabled[choice % len(enabled)]``; after the schedule, the lowest enabled."""
+    execution = Execution(scenario, store)
+    choices = iter(schedule)
+    while enabled := execution.enabled():
+        choice = next(choices, enabled[0])
+        execution.step(choice if choice in enabled else enabled[choice % len(enabled)])
+    return execution.outcome()
+
+
+def serial_orders(scenario: Scenario) -> Iterator[tuple[int, ...]]:
+    """Every order of the operations that keeps each instance's own operations in order."""
+    slots = [index for index, program in enumerate(scenario.programs) for _ in program]
+    yield from sorted(set(itertools.permutations(slots)))
+
+
+def serial(scenario: Scenario, store: Backend, order: Sequence[int]) -> Outcome:
+    """Run whole operations one after another, in ``order`` (instance numbers), unscheduled."""
+    execution = Execution(scenario, store, threaded=False)
+    position = [0] * len(scenario.programs)
+    problems: list[str] = []
+    for index in order:
+        before = _snapshot(scenario, store, execution.world)
+        execution.run_op(index, scenario.programs[index][position[index]])
+        after = _snapshot(scenario, store, execution.world)
+        problems += [f"{inv.name}: {text}" for inv, text in invariants.check_step(before, after)]
+        position[index] += 1
+    outcome = execution.outcome()
+    return Outcome(outcome.results, outcome.state, tuple(order), outcome.problems + tuple(problems))
+
+
+@dataclass
+class Exploration:
+    """Every interleaving of a scenario on one backend, as a DAG of nodes (see the docstring)."""
+
+    scenario: str
+    backend: str
+    runs: int = 0
+    edges: dict[str, dict[int, str]] = field(default_factory=dict)
+    ends: dict[str, Outcome] = field(default_factory=dict)
+
+    @property
+    def nodes(self) -> int:
+        return len(self.edges) + len(self.ends)
+
+    @property
+    def interleavings(self) -> int:
+        """The number of distinct schedules from start to end: root-to-end paths of the DAG."""
+        paths: dict[str, int] = {key: 1 for key in self.ends}
+
+        def count(key: str) -> int:
+            if key not in paths:
+                paths[key] = sum(count(child) for child in self.edges[key].values())
+            return paths[key]
+
+        return count(self.root)
+
+    root: str = ""
+
+    @property
+    def outcomes(self) -> list[Outcome]:
+        return list(self.ends.values())
+
+
+def explore(scenario: Scenario, store: Backend, max_runs: int = 20_000) -> Exploration:
+    """Explore every interleaving of ``scenario`` on ``store`` (depth first, each node once)."""
+    prepare(scenario, store)
+    found = Exploration(scenario.name, store.name)
+    frontier: list[tuple[str, tuple[int, ...]]] = [("", ())]
+    while frontier:
+        assert found.runs < max_runs, f"{scenario.name}: more than {max_runs} runs; is the scenario bounded?"
+        parent, prefix = frontier.pop()
+        _extend(scenario, store, found, parent, prefix, frontier)
+    return found
+
+
+def _extend(
+    scenario: Scenario,
+    store: Backend,
+    found: Exploration,
+    parent: str,
+    prefix: tuple[int, ...],
+    frontier: list[tuple[str, tuple[int, ...]]],
+) -> None:
+    """Replay ``prefix``, then follow the lowest enabled instance until a node seen before or the
+    end, leaving every other enabled choice on the frontier."""
+    found.runs += 1
+    execution = Execution(scenario, store)
+    for choice in prefix:
+        execution.step(choice)
+    key = execution.node()
+    if parent:
+        found.edges[parent][prefix[-1]] = key
+    else:
+        found.root = key
+    while key not in found.edges and key not in found.ends:
+        enabled = execution.enabled()
+        if not enabled:
+            found.ends[key] = execution.outcome()
+            return
+        found.edges[key] = {}
+        frontier.extend((key, (*execution.schedule, choice)) for choice in reversed(enabled[1:]))
+        execution.step(enabled[0])
+        child = execution.node()
+        found.edges[key][enabled[0]] = child
+        key = child
+    execution.abandon()
+
+
+class RawConflict(AssertionError):
+    """Known defect 1 (issue 17 item 6): the loser of a compare-and-set race gets the storage's raw
+    ``VersionConflict`` instead of re-reading and giving the typed refusal a serial order gives."""
+
+
+class ReconcileRace(AssertionError):
+    """Known defect 2 (found here; PROTOCOL §5 leaves multi-process recovery open): a
+    reconciliation run by one process takes another process's *live* operation for a crash
+    prefix. It appends the audit entry the operation is about to append (a duplicate), and looks
+    up a call that is about to happen, recording it as "never happened" (APR-8)."""
+
+
+class AuditOrder(AssertionError):
+    """Known defect 3 (found here): an operation appends its audit entry in a write of its own
+    after its record's (STO-1), so two processes deciding on one record can log in the other
+    order than they decided (review||cancel logs requested, cancelled, approved), and
+    ``spec.invariants.decisions_audited``, which asks for the record's order, fails."""
+
+
+def reconciles(scenario: Scenario) -> bool:
+    return any(operation.name == "reconcile" for program in scenario.programs for operation in program)
+
+
+def classify_problems(scenario: Scenario, problems: Sequence[str]) -> type[AssertionError]:
+    """Which known defect explains these invariant violations of a final state, or ``AssertionError``:
+    only ``decisions_audited`` fails — :class:`ReconcileRace` when a reconciliation ran (it appended
+    an entry twice), else :class:`AuditOrder`."""
+    if not problems or not all("decisions_audited:" in problem for problem in problems):
+        return AssertionError
+    return ReconcileRace if reconciles(scenario) else AuditOrder
+
+
+def raw_conflict(outcome: Outcome) -> bool:
+    return any(
+        kind == "error" and text.startswith("VersionConflict") for program in outcome.results for kind, text in program
+    )
+
+
+RECONCILE_RACE_SECTIONS = ("audit_entry", "tool_execution")
+"""What a reconciliation racing a live operation gets wrong (with the external call itself); the
+rest of the state must be some serial order's."""
+
+
+def _without(state: str, sections: Sequence[str]) -> str:
+    document = json.loads(state)
+    for section in sections:
+        document["snapshot"].pop(section, None)
+    document.pop("calls")
+    return _canonical(document)
+
+
+def classify(scenario: Scenario, outcome: Outcome, serials: Sequence[Outcome]) -> type[AssertionError]:
+    """Which known defect explains an outcome that no serial order gives, or ``AssertionError``.
+
+    In order: :class:`RawConflict` when the final state is some serial order's and a caller got
+    a raw ``VersionConflict``; :class:`ReconcileRace` when a reconciliation ran and the final
+    state is some serial order's but for the audit log, the tool executions and the external
+    calls; :class:`RawConflict` when a caller got a raw ``VersionConflict`` (a monitor pass that
+    stopped at it leaves the state behind); else a real failure."""
+    serial_state = outcome.state in {serial.state for serial in serials}
+    if serial_state and raw_conflict(outcome):
+        return RawConflict
+    reconciling = reconciles(scenario)
+    allowed = {_without(serial.state, RECONCILE_RACE_SECTIONS) for serial in serials}
+    if reconciling and _without(outcome.state, RECONCILE_RACE_SECTIONS) in allowed:
+        return ReconcileRace
+    return RawConflict if raw_conflict(outcome) else AssertionError
+
+
+def not_serialisable(outcomes: Sequence[Outcome], serials: Sequence[Outcome], *, results: bool) -> list[Outcome]:
+    """The outcomes no serial order gives: compared with what every caller got back
+    (``results=True``) or by the final state alone."""
+    allowed = {serial.key if results else serial.state for serial in serials}
+    return [outcome for outcome in outcomes if (outcome.key if results else outcome.state) not in allowed]
+
+
+def describe(scenario: Scenario, store: str, outcome: Outcome) -> str:
+    lines = [f"{scenario.name} on {store}: schedule {list(outcome.schedule)}"]
+    for index, program in enumerate(outcome.results):
+        for operation, (kind, text) in zip(scenario.programs[index], program, strict=False):
+            lines.append(f"  instance {index} {operation.name}: {kind} {text[:160]}")
+    lines.append(f"  replay: interleave.run(scenario, interleave.backend({store!r}), {list(outcome.schedule)})")
+    return "\n".join(lines)
+
+
+def require_serialisable(
+    scenario: Scenario, store: str, outcomes: Sequence[Outcome], serials: Sequence[Outcome], *, results: bool
+) -> None:
+    """Fail on an outcome that no serial order gives. When a known defect explains every such
+    outcome (:func:`classify`), raise its class instead: :class:`ReconcileRace` if it explains
+    any, else :class:`RawConflict` — so a test can expect exactly that defect."""
+    bad = not_serialisable(outcomes, serials, results=results)
+    kinds = [classify(scenario, outcome, serials) for outcome in bad]
+    real = [outcome for outcome, kind in zip(bad, kinds, strict=True) if kind is AssertionError]
+    what = "what the callers got and the final state" if results else "the final state"
+    if real:
+        shown = "\n".join(describe(scenario, store, outcome) for outcome in real[:3])
+        raise AssertionError(f"linearizability: {what} of {len(real)} outcome(s) is no serial order's:\n{shown}")
+    if bad:
+        defect = ReconcileRace if ReconcileRace in kinds else RawConflict
+        shown = "\n".join(describe(scenario, store, outcome) for outcome in bad[:2])
+        raise defect(f"{defect.__doc__}\n{what} of {len(bad)} outcome(s) is no serial order's:\n{shown}")

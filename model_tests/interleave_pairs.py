@@ -1,0 +1,162 @@
+"""The worlds and operations the interleaving explorer races (``model_tests/interleave.py``).
+
+``PAIRS`` holds, for every pair of operations that can touch one record, a prepared world and
+the two operations, each on an instance of its own. ``POOL`` holds the operations the Hypothesis
+programs draw from, over one world where they all apply.
+
+Every new operation that can touch a record another operation writes joins ``PAIRS``;
+``ISSUE_PAIRS`` are those issue 17 names, which a test keeps there.
+"""
+
+from __future__ import annotations
+
+import reference as r
+from spec.ids import message_id, protocol_id
+
+from .interleave import Operation, Scenario
+
+ARGS = {"path": "srv/app"}
+CTX = r.CallContext("m0", 1, "call-1", "t0")
+PID = protocol_id("m0", "call-1", "operation_approval")
+"""The approval of ``CTX``: requested at time 0 with the default time to live, so its deadline is 300."""
+DEADLINE = 300.0
+CTX_M1 = r.CallContext("m1", 1, "call-2", "t1")
+PID_M1 = protocol_id("m1", "call-2", "operation_approval")
+
+
+def _member_with_task(harness: r.Harness, member: str, task: str) -> None:
+    harness.add_member(member, ["deploy"])
+    harness.add_task(task)
+    harness.claim(member, task)
+
+
+def requested(harness: r.Harness) -> None:
+    """m0 holds t0 and has requested ``PID`` (deadline 300)."""
+    _member_with_task(harness, "m0", "t0")
+    harness.approvals.call(CTX, "deploy", ARGS)
+
+
+def approved(harness: r.Harness) -> None:
+    """``requested``, and the Lead approved it."""
+    requested(harness)
+    harness.approvals.review("lead", PID, "approved", "ok")
+
+
+def two_members_one_pending_task(harness: r.Harness) -> None:
+    harness.add_member("m0", ["deploy"])
+    harness.add_member("m1", ["deploy"])
+    harness.add_task("t0")
+
+
+def one_claimed_task(harness: r.Harness) -> None:
+    _member_with_task(harness, "m0", "t0")
+
+
+SHUTDOWN = protocol_id("lead", "sd-1", "shutdown_request")
+SHUTDOWN_MESSAGE = message_id(SHUTDOWN, "request")
+SHUTDOWN_M1_MESSAGE = message_id(protocol_id("lead", "sd-m1", "shutdown_request"), "request")
+
+
+def shutdown_requested(harness: r.Harness) -> None:
+    """m0 runs and holds nothing, t0 is pending, and the Lead has asked m0 to shut down."""
+    harness.add_member("m0", ["deploy"])
+    harness.add_task("t0")
+    harness.shutdowns.request("lead", "m0", "sd-1")
+
+
+def draining_with_task(harness: r.Harness) -> None:
+    """m0 holds t0 and has begun draining for ``SHUTDOWN``; no job runs, so it may release."""
+    _member_with_task(harness, "m0", "t0")
+    harness.shutdowns.request("lead", "m0", "sd-1")
+    harness.shutdowns.begin_drain("m0", SHUTDOWN_MESSAGE)
+
+
+def team(harness: r.Harness) -> None:
+    """The Hypothesis programs' world: ``approved``; m1 holds t1; t2 is pending."""
+    approved(harness)
+    _member_with_task(harness, "m1", "t1")
+    harness.add_task("t2")
+
+
+CONSUME = Operation("consume", lambda h: h.approvals.call(CTX, "deploy", ARGS, approval_id=PID))
+CANCEL = Operation("cancel", lambda h: h.approvals.cancel(CTX, PID))
+REVIEW = Operation("review", lambda h: h.approvals.review("lead", PID, "approved", "ok"))
+EXPIRE = Operation("expire_due", lambda h: h.approvals.expire_due())
+RECONCILE = Operation("reconcile", lambda h: h.reconcile())
+REQUEST = Operation("request", lambda h: h.approvals.call(CTX, "deploy", ARGS))
+
+
+def claim(member: str, task: str) -> Operation:
+    return Operation(f"claim {member} {task}", lambda h: h.claim(member, task))
+
+
+def finish(member: str, task: str) -> Operation:
+    """The holder of the task's first claim completes it (TSK-1: the claim token is stable)."""
+    token = message_id(task, "claim-1")
+    return Operation(f"finish {member} {task}", lambda h: h.finish_task(member, task, "completed", token))
+
+
+BEGIN_DRAIN = Operation("begin_drain", lambda h: h.shutdowns.begin_drain("m0", SHUTDOWN_MESSAGE))
+REQUEST_SHUTDOWN = Operation("request_shutdown", lambda h: h.shutdowns.request("lead", "m0", "sd-1"))
+RELEASE = Operation("release", lambda h: h.shutdowns.release_task("m0"))
+
+
+PAIRS: dict[str, Scenario] = {
+    scenario.name: scenario
+    for scenario in (
+        Scenario("consume||consume", approved, ((CONSUME,), (CONSUME,))),
+        Scenario("consume||cancel", approved, ((CONSUME,), (CANCEL,))),
+        # Two processes' clocks: the review at the deadline (still allowed), the monitor just after.
+        Scenario("review||expire_due", requested, ((REVIEW,), (EXPIRE,)), clocks=(DEADLINE, DEADLINE + 1)),
+        # Two processes' deadline monitors, both past the deadline.
+        Scenario("expire_due||expire_due", requested, ((EXPIRE,), (EXPIRE,)), clocks=(DEADLINE + 1, DEADLINE + 1)),
+        Scenario("consume||expire_due", approved, ((CONSUME,), (EXPIRE,)), clocks=(DEADLINE, DEADLINE + 1)),
+        Scenario("cancel||expire_due", requested, ((CANCEL,), (EXPIRE,)), clocks=(DEADLINE, DEADLINE + 1)),
+        Scenario("review||cancel", requested, ((REVIEW,), (CANCEL,))),
+        Scenario("claim||claim", two_members_one_pending_task, ((claim("m0", "t0"),), (claim("m1", "t0"),))),
+        # The two-write task operation that exists today beside reconciliation's claim repair
+        # (REC-2); release (SHD-3) has the same two writes and joins as release||reconcile.
+        Scenario("finish||reconcile", one_claimed_task, ((finish("m0", "t0"),), (RECONCILE,))),
+        Scenario("claim||reconcile", two_members_one_pending_task, ((claim("m0", "t0"),), (RECONCILE,))),
+        # A process that restarts reconciles the whole store while the others run on.
+        Scenario("request||reconcile", one_claimed_task, ((REQUEST,), (RECONCILE,))),
+        Scenario("consume||reconcile", approved, ((CONSUME,), (RECONCILE,))),
+        Scenario("claim||begin_drain", shutdown_requested, ((claim("m0", "t0"),), (BEGIN_DRAIN,))),
+        Scenario("claim||request_shutdown", two_members_one_pending_task, ((claim("m0", "t0"),), (REQUEST_SHUTDOWN,))),
+        Scenario("release||reconcile", draining_with_task, ((RELEASE,), (RECONCILE,))),
+    )
+}
+
+ISSUE_PAIRS = (
+    "consume||consume",
+    "consume||cancel",
+    "review||expire_due",
+    "claim||claim",
+    "claim||begin_drain",
+    "release||reconcile",
+)
+"""The pairs issue 17 lists by name (PAIRS holds more)."""
+
+POOL: tuple[Operation, ...] = (
+    CONSUME,
+    CANCEL,
+    EXPIRE,
+    RECONCILE,
+    claim("m0", "t2"),
+    claim("m1", "t2"),
+    finish("m1", "t1"),
+    Operation("request m1", lambda h: h.approvals.call(CTX_M1, "deploy", ARGS)),
+    Operation("review m1", lambda h: h.approvals.review("lead", PID_M1, "approved", "ok")),
+    Operation("request_shutdown m1", lambda h: h.shutdowns.request("lead", "m1", "sd-m1", ttl_seconds=1000)),
+    Operation("begin_drain m1", lambda h: h.shutdowns.begin_drain("m1", SHUTDOWN_M1_MESSAGE)),
+    Operation("release m1", lambda h: h.shutdowns.release_task("m1")),
+)
+"""What the Hypothesis programs draw from, over :func:`team`; every instance clock is 0 or 301."""
+BY_NAME = {operation.name: operation for operation in POOL}
+
+
+def program(names: tuple[tuple[str, ...], ...], clocks: tuple[float, ...]) -> Scenario:
+    """The scenario of a program given by operation names per instance, as a failure prints it:
+    ``interleave.run(program(names, clocks), interleave.backend("sqlite"), schedule)`` replays it."""
+    programs = tuple(tuple(BY_NAME[name] for name in names_) for names_ in names)
+    return Scenario(f"program {names} @ {clocks}", team, programs, clocks)
