@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from spec.explore import _bfs, _Search
-from spec.model import Config, Model, load_config, snapshot
+from spec.model import Config, Model, _model, load_config, snapshot
 from spec.model._model import Action
 from spec.model._state import State
 
@@ -105,7 +105,11 @@ def vector(config: Config, trace: list[tuple[Action | None, State]], name: str) 
 def build(config_name: str) -> dict[str, Any]:
     config = load_config(config_name)
     search = _Covering(Model(config))
-    _bfs(search)
+    _model.EDGE_LOG.append(set())  # the search notes the edges each move takes, as explore's does
+    try:
+        _bfs(search)
+    finally:
+        _model.EDGE_LOG.pop()
     vectors = [vector(config, trace, f"{config_name}-{k:03d}") for k, trace in enumerate(choose(search))]
     return {
         "format": "teamproto-vectors/1",

@@ -185,7 +185,8 @@ class Driver:
         task = self._known("task", req["task_id"])
         if task["owner_id"] != req["member_id"] or task["status"] != "claimed":
             raise DriverError("not_task_owner", f"{req['member_id']} does not hold {req['task_id']} (TSK-1)")
-        self.h.finish_task(req["member_id"], req["task_id"], req["outcome"])
+        token = req.get("claim_token", task["claim_token"])  # TSK-1: the holder's token, unless the caller names one
+        self.h.finish_task(req["member_id"], req["task_id"], req["outcome"], token)
         return {}
 
     def profile_change(self, req: Message) -> dict[str, Any]:
