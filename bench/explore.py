@@ -26,8 +26,8 @@ import sys
 import time
 from typing import Any
 
-from reference._check import default_suite
 from spec import _compiled
+from spec.check import default_suite
 from spec.explore import explore
 from spec.model import Model, load_config
 

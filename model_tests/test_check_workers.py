@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from reference import _check
-from reference._cli import main
+from spec import check as _check
 from spec.model import load_config
 from spec.simulate import Plan
+from teamproto._cli import main
 
 
 def _figures(document: dict[str, Any]) -> list[tuple[Any, ...]]:

@@ -107,7 +107,7 @@ def test_check_command_finds_a_mutant_and_writes_its_trace(tmp_path: object) -> 
     import json
     from pathlib import Path
 
-    from reference._cli import main
+    from teamproto._cli import main
 
     out = Path(str(tmp_path)) / "trace.json"
     assert (

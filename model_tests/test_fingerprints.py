@@ -12,10 +12,10 @@ import json
 
 import pytest
 
-from reference._cli import main
 from spec.explore import explore
 from spec.model import MUTANTS, Model, load_config
 from spec.model._config import Config
+from teamproto._cli import main
 
 
 def _without_liveness(name: str) -> Config:
@@ -276,7 +276,7 @@ def test_a_checkpoint_goes_on_in_another_process(tmp_path: object) -> None:
     config = ["--config", "pair", "--checkpoint", str(path), "--json", "--jobs", "1"]
 
     def run(seed: str, *more: str) -> tuple[int, dict[str, object]]:
-        command = [sys.executable, "-c", "import sys; from reference._cli import main; sys.exit(main(sys.argv[1:]))"]
+        command = [sys.executable, "-c", "import sys; from teamproto._cli import main; sys.exit(main(sys.argv[1:]))"]
         done = subprocess.run(
             [*command, "check", *config, *more],
             capture_output=True,

@@ -122,7 +122,7 @@ def test_a_crash_is_taken_with_its_rate() -> None:
 
 
 def test_check_simulate_on_the_command_line(capsys: pytest.CaptureFixture[str]) -> None:
-    from reference._cli import main
+    from teamproto._cli import main
 
     assert main(["check", "--config", "tiny", "--simulate", "--walks", "30", "--json"]) == 0
     document = json.loads(capsys.readouterr().out)

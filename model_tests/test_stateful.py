@@ -450,7 +450,7 @@ def test_teamproto_mutants_reports_a_caught_mutant() -> None:
     import sys
 
     result = subprocess.run(
-        [sys.executable, "-m", "reference._cli", "mutants", "--only", "secret_not_redacted", "--json"],
+        [sys.executable, "-m", "teamproto._cli", "mutants", "--only", "secret_not_redacted", "--json"],
         capture_output=True,
         text=True,
         timeout=600,

@@ -45,7 +45,7 @@ def test_dot_is_deterministic_and_marks_initial_final_and_clauses() -> None:
 @needs_dot
 def test_committed_diagrams_are_up_to_date() -> None:
     """CI fails when someone changed a machine and did not run `teamproto diagrams`."""
-    from reference._diagrams import stale_diagrams
+    from teamproto._diagrams import stale_diagrams
 
     assert stale_diagrams(ROOT / "diagrams") == []
 
@@ -53,7 +53,7 @@ def test_committed_diagrams_are_up_to_date() -> None:
 def _cli(workdir: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(workdir)}
     return subprocess.run(
-        [sys.executable, "-m", "reference._cli", "diagrams", *args],
+        [sys.executable, "-m", "teamproto._cli", "diagrams", *args],
         cwd=workdir,
         env=env,
         capture_output=True,
@@ -86,7 +86,7 @@ def test_check_fails_after_a_machine_gains_an_edge_until_regenerated(tmp_path: P
 @needs_dot
 def test_check_reports_an_unexpected_diagram_file(tmp_path: Path) -> None:
     """A leftover diagram of a machine that no longer exists is stale too."""
-    from reference._diagrams import stale_diagrams, write_diagrams
+    from teamproto._diagrams import stale_diagrams, write_diagrams
 
     write_diagrams(tmp_path)
     (tmp_path / "old_machine.dot").write_text("digraph {}\n")
@@ -96,7 +96,7 @@ def test_check_reports_an_unexpected_diagram_file(tmp_path: Path) -> None:
 def test_missing_graphviz_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
     """Without `dot` the command fails with an install hint, not a traceback."""
     from reference import _diagrams
-    from reference._cli import main
+    from teamproto._cli import main
 
     monkeypatch.setattr(_diagrams.shutil, "which", lambda _name: None)
     with pytest.raises(_diagrams.GraphvizMissing, match="apt-get install graphviz"):

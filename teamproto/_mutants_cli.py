@@ -21,9 +21,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from reference._mutants import MUTANTS
 from spec.invariants import INVARIANTS
-
-from ._mutants import MUTANTS
 
 TESTS = [
     "model_tests/test_stateful.py::TestApprovalProtocol",

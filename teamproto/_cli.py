@@ -91,6 +91,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 if __name__ == "__main__":
     # Run through the imported module, so that subcommands registered on it are seen.
-    from reference import _cli
+    from teamproto import _cli
 
     raise SystemExit(_cli.main())

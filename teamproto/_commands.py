@@ -1,8 +1,9 @@
-"""Subcommands beyond ``diagrams``; each registers itself with :func:`reference._cli.extra_command`."""
+"""Subcommands beyond ``diagrams``; each registers itself with :func:`teamproto._cli.extra_command`."""
 
 from __future__ import annotations
 
-from . import _check
+from spec import check as _check
+
 from ._cli import extra_command
 
 extra_command("check")(_check.register)
