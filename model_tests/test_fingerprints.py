@@ -86,7 +86,7 @@ def test_cli_fingerprints(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_cli_refuses_fingerprints_where_they_cannot_apply(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["check", "--config", "tiny", "--config", "pair", "--fingerprints"]) == 2
-    out = capsys.readouterr().out
+    out = capsys.readouterr().err  # errors go to stderr
     assert "--fingerprints" in out and "tiny" in out and "pair" not in out.split("not to:")[1]
     assert main(["check", "--simulate", "--config", "pair", "--fingerprints"]) == 2
 
@@ -225,7 +225,7 @@ def test_cli_checkpoint_stops_and_goes_on(
 
 
 def _said(capsys: pytest.CaptureFixture[str]) -> str:
-    return " ".join(capsys.readouterr().out.split())
+    return " ".join(capsys.readouterr().err.split())  # errors go to stderr
 
 
 def test_cli_refuses_a_bad_checkpoint_and_leaves_it(

@@ -1,21 +1,24 @@
-"""``teamproto check``: explore the model's configurations and report (the main job).
+"""The model checker's driver (``teamproto check``): explore the model's configurations and judge the run.
 
-Without ``--config`` it runs the default suite — every configuration with a pinned count in the
-manifest — and requires that together they take every edge of every machine and crash at every
-crash point; then it simulates (random walks, :mod:`spec.simulate`) each configuration never
+Without configuration names it runs the default suite — every configuration with a pinned count
+in the manifest — and requires that together they take every edge of every machine and crash at
+every crash point; then it simulates (random walks, :mod:`spec.simulate`) each configuration never
 explored to completion (marked ``pending`` in the manifest), so that their deep states are
-checked too. ``--simulate`` runs only simulations.
+checked too. :func:`run_jobs` runs the searches (on worker processes), :func:`summarize` judges
+them; the command line (:mod:`teamproto._check_cli`) is a thin layer that parses, validates and
+prints.
+
+Unlike the rest of ``spec/``, this module does I/O, on purpose and only here: it starts worker
+processes, reads the clock to bound a run (``--max-seconds``) and to pace progress lines, and
+reads and writes ``--checkpoint`` files. The explorer and the model it drives stay pure.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import multiprocessing
 import os
 import pickle
 import resource
-import sys
 import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
@@ -24,15 +27,13 @@ from pathlib import Path
 from queue import Empty
 from typing import Any
 
-from rich.console import Console
-from rich.table import Table
-
 from spec import _compiled
-from spec.explore import Report, explore, format_trace, trace_json
+from spec.errors import ProtocolError
+from spec.explore import Report, explore, trace_json
 from spec.invariants import INVARIANTS
-from spec.model import CRASH_POINTS, MUTANTS, Model, load_config, manifest
-from spec.model._config import Config, config_names
-from spec.simulate import DEFAULT_PLAN, Plan, simulate
+from spec.model import CRASH_POINTS, MUTANTS, Model, manifest
+from spec.model._config import Config
+from spec.simulate import Plan, simulate
 
 EXTRA_CHECKS = {  # reported beside the invariants (an illegal edge is INV-3's own name)
     "INV-7": ["reconcile_is_idempotent"],
@@ -76,11 +77,16 @@ class Bounds:
     checkpoint_seconds: float = CHECKPOINT_SECONDS
 
 
-class BadCheckpoint(Exception):
-    """A checkpoint file that cannot be resumed: unreadable, or of another model or run."""
+class BadCheckpoint(ProtocolError):
+    """A checkpoint file that cannot be resumed: unreadable, truncated, or of another model or run.
+    Definite: the file is left as it is and no search ran from it."""
 
     def __init__(self, path: Path, reason: str) -> None:
+        self.path, self.reason = path, reason
         super().__init__(f"checkpoint {path}: {reason}; it was left as it is")
+
+    def __reduce__(self) -> tuple[Any, ...]:  # raised in a worker process, re-raised in the caller
+        return (BadCheckpoint, (self.path, self.reason))
 
 
 def load_checkpoint(
@@ -316,230 +322,6 @@ def report_json(report: Report, seconds: float, config: Config) -> dict[str, Any
     }
 
 
-def _print_report(console: Console, report: Report, seconds: float, config: Config) -> None:
-    if report.simulation:
-        console.print(
-            f"[bold]{config.name}[/bold]{' mutant ' + report.mutant if report.mutant else ''} "
-            f"[yellow]simulated[/yellow] (random walks, seed {report.seed}, crash rate {report.crash_rate}; "
-            "not exhaustive): "
-            f"{report.walks:,} walks, {report.transitions:,} steps, {report.states:,} distinct states, "
-            f"longest walk {report.depth}, {seconds:.1f} s, {report.transitions / max(seconds, 1e-9):,.0f} steps/s",
-            highlight=False,
-        )
-        for violation in report.violations.values():
-            console.print(format_trace(violation, config), highlight=False, markup=False)
-        return
-    pinned = manifest().get(config.name, {}).get("states")
-    drift = "" if report.mutant or pinned in (None, report.states) else f" [red](manifest pins {pinned:,})[/red]"
-    console.print(
-        f"[bold]{config.name}[/bold]{' mutant ' + report.mutant if report.mutant else ''}: "
-        f"{report.states:,} states{drift}, {report.transitions:,} transitions, depth {report.depth}, "
-        f"{seconds:.1f} s, {report.states / max(seconds, 1e-9):,.0f} states/s"
-        + (
-            ""
-            if report.complete
-            else f" [red]INCOMPLETE[/red] (a bound was reached; every state up to depth {report.expanded_through} "
-            f"was expanded; new states by depth: {', '.join(f'{n:,}' for n in report.states_by_depth)})"
-        )
-        + (
-            f"; fingerprints (hash compaction): a state missed with probability ≤ {report.omission_bound:.1e}"
-            if report.fingerprints
-            else ""
-        ),
-        highlight=False,
-    )
-    for violation in report.violations.values():
-        console.print(format_trace(violation, config), highlight=False, markup=False)
-
-
-def _summary_table(reports: list[tuple[Report, float, Config]]) -> Table:
-    """One row per check, whatever the number of configurations: held, or where it was violated."""
-    table = Table(title=f"checks over {len(reports)} run(s)")
-    table.add_column("clause")
-    table.add_column("check", no_wrap=True)
-    table.add_column("result")
-    for clause, name in check_names():
-        liveness = name.startswith(("every_request", "no_cycle"))
-        violated = [_label(r, c) for r, _, c in reports if name in r.violations]
-        checked = [r for r, _, _ in reports if r.liveness_checked or not liveness]
-        if violated:
-            cell = f"[red]violated[/red] in {', '.join(violated)}"
-        elif not checked:
-            cell = "[dim]n/a[/dim] (needs an exhaustive run without symmetry)"
-        elif len(checked) < len(reports):
-            cell = f"[green]held[/green] in the {len(checked)} run(s) that check it"
-        else:
-            cell = "[green]held[/green]"
-        table.add_row(clause, name, cell)
-    return table
-
-
-def _label(report: Report, config: Config) -> str:
-    return f"{config.name} (simulated)" if report.simulation else config.name
-
-
-def _plan(args: argparse.Namespace) -> Plan:
-    for flag, value in (("--walks", args.walks), ("--walk-depth", args.walk_depth)):
-        if value < 1:
-            raise ValueError(f"{flag} must be at least 1, not {value}")
-    if args.simulate and args.max_states is not None:
-        raise ValueError("--max-states bounds an exhaustive search; bound a simulation with --walks or --max-seconds")
-    if not 0.0 <= args.crash_rate <= 1.0:
-        raise ValueError(f"--crash-rate must be between 0 and 1, not {args.crash_rate}")
-    return Plan(walks=args.walks, depth=args.walk_depth, seed=args.seed, crash_rate=args.crash_rate)
-
-
-def command(args: argparse.Namespace, console: Console) -> int:
-    if args.mutant and args.mutant not in MUTANTS:
-        console.print(f"[red]unknown mutant {args.mutant!r}[/red]; known: {', '.join(MUTANTS)}")
-        return 2
-    try:
-        plan = _plan(args)
-    except ValueError as error:
-        console.print(f"[red]{error}[/red]")
-        return 2
-    if args.jobs is not None and args.jobs < 1:
-        console.print(f"[red]--jobs must be at least 1, not {args.jobs}[/red]")
-        return 2
-    names = args.config or []
-    jobs: list[Job]
-    if args.simulate:
-        jobs = [(load_config(name), plan) for name in (names or config_names())]
-    elif names:
-        jobs = [(load_config(name), None) for name in names]
-    else:
-        jobs = [(load_config(name), None) for name in default_suite()]
-        jobs += [(load_config(name), plan) for name in pending_configs()]
-    if args.fingerprints or args.checkpoint:
-        refused = [config.name for config, how in jobs if how is not None or config.liveness]
-        if refused:
-            console.print(
-                "[red]--fingerprints and --checkpoint apply to exhaustive searches without the liveness check[/red] "
-                f"(it needs every state and edge); not to: {', '.join(refused)}",
-                highlight=False,
-            )
-            return 2
-    if args.checkpoint and not os.environ.get("PYTHONHASHSEED", "").isdigit():
-        console.print(
-            "[red]--checkpoint needs the same string hashes in every run of the search[/red] (its fingerprints "
-            "hash strings): start it with a fixed seed, e.g. PYTHONHASHSEED=0 teamproto check --checkpoint …",
-            highlight=False,
-        )
-        return 2
-    if args.checkpoint and len(jobs) != 1:
-        console.print("[red]--checkpoint saves one search: name one configuration with --config[/red]")
-        return 2
-    if args.checkpoint_seconds <= 0:
-        console.print(f"[red]--checkpoint-seconds must be positive, not {args.checkpoint_seconds}[/red]")
-        return 2
-    bounds = Bounds(
-        args.max_states,
-        args.max_seconds,
-        args.fingerprints,
-        None if args.checkpoint is None else Path(args.checkpoint),
-        args.checkpoint_seconds,
-    )
-    if bounds.checkpoint is not None and not bounds.checkpoint.absolute().parent.is_dir():
-        console.print(f"[red]--checkpoint {bounds.checkpoint}: no such folder[/red]", highlight=False)
-        return 2
-    if bounds.checkpoint is not None:
-        try:  # refuse a bad file before anything runs
-            load_checkpoint(bounds.checkpoint, jobs[0][0], args.mutant, search=False)
-        except BadCheckpoint as error:
-            console.print(str(error), style="red", highlight=False, markup=False)
-            return 2
-    for config, how in jobs:
-        pending = manifest().get(config.name, {}).get("pending")
-        if pending and how is None:  # on stderr with --json
-            console.print(
-                f"[yellow]{config.name} has never been explored to completion[/yellow] ({pending}); "
-                "bound the run with --max-seconds or --max-states, or --simulate it",
-                highlight=False,
-            )
-    workers = min(args.jobs or default_workers(), len(jobs))
-
-    def say(line: str) -> None:
-        console.print(line, highlight=False)
-
-    def done(index: int, report: Report, seconds: float) -> None:
-        if not args.json:
-            _print_report(console, report, seconds, jobs[index][0])
-
-    started = time.perf_counter()
-    # With --json the console writes to stderr: progress stays beside the JSON, not in it.
-    results, peak = run_jobs(jobs, args.mutant, bounds, workers, say, done)
-    wall = time.perf_counter() - started
-    runs = [(report, seconds, config) for (report, seconds), (config, _) in zip(results, jobs, strict=True)]
-    taken = set().union(*(r.edges_taken for r, _, _ in runs))
-    crashed = set().union(*(r.crashed_at for r, _, _ in runs))
-    coverage_required = (args.config is None and not args.simulate) or any(c.require_coverage for c, _ in jobs)
-    missing_edges = sorted({e for r, _, _ in runs for e in r.missing_edges} - taken)
-    missing_crashes = [p for p in CRASH_POINTS if p not in crashed]
-    drift = [
-        c.name
-        for r, _, c in runs
-        if not args.mutant
-        and r.complete
-        and not r.simulation
-        and manifest().get(c.name, {}).get("states") is not None
-        and (manifest()[c.name]["states"], manifest()[c.name]["transitions"]) != (r.states, r.transitions)
-    ]
-    violated = any(r.violations for r, _, _ in runs)
-    complete = all(r.complete for r, _, _ in runs)
-    ok = (
-        complete
-        and not violated
-        and not drift
-        and (not coverage_required or not (missing_edges or missing_crashes) or bool(args.mutant))
-    )
-    if args.trace_out:
-        first = next((v for r, _, c in runs for v in r.violations.values()), None)
-        if first is not None:
-            config = next(c for r, _, c in runs if first in r.violations.values())
-            Path(args.trace_out).write_text(json.dumps(trace_json(first, config), indent=2) + "\n", encoding="utf-8")
-    if args.json:
-        json.dump(
-            {
-                "runs": [report_json(r, s, c) for r, s, c in runs],
-                "missing_edges": missing_edges,
-                "missing_crash_points": missing_crashes,
-                "manifest_drift": drift,
-                "peak_memory_mib": round(peak, 1),
-                "workers": workers,
-                "compiled": _compiled.ACTIVE,
-                "seconds": round(wall, 3),
-                "ok": ok,
-            },
-            sys.stdout,
-            indent=2,
-        )
-        sys.stdout.write("\n")
-    else:
-        console.print(_summary_table(runs))
-        total_edges = sum(1 for _ in _all_edges())
-        console.print(
-            f"edge coverage: {total_edges - len(missing_edges)}/{total_edges}; crash points: "
-            f"{len(CRASH_POINTS) - len(missing_crashes)}/{len(CRASH_POINTS)}; "
-            f"{wall:.1f} s on {workers} worker process(es), "
-            f"{'compiled' if _compiled.ACTIVE else 'interpreted (scripts/compile.py builds the compiled explorer)'}; "
-            f"peak memory {peak:,.0f} MiB (largest process)",
-            highlight=False,
-        )
-        for edge in missing_edges if coverage_required and not args.mutant else ():
-            console.print(f"[red]edge never taken[/red]: {edge[0]} {edge[1]} -> {edge[2]}")
-        for point in missing_crashes if coverage_required and not args.mutant else ():
-            console.print(f"[red]never crashed after[/red] {point}")
-        for name in drift:
-            console.print(
-                f"[red]state or transition count of {name} drifted from the manifest[/red]: "
-                "update spec/model/configs/manifest.json in the same commit"
-            )
-        console.print("[green]all checks hold[/green]" if ok else "[red]check failed[/red]")
-    if args.mutant:
-        return 0 if violated else 1
-    return 0 if ok else 1
-
-
 def default_suite() -> list[str]:
     """The configurations ``teamproto check`` explores by default: every one with a pinned count."""
     return [name for name, pinned in manifest().items() if pinned.get("states") is not None]
@@ -550,72 +332,56 @@ def pending_configs() -> list[str]:
     return [name for name, pinned in manifest().items() if pinned.get("states") is None]
 
 
-def _all_edges() -> list[tuple[str, str, str]]:
+def all_edges() -> list[tuple[str, str, str]]:
+    """Every edge of every machine: (machine, source, target)."""
     from spec import MACHINES, edges
 
     return [(name, e.source, e.target) for name in MACHINES for e in edges(name)]
 
 
-def register(commands: Any) -> Any:
-    parser = commands.add_parser("check", help="explore the abstract model exhaustively and check every invariant")
-    parser.add_argument(
-        "--config",
-        action="append",
-        help="a configuration; repeat for several (default: every configuration with a pinned count)",
-    )
-    parser.add_argument("--mutant", help="explore a named mutant; exit 0 when a violation is found")
-    parser.add_argument("--max-states", type=int, default=None, help="stop after this many states (incomplete)")
-    parser.add_argument(
-        "--max-seconds",
-        type=float,
-        default=None,
-        help="stop exploring a configuration after this many seconds (incomplete)",
-    )
-    parser.add_argument(
-        "--simulate",
-        action="store_true",
-        help="random walks instead of an exhaustive search (every configuration without --config)",
-    )
-    parser.add_argument(
-        "--walks", type=int, default=DEFAULT_PLAN.walks, help=f"walks per simulation (default {DEFAULT_PLAN.walks})"
-    )
-    parser.add_argument(
-        "--walk-depth",
-        type=int,
-        default=DEFAULT_PLAN.depth,
-        help=f"steps per walk at most (default {DEFAULT_PLAN.depth})",
-    )
-    parser.add_argument("--seed", type=int, default=DEFAULT_PLAN.seed, help="the simulation's seed (default 0)")
-    parser.add_argument(
-        "--crash-rate",
-        type=float,
-        default=DEFAULT_PLAN.crash_rate,
-        help=f"how often a simulated step crashes when it can (default {DEFAULT_PLAN.crash_rate})",
-    )
-    parser.add_argument(
-        "--jobs",
-        type=int,
-        default=None,
-        help="run configurations on this many processes (default: one per processor; 1 runs in this process)",
-    )
-    parser.add_argument(
-        "--fingerprints",
-        action="store_true",
-        help="hash compaction for runs too large to keep every state: the visited set keeps a 64-bit hash "
-        "of each state, traces are rebuilt by replay (not with liveness)",
-    )
-    parser.add_argument(
-        "--checkpoint",
-        metavar="PATH",
-        help="with one --config: go on with the search saved in PATH, if any, and save it there every "
-        "--checkpoint-seconds and when a bound stops it (implies --fingerprints; needs a fixed PYTHONHASHSEED)",
-    )
-    parser.add_argument(
-        "--checkpoint-seconds",
-        type=float,
-        default=CHECKPOINT_SECONDS,
-        help=f"how often a --checkpoint is saved (default {CHECKPOINT_SECONDS:.0f})",
-    )
-    parser.add_argument("--trace-out", help="write the first counterexample as a JSON trace here")
-    parser.add_argument("--json", action="store_true", help="machine-readable output")
-    return command
+Run = tuple[Report, float, Config]
+"""One finished run: its report, the seconds it took, its configuration."""
+
+
+@dataclass(frozen=True)
+class Summary:
+    """The verdict over the runs of one ``teamproto check``."""
+
+    missing_edges: list[tuple[str, str, str]]
+    missing_crash_points: list[str]
+    coverage_required: bool
+    drift: list[str]  # configurations whose counts differ from the manifest's
+    violated: bool
+    complete: bool
+    ok: bool
+
+
+def summarize(runs: list[Run], coverage_required: bool, mutant: str | None) -> Summary:
+    """Judge the runs: every check held, every run complete, no count drifted from the manifest
+    and — when coverage is required (the default suite, or a configuration that asks for it) —
+    every edge taken and every crash point crashed by some run. With a mutant only the first
+    counts for the exit status (see :func:`mutant_caught`); coverage and drift are not asked."""
+    taken = set().union(*(r.edges_taken for r, _, _ in runs))
+    crashed = set().union(*(r.crashed_at for r, _, _ in runs))
+    missing_edges = sorted({e for r, _, _ in runs for e in r.missing_edges} - taken)
+    missing_crashes = [p for p in CRASH_POINTS if p not in crashed]
+    pinned = manifest()
+    drift = [
+        c.name
+        for r, _, c in runs
+        if not mutant
+        and r.complete
+        and not r.simulation
+        and pinned.get(c.name, {}).get("states") is not None
+        and (pinned[c.name]["states"], pinned[c.name]["transitions"]) != (r.states, r.transitions)
+    ]
+    violated = any(r.violations for r, _, _ in runs)
+    complete = all(r.complete for r, _, _ in runs)
+    covered = not coverage_required or not (missing_edges or missing_crashes) or bool(mutant)
+    ok = complete and not violated and not drift and covered
+    return Summary(missing_edges, missing_crashes, coverage_required, drift, violated, complete, ok)
+
+
+def mutant_caught(runs: list[Run]) -> list[str]:
+    """The checks a mutant's runs violated, as "clause name" (empty: the mutant was not caught)."""
+    return sorted({f"{v.clause} {name}" for r, _, _ in runs for name, v in r.violations.items()})

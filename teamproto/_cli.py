@@ -2,6 +2,9 @@
 
 Every command has ``--json`` for machines; exit status 0 means everything held, 1 means a check
 failed (stale diagram, violated invariant, surviving mutant), 2 means bad usage or a missing tool.
+Bad input is refused before anything runs: one line on stderr (``teamproto: error …``), exit 2,
+and with ``--json`` a JSON document ``{"ok": false, "error": …}`` on stdout — stdout never gets
+plain text under ``--json`` and no traceback reaches the user.
 """
 
 from __future__ import annotations
@@ -10,8 +13,9 @@ import argparse
 import json
 import sys
 from collections.abc import Callable, Sequence
+from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn, TextIO
 
 from rich.console import Console
 
@@ -20,40 +24,86 @@ from spec.errors import ProtocolError
 Command = Callable[[argparse.Namespace, Console], int]
 _COMMANDS: dict[str, Command] = {}
 
+DESCRIPTION = (
+    "A formally checked specification of how an LLM agent team approves risky actions and stops its "
+    "members safely. Exit status: 0 everything held, 1 a check failed, 2 bad input or a missing tool."
+)
+PIPE_WIDTH = 1000
+"""The console's width when the output is not a terminal: long lines are never wrapped mid-number."""
 
-def _emit_json(document: Any) -> None:
+
+class UsageError(ProtocolError):
+    """A command line that cannot run as given (a bad value, a missing file or folder). Definite:
+    nothing ran and nothing was written."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises :class:`UsageError` instead of printing usage and exiting."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{message} (see `{self.prog} --help`)")
+
+
+def emit_json(document: Any) -> None:
     json.dump(document, sys.stdout, indent=2, sort_keys=True)
     sys.stdout.write("\n")
+
+
+_emit_json = emit_json  # the name other modules' subcommands may use
+
+
+def make_console(stderr: bool, stream: TextIO | None = None) -> Console:
+    """A rich console on stdout (or stderr): at the terminal's width, or — piped — wide enough
+    that no line wraps (rich would wrap at 80 columns, splitting numbers mid-line)."""
+    target = stream or (sys.stderr if stderr else sys.stdout)
+    terminal = hasattr(target, "isatty") and target.isatty()
+    return Console(stderr=stderr, width=None if terminal else PIPE_WIDTH, soft_wrap=not terminal)
 
 
 def _diagrams(args: argparse.Namespace, console: Console) -> int:
     from ._diagrams import stale_diagrams, write_diagrams
 
     directory = Path(args.dir)
+    if directory.exists() and not directory.is_dir():
+        raise UsageError(f"--dir {directory}: not a folder; name the folder the diagrams go in")
     if args.check:
+        if not directory.is_dir():
+            raise UsageError(f"--dir {directory}: no such folder; run `teamproto diagrams` first")
         stale = stale_diagrams(directory)
         if args.json:
-            _emit_json({"stale": [str(p) for p in stale], "ok": not stale})
+            emit_json({"stale": [str(p) for p in stale], "ok": not stale})
         for path in stale if not args.json else ():
-            console.print(f"[red]stale[/red] {path} — run `teamproto diagrams` and commit the result")
+            console.print(f"[red]stale[/red] {path} — run `teamproto diagrams` and commit the result", highlight=False)
         if not stale and not args.json:
-            console.print(f"diagrams in {directory} are up to date")
+            console.print(f"diagrams in {directory} are up to date", highlight=False)
         return 1 if stale else 0
     changed = write_diagrams(directory)
     if args.json:
-        _emit_json({"written": [str(p) for p in changed]})
+        emit_json({"written": [str(p) for p in changed], "ok": True})
     else:
         for path in changed:
-            console.print(f"wrote {path}")
-        console.print(f"{len(changed)} file(s) changed in {directory}")
+            console.print(f"wrote {path}", highlight=False)
+        console.print(f"{len(changed)} file(s) changed in {directory}", highlight=False)
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="teamproto", description=__doc__.splitlines()[0])
-    commands = parser.add_subparsers(dest="command", required=True)
+def version() -> str:
+    try:
+        return metadata.version("teamproto")
+    except metadata.PackageNotFoundError:  # run from a checkout that was never installed
+        return "unknown (not installed)"
 
-    diagrams = commands.add_parser("diagrams", help="generate diagrams/<machine>.dot and .svg from the spec")
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="teamproto", description=DESCRIPTION)
+    parser.add_argument("--version", action="version", version=f"teamproto {version()}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    diagrams = commands.add_parser(
+        "diagrams",
+        help="generate diagrams/<machine>.dot and .svg from the spec",
+        description="Write diagrams/<machine>.dot and .svg from the machines (SVG needs Graphviz `dot`).",
+    )
     diagrams.add_argument("--check", action="store_true", help="fail (exit 1) if a committed diagram is stale")
     diagrams.add_argument("--dir", default="diagrams", help="output folder (default: diagrams)")
     diagrams.add_argument("--json", action="store_true", help="machine-readable output")
@@ -77,16 +127,43 @@ def extra_command(name: str) -> Callable[[Callable[[Any], Command]], Callable[[A
     return decorate
 
 
+def _message(error: BaseException) -> str:
+    return " ".join(str(error).split()) or type(error).__name__
+
+
+def error_line(error: BaseException) -> None:
+    """The error as one line on stderr."""
+    kind = "definite" if getattr(error, "definite", True) else "indefinite"
+    sys.stderr.write(f"teamproto: error ({kind}): {_message(error)}\n")
+
+
+def fail(error: BaseException, as_json: bool) -> int:
+    """Report an error the user can act on: one line on stderr, JSON on stdout with ``--json``; 2."""
+    if as_json:
+        definite = getattr(error, "definite", True)
+        emit_json(
+            {"ok": False, "error": {"type": type(error).__name__, "message": _message(error), "definite": definite}}
+        )
+    error_line(error)
+    return 2
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from . import _commands  # noqa: F401  (registers the other subcommands)
 
-    args = build_parser().parse_args(argv)
-    console = Console(stderr=bool(getattr(args, "json", False)))
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    as_json = "--json" in arguments
     try:
+        args = build_parser().parse_args(arguments)
+        console = make_console(stderr=bool(getattr(args, "json", False)))
         return _COMMANDS[args.command](args, console)
     except ProtocolError as error:
-        console.print(f"[red]error[/red] ({error.kind}): {error}")
-        return 2
+        return fail(error, as_json)
+    except OSError as error:  # a file or folder the user named: what failed and on which path
+        return fail(UsageError(f"{error.strerror or error}: {error.filename or ''}".rstrip(": ")), as_json)
+    except KeyboardInterrupt:
+        sys.stderr.write("teamproto: interrupted\n")
+        return 130
 
 
 if __name__ == "__main__":

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from spec import check as _check
-
+from . import _check_cli
 from ._cli import extra_command
 
-extra_command("check")(_check.register)
+extra_command("check")(_check_cli.register)
 from . import _mutants_cli  # noqa: E402
 
 extra_command("mutants")(_mutants_cli.register)

@@ -69,7 +69,7 @@ def command(args: argparse.Namespace, console: Console) -> int:
     rows = []
     for name in names:
         if not args.json:
-            console.print(f"[dim]running model tests with mutant {name} …[/dim]")
+            console.print(f"[dim]running model tests with reference mutant {name} …[/dim]", highlight=False)
         rows.append(run_mutant(name, root))
     survived = [row["mutant"] for row in rows if not row["caught"]]
     if args.json:
@@ -89,12 +89,40 @@ def command(args: argparse.Namespace, console: Console) -> int:
                 str(row["seconds"]),
             )
         console.print(table)
-        console.print("[green]every mutant was caught[/green]" if not survived else f"[red]survived: {survived}[/red]")
+        console.print(
+            "[green]every reference mutant was caught[/green]"
+            if not survived
+            else f"[red]reference mutant(s) NOT caught[/red]: {', '.join(survived)}",
+            highlight=False,
+        )
     return 1 if survived else 0
 
 
+def _epilog() -> str:
+    from spec.model import MUTANTS as MODEL_MUTANTS
+
+    shared = sorted(set(MUTANTS) & set(MODEL_MUTANTS))
+    return "\n".join(
+        [
+            "reference mutants (--only; default: all):",
+            *(f"  {name:<28} {breaks}" for name, breaks in MUTANTS.items()),
+            "",
+            "These break the reference (reference/_mutants.py); `teamproto check --mutant` takes the model's "
+            "mutants (spec/model/_mutants.py).",
+            f"A name in both sets ({', '.join(shared)}) removes the same clause's check in each.",
+        ]
+    )
+
+
 def register(commands: Any) -> Any:
-    parser = commands.add_parser("mutants", help="run the model tests against each reference mutant")
-    parser.add_argument("--only", nargs="+", choices=list(MUTANTS), help="just these mutants")
+    parser = commands.add_parser(
+        "mutants",
+        help="run the model tests against each reference mutant",
+        description="Run the Hypothesis model tests once per reference mutant, each in its own process "
+        "(TEAMPROTO_MUTANT=NAME), and tabulate which check caught it. Exit 1 when a mutant survives.",
+        epilog=_epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--only", nargs="+", choices=list(MUTANTS), metavar="NAME", help="just these mutants")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     return command

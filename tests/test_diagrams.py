@@ -95,7 +95,7 @@ def test_check_reports_an_unexpected_diagram_file(tmp_path: Path) -> None:
 
 def test_missing_graphviz_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
     """Without `dot` the command fails with an install hint, not a traceback."""
-    from reference import _diagrams
+    from teamproto import _diagrams
     from teamproto._cli import main
 
     monkeypatch.setattr(_diagrams.shutil, "which", lambda _name: None)

@@ -1,0 +1,225 @@
+"""`teamproto` at its edges, tried as a new user would (issue 18 item 7): bad input is refused before
+anything runs, as one line on stderr with exit 2 and — with ``--json`` — a JSON document on stdout;
+a counterexample is never lost; a mutant run says whether the mutant was caught; help, version and
+piped output read cleanly.
+
+Clause: INV-1 (the mutant runs), DESIGN "The command line", "typed errors".
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from reference._mutants import MUTANTS as REFERENCE_MUTANTS
+from spec.model import MUTANTS, config_names
+from teamproto import _check_cli
+from teamproto._cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    status = main(list(argv))
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def never_search(*_: Any, **__: Any) -> Any:
+    raise AssertionError("the search started although the command line was bad")
+
+
+BAD = [
+    ["check", "--max-states", "-1"],
+    ["check", "--max-states", "0"],
+    ["check", "--max-seconds", "-5"],
+    ["check", "--max-seconds", "0"],
+    ["check", "--jobs", "0"],
+    ["check", "--walks", "0", "--simulate"],
+    ["check", "--crash-rate", "2", "--simulate"],
+    ["check", "--config", "no-such-config"],
+    ["check", "--mutant", "no_such_mutant"],
+    ["check", "--mutant", "skip_digest_check"],  # a reference mutant, not a model one
+    ["check", "--max-states", "many"],
+    ["check", "--no-such-flag"],
+    ["check", "--trace-out", "/no/such/folder/trace.json", "--config", "tiny"],
+    ["check", "--trace-out", ".", "--config", "tiny"],
+    ["check", "--checkpoint", "/no/such/folder/run.ckpt", "--config", "pair"],
+    ["check", "--checkpoint", "run.ckpt"],  # without PYTHONHASHSEED and without one --config
+    ["mutants", "--only", "no_such_mutant"],
+    ["diagrams", "--dir", "README.md"],
+    ["no-such-command"],
+]
+
+
+@pytest.mark.parametrize("argv", BAD, ids=lambda argv: " ".join(argv))
+@pytest.mark.parametrize("as_json", [False, True], ids=["text", "json"])
+def test_bad_input_is_one_line_on_stderr_with_exit_2_before_anything_runs(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, argv: list[str], as_json: bool
+) -> None:
+    """Every bad value is refused before the search: exit 2, one line on stderr, no traceback;
+    stdout is empty, or with --json one JSON document saying what was wrong."""
+    monkeypatch.setattr(_check_cli, "run_jobs", never_search)
+    monkeypatch.delenv("PYTHONHASHSEED", raising=False)
+    status, out, err = run(capsys, *argv, *(["--json"] if as_json else []))
+    assert status == 2
+    lines = err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("teamproto: error (definite): "), err
+    assert "Traceback" not in err
+    if as_json:
+        document = json.loads(out)
+        assert document["ok"] is False and document["error"]["message"] in lines[0]
+    else:
+        assert out == ""
+
+
+def test_a_reference_mutant_named_to_check_says_where_it_belongs(capsys: pytest.CaptureFixture[str]) -> None:
+    """Model and reference mutants are two sets: the error names the command that takes the name."""
+    status, _, err = run(capsys, "check", "--mutant", "skip_digest_check")
+    assert status == 2 and "is a reference mutant: run `teamproto mutants --only skip_digest_check`" in err
+
+
+def test_a_name_in_both_mutant_sets_breaks_the_same_clause() -> None:
+    """A name means one thing: a model mutant and a reference mutant of one name remove the check
+    of the same clause (the reference's description starts with it)."""
+    shared = set(MUTANTS) & set(REFERENCE_MUTANTS)
+    assert shared  # the rule has cases to hold on
+    for name in shared:
+        assert REFERENCE_MUTANTS[name].startswith(MUTANTS[name].breaks + ":"), name
+
+
+@pytest.mark.clause("INV-1")
+def test_a_caught_mutant_says_so_and_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
+    """A caught mutant is the expected outcome: "model mutant … caught by", exit 0 — not "check failed"."""
+    status, out, _ = run(capsys, "check", "--config", "tiny", "--mutant", "consume_without_digest_check")
+    assert status == 0
+    last = out.strip().splitlines()[-1]
+    assert last.startswith("model mutant consume_without_digest_check caught by INV-1 "), last
+    assert "check failed" not in out and "all checks hold" not in out
+
+
+def test_an_uncaught_mutant_says_so_and_exits_1(capsys: pytest.CaptureFixture[str]) -> None:
+    """tiny has one member, so another member's consume cannot happen: the mutant is not caught there."""
+    status, out, _ = run(capsys, "check", "--config", "tiny", "--mutant", "consume_by_other_member")
+    assert status == 1
+    assert out.strip().splitlines()[-1] == "model mutant consume_by_other_member NOT caught: every check held"
+    assert "all checks hold" not in out
+
+
+@pytest.mark.parametrize("mutant", ["consume_without_digest_check", "claim_ignores_shutdown_request"])
+def test_a_mutant_without_config_runs_its_own_configuration(capsys: pytest.CaptureFixture[str], mutant: str) -> None:
+    """`--mutant NAME` alone explores the mutant's own configuration, not every configuration."""
+    status, out, _ = run(capsys, "check", "--mutant", mutant, "--json")
+    document = json.loads(out)
+    assert status == 0 and [r["config"] for r in document["runs"]] == [MUTANTS[mutant].config]
+    assert document["mutant_caught_by"][0].startswith(MUTANTS[mutant].caught_by + " ")
+
+
+def test_an_unwritable_trace_out_after_the_search_keeps_the_counterexample(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """If --trace-out cannot be written after all (its folder went away), the counterexample is
+    still in the report, and the error is one line on stderr with exit 2."""
+    monkeypatch.setattr(_check_cli, "_check_writable", lambda *_: None)  # as if the folder vanished later
+    target = tmp_path / "gone" / "trace.json"
+    argv = ["check", "--config", "tiny", "--mutant", "consume_without_digest_check", "--trace-out", str(target)]
+    status, out, err = run(capsys, *argv, "--json")
+    document = json.loads(out)
+    assert status == 2 and document["ok"] is False and "trace_out_error" in document
+    assert document["runs"][0]["violations"][0]["violation"]["clause"] == "INV-1"
+    assert len(err.splitlines()) == 1 and "--trace-out" in err
+    status, out, err = run(capsys, *argv)
+    assert status == 2 and "INV-1" in out and len(err.splitlines()) == 1
+
+
+def test_a_truncated_checkpoint_is_a_typed_error(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A checkpoint cut short (a full disk, a copy interrupted) is refused with one line, exit 2,
+    and left as it is — whether the cut is in its header or in the saved search."""
+    monkeypatch.setenv("PYTHONHASHSEED", "0")
+    saved = tmp_path / "pair.ckpt"
+    status, _, _ = run(capsys, "check", "--config", "pair", "--max-states", "300", "--checkpoint", str(saved))
+    assert status == 1 and saved.stat().st_size > 1000  # stopped by the bound, saved
+    whole = saved.read_bytes()
+    for size in (20, len(whole) // 2):
+        cut = tmp_path / f"cut{size}.ckpt"
+        cut.write_bytes(whole[:size])
+        status, out, err = run(capsys, "check", "--config", "pair", "--checkpoint", str(cut), "--json")
+        assert status == 2 and "Traceback" not in err and len(err.splitlines()) == 1
+        assert json.loads(out)["error"]["type"] == "BadCheckpoint" and "truncated" in err
+        assert cut.read_bytes() == whole[:size]
+
+
+def test_help_is_plain_text_and_names_configurations_and_mutants(capsys: pytest.CaptureFixture[str]) -> None:
+    """--help shows no docstring markup, and lists what --config and --mutant accept."""
+    texts = {}
+    for argv in ([], ["check"], ["mutants"], ["diagrams"]):
+        with pytest.raises(SystemExit) as exit_:
+            main([*argv, "--help"])
+        assert exit_.value.code == 0
+        texts[" ".join(argv)] = capsys.readouterr().out
+    for text in texts.values():
+        assert "``" not in text and ":func:" not in text and ":mod:" not in text
+    assert all(name in texts["check"] for name in config_names())
+    assert all(name in texts["check"] for name in MUTANTS)
+    assert all(name in texts["mutants"] for name in REFERENCE_MUTANTS)
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["--version"])
+    assert exit_.value.code == 0
+    assert capsys.readouterr().out.strip() == f"teamproto {metadata.version('teamproto')}"
+
+
+def test_piped_output_does_not_wrap_lines() -> None:
+    """Piped into a file or another program, each report line stays whole (rich would wrap at 80
+    columns and split numbers mid-line)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    result = subprocess.run(
+        [sys.executable, "-m", "teamproto", "check", "--config", "tiny"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert any(
+        re.fullmatch(r"tiny: [\d,]+ states, [\d,]+ transitions, depth \d+, [\d.]+ s, [\d,]+ states/s", x) for x in lines
+    )
+    assert any(re.fullmatch(r"edge coverage: \d+/\d+; .* \(largest process\)", x) for x in lines), lines
+
+
+def test_a_failed_apt_get_does_not_stop_setup(tmp_path: Path) -> None:
+    """Graphviz is optional: apt-get failing (another apt-get holds its lock) is reported and
+    setup goes on (exit 0), with the hint how to install it by hand."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "apt-get").write_text(
+        "#!/bin/sh\necho 'E: Could not get lock /var/lib/dpkg/lock-frontend' >&2\nexit 100\n", encoding="utf-8"
+    )
+    (bin_dir / "id").write_text("#!/bin/sh\necho 0\n", encoding="utf-8")
+    for tool in bin_dir.iterdir():
+        tool.chmod(0o755)
+    result = subprocess.run(
+        ["/bin/bash", str(ROOT / "scripts" / "install_graphviz")],
+        env={"PATH": str(bin_dir)},  # no `dot` on this PATH
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "apt-get could not install Graphviz" in result.stderr
+    assert "Graphviz 'dot' is missing" in result.stderr
+    assert "bash scripts/install_graphviz" in (ROOT / "scripts" / "setup").read_text(encoding="utf-8")
