@@ -13,7 +13,7 @@ import json
 import pytest
 
 from spec.explore import explore
-from spec.model import MUTANTS, Model, load_config
+from spec.model import MUTANTS, Model, load_config, manifest
 from spec.model._config import Config
 from teamproto._cli import main
 
@@ -80,7 +80,8 @@ def test_cli_fingerprints(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["check", "--config", "pair", "--fingerprints", "--json", "--jobs", "1"]) == 0
     document = json.loads(capsys.readouterr().out)
     (run,) = document["runs"]
-    assert run["fingerprints"] is True and run["states"] == 6288 and 0 < run["omission_bound"] < 1e-10
+    assert run["fingerprints"] is True and run["states"] == manifest()["pair"]["states"]
+    assert 0 < run["omission_bound"] < 1e-10
     assert document["ok"]
 
 
@@ -208,19 +209,25 @@ def test_cli_checkpoint_stops_and_goes_on(
 
     monkeypatch.setenv("PYTHONHASHSEED", "0")  # this process's seed is whatever it is: one process
     path = Path(str(tmp_path)) / "pair.checkpoint"
-    code, first = _check_json(capsys, "--config", "pair", "--checkpoint", str(path), "--max-states", "2000")
+    pinned = manifest()["pair"]
+    third, two_thirds = str(pinned["states"] // 3), str(2 * pinned["states"] // 3)
+    code, first = _check_json(capsys, "--config", "pair", "--checkpoint", str(path), "--max-states", third)
     (run,) = first["runs"]  # type: ignore[misc]
     assert code == 1 and not run["complete"] and run["fingerprints"] and path.exists()
-    code, second = _check_json(capsys, "--config", "pair", "--checkpoint", str(path), "--max-states", "4000")
+    code, second = _check_json(capsys, "--config", "pair", "--checkpoint", str(path), "--max-states", two_thirds)
     (run,) = second["runs"]  # type: ignore[misc]
-    assert code == 1 and 4000 <= run["states"] < 6288
+    assert code == 1 and int(two_thirds) <= run["states"] < pinned["states"]
     expanded = run["expanded_through_depth"]
-    code, again = _check_json(capsys, "--config", "pair", "--checkpoint", str(path), "--max-states", "4000")
+    code, again = _check_json(capsys, "--config", "pair", "--checkpoint", str(path), "--max-states", two_thirds)
     (run,) = again["runs"]  # type: ignore[misc]
     assert code == 1 and run["expanded_through_depth"] == expanded >= 0  # stopped at once: as far as before
     code, last = _check_json(capsys, "--config", "pair", "--checkpoint", str(path))
     (run,) = last["runs"]  # type: ignore[misc]
-    assert code == 0 and run["complete"] and (run["states"], run["transitions"]) == (6288, 15623)
+    assert (
+        code == 0
+        and run["complete"]
+        and (run["states"], run["transitions"]) == (pinned["states"], pinned["transitions"])
+    )
     assert last["ok"] and not last["manifest_drift"]
 
 
@@ -285,7 +292,7 @@ def test_a_checkpoint_goes_on_in_another_process(tmp_path: object) -> None:
         )
         return done.returncode, json.loads(done.stdout) if done.stdout.strip() else {}
 
-    code, first = run("0", "--max-states", "3000")
+    code, first = run("0", "--max-states", str(manifest()["pair"]["states"] // 2))
     assert code == 1 and not first["runs"][0]["complete"]  # type: ignore[index]
     assert run("1")[0] == 2  # another seed: refused, the file left as it is
     code, last = run("0")

@@ -6,6 +6,7 @@ from .. import _compiled
 
 _compiled.extend(__path__, "spec/model")  # the compiled model, if a fresh build exists
 
+from ._bounds import unreached_bounds, witness_search
 from ._config import BadConfig, Config, UnknownConfig, config_names, load_config, manifest, parse_config
 from ._model import Action, Model
 from ._mutants import MUTANTS, Mutant
@@ -30,4 +31,6 @@ __all__ = [
     "manifest",
     "parse_config",
     "snapshot",
+    "unreached_bounds",
+    "witness_search",
 ]
