@@ -9,6 +9,7 @@ Clause: SHD-6, PLN-5, APR-5 (deadlines), MEM-4 (jobs), INV-12 (the explorer's so
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import pytest
 
@@ -92,3 +93,16 @@ def test_pairs_dead_tick_changed_no_verdict() -> None:
     assert MUTANTS[mutant].config == "pair"
     caught = [explore(Model(c, mutant), stop_on="INV-1") for c in (dataclasses.replace(pair, max_ticks=1), pair)]
     assert all("approval_consumed_at_most_once" in r.violations for r in caught)
+
+
+def test_teamproto_check_names_a_bound_no_state_reaches(capsys: pytest.CaptureFixture[str]) -> None:
+    """The checker reads the same facts from every state it explored, and reports (JSON and text)
+    each bound no state reached; a configuration whose bounds are all reached reports none."""
+    from spec.check import run_config
+    from teamproto._cli import main
+
+    jobless = dataclasses.replace(load_config("tiny"), jobs=True, tasks=0, approvals=0)
+    report, _ = run_config(jobless, None)
+    assert report.complete and "jobs=True" in [b.split(":")[0] for b in report.unreached_bounds]
+    assert main(["check", "--config", "pair", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["runs"][0]["unreached_bounds"] == []

@@ -55,6 +55,7 @@ class Report:
     seed: int | None = None
     crash_rate: float | None = None
     fingerprints: bool = False  # hash compaction: the visited set held 64-bit hashes of the keys
+    unreached_bounds: list[str] = field(default_factory=list)  # spec.model._bounds: bounds no state reached
 
     @property
     def omission_bound(self) -> float:

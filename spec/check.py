@@ -29,9 +29,9 @@ from typing import Any
 
 from spec import _compiled
 from spec.errors import ProtocolError
-from spec.explore import Report, explore, trace_json
+from spec.explore import Report, _search, trace_json
 from spec.invariants import INVARIANTS
-from spec.model import CRASH_POINTS, MUTANTS, Model, manifest
+from spec.model import CRASH_POINTS, MUTANTS, Model, manifest, unreached_bounds
 from spec.model._config import Config
 from spec.simulate import Plan, simulate
 
@@ -199,7 +199,7 @@ def run_config(
     if plan is not None:
         report = simulate(model, plan, stop_on=stop_on, progress=progress, out_of_time=out_of_time)
     else:
-        report = explore(
+        search = _search(
             model,
             stop_on=stop_on,
             max_states=bounds.max_states,
@@ -209,6 +209,9 @@ def run_config(
             resume=resume,
             checkpoint=None if bounds.checkpoint is None else checkpoint,
         )
+        report = search.report
+        if report.complete and not report.fingerprints and mutant is None:  # every state is at hand
+            report.unreached_bounds = unreached_bounds(config, search.states, bool(report.crashed_at))
     return report, before + time.perf_counter() - started
 
 
@@ -317,6 +320,7 @@ def report_json(report: Report, seconds: float, config: Config) -> dict[str, Any
         "violations": [trace_json(v, config) for v in report.violations.values()],
         "missing_edges": [list(edge) for edge in report.missing_edges],
         "crashed_at": sorted(report.crashed_at),
+        "unreached_bounds": report.unreached_bounds,
         **({"walks": report.walks, "seed": report.seed, "crash_rate": report.crash_rate} if report.simulation else {}),
         "ok": report.ok,
     }

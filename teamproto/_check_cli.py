@@ -160,6 +160,8 @@ def _print_report(console: Console, report: Report, seconds: float, config: Conf
             ),
             highlight=False,
         )
+    for bound in report.unreached_bounds:
+        console.print(f"  [yellow]{config.name}: a bound no state reaches[/yellow]: {bound}", highlight=False)
     for violation in report.violations.values():
         console.print(format_trace(violation, config), highlight=False, markup=False)
 
