@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
 from collections.abc import Callable, Sequence
 from importlib import metadata
@@ -161,6 +162,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return fail(error, as_json)
     except OSError as error:  # a file or folder the user named: what failed and on which path
         return fail(UsageError(f"{error.strerror or error}: {error.filename or ''}".rstrip(": ")), as_json)
+    except subprocess.CalledProcessError as error:  # a tool we ran (Graphviz dot) refused its input
+        detail = (error.stderr or "").strip().splitlines()[-1:] or [f"exit status {error.returncode}"]
+        return fail(UsageError(f"{error.cmd[0] if error.cmd else 'a tool'} failed: {detail[0]}"), as_json)
     except KeyboardInterrupt:
         sys.stderr.write("teamproto: interrupted\n")
         return 130

@@ -29,6 +29,8 @@ TESTS = [
     "model_tests/test_stateful.py::TestApprovalProtocolSqlite",
 ]
 """The refinement tests themselves (not the coverage test: a mutant must be caught by a check)."""
+TIMEOUT_SECONDS = 900
+"""A mutant's model tests that run longer than this are stopped; the mutant counts as not caught."""
 CHECK_NAMES = [inv.name for inv in INVARIANTS] + ["refinement", "MSG-5", "MSG-3", "model did not agree"]
 """What a failure message may name, most specific first; "model did not agree" is refinement of
 enabledness (the reference ran or refused an operation that the model did not)."""
@@ -37,14 +39,36 @@ enabledness (the reference ran or refused an operation that the model did not)."
 def run_mutant(name: str, root: Path) -> dict[str, Any]:
     env = {**os.environ, "TEAMPROTO_MUTANT": name, "HYPOTHESIS_PROFILE": os.environ.get("HYPOTHESIS_PROFILE", "ci")}
     started = time.perf_counter()
-    result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "--hypothesis-show-statistics", *TESTS],
-        cwd=root,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+    try:
+        result = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "-x",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                "--hypothesis-show-statistics",
+                *TESTS,
+            ],
+            cwd=root,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT_SECONDS,
+        )
+    except subprocess.TimeoutExpired:  # neither caught nor cleared: it survives, and the row says why
+        return {
+            "mutant": name,
+            "breaks": MUTANTS[name],
+            "caught": False,
+            "by": f"timeout ({TIMEOUT_SECONDS} s)",
+            "test": "",
+            "examples_until_caught": None,
+            "shrunk_program_steps": None,
+            "seconds": round(time.perf_counter() - started, 1),
+        }
     output = result.stdout + result.stderr
     caught = result.returncode != 0
     by = next((check for check in CHECK_NAMES if check in output), "test failure" if caught else "")

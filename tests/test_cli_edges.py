@@ -223,3 +223,38 @@ def test_a_failed_apt_get_does_not_stop_setup(tmp_path: Path) -> None:
     assert "apt-get could not install Graphviz" in result.stderr
     assert "Graphviz 'dot' is missing" in result.stderr
     assert "bash scripts/install_graphviz" in (ROOT / "scripts" / "setup").read_text(encoding="utf-8")
+
+
+def test_a_failing_graphviz_is_one_line_not_a_traceback(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """`teamproto diagrams` when `dot` is there but fails: exit 2, one line naming the tool."""
+    from teamproto import _diagrams
+
+    def broken_dot(command: list[str], **_: Any) -> Any:
+        raise subprocess.CalledProcessError(1, command, stderr="Error: syntax error in line 1\n")
+
+    monkeypatch.setattr(_diagrams.shutil, "which", lambda _name: "/usr/bin/dot")
+    monkeypatch.setattr(_diagrams.subprocess, "run", broken_dot)
+    status, out, err = run(capsys, "diagrams", "--dir", str(tmp_path))
+    assert (
+        status == 2
+        and out == ""
+        and err.splitlines() == ["teamproto: error (definite): /usr/bin/dot failed: Error: syntax error in line 1"]
+    )
+
+
+def test_a_mutant_run_that_times_out_survives_without_a_traceback(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`teamproto mutants`: model tests that hang are stopped; the mutant counts as not caught (exit 1)."""
+    from teamproto import _mutants_cli
+
+    def hang(command: list[str], **_: Any) -> Any:
+        raise subprocess.TimeoutExpired(command, _mutants_cli.TIMEOUT_SECONDS)
+
+    monkeypatch.setattr(_mutants_cli.subprocess, "run", hang)
+    status, out, _ = run(capsys, "mutants", "--only", "consume_twice", "--json")
+    document = json.loads(out)
+    assert status == 1 and document["survived"] == ["consume_twice"]
+    assert document["mutants"][0]["by"].startswith("timeout")
