@@ -165,7 +165,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except subprocess.CalledProcessError as error:  # a tool we ran (Graphviz dot) refused its input
         detail = (error.stderr or "").strip().splitlines()[-1:] or [f"exit status {error.returncode}"]
         return fail(UsageError(f"{error.cmd[0] if error.cmd else 'a tool'} failed: {detail[0]}"), as_json)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # Ctrl-C: nothing more is reported; with --json, still JSON
+        if as_json:
+            emit_json(
+                {"ok": False, "error": {"type": "KeyboardInterrupt", "message": "interrupted", "definite": False}}
+            )
         sys.stderr.write("teamproto: interrupted\n")
         return 130
 

@@ -258,3 +258,17 @@ def test_a_mutant_run_that_times_out_survives_without_a_traceback(
     document = json.loads(out)
     assert status == 1 and document["survived"] == ["consume_twice"]
     assert document["mutants"][0]["by"].startswith("timeout")
+
+
+def test_an_interrupted_run_still_prints_json(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C during a search: exit 130, one line on stderr, and with --json a JSON document."""
+
+    def interrupted(*_: Any, **__: Any) -> Any:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(_check_cli, "run_jobs", interrupted)
+    status, out, err = run(capsys, "check", "--config", "tiny", "--json")
+    assert status == 130 and json.loads(out)["error"]["type"] == "KeyboardInterrupt"
+    assert err.splitlines() == ["teamproto: interrupted"]
