@@ -101,7 +101,7 @@ def test_vectors_and_schemas_are_fresh() -> None:
 
 def test_the_command_line_writes_every_report(tmp_path: Path) -> None:
     out = subprocess.run(
-        [sys.executable, "-m", "reference._cli", "conformance", "--driver", REFERENCE, "--clauses", "STO",
+        [sys.executable, "-m", "teamproto._cli", "conformance", "--driver", REFERENCE, "--clauses", "STO",
          "--programs", "0", "--report", str(tmp_path), "--json"],
         capture_output=True, text=True, timeout=300, cwd=ROOT,
     )  # fmt: skip

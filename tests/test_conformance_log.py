@@ -59,7 +59,7 @@ def test_a_log_that_consumes_an_approval_twice_is_refused_naming_the_event(tmp_p
     path = tmp_path / "edited.jsonl"
     path.write_text("".join(json.dumps(e) + "\n" for e in edited))
     out = subprocess.run(
-        [sys.executable, "-m", "reference._cli", "conformance", "--log", str(path), "--json"],
+        [sys.executable, "-m", "teamproto._cli", "conformance", "--log", str(path), "--json"],
         capture_output=True, text=True, timeout=120, cwd=ROOT,
     )  # fmt: skip
     verdict = json.loads(out.stdout)
@@ -67,7 +67,7 @@ def test_a_log_that_consumes_an_approval_twice_is_refused_naming_the_event(tmp_p
     assert any("consumed" in state for state in verdict["possible"])
     path.write_text("".join(json.dumps(e) + "\n" for e in log))
     again = subprocess.run(
-        [sys.executable, "-m", "reference._cli", "conformance", "--log", str(path)],
+        [sys.executable, "-m", "teamproto._cli", "conformance", "--log", str(path)],
         capture_output=True, text=True, timeout=120, cwd=ROOT,
     )  # fmt: skip
     assert again.returncode == 0 and "a behaviour of the model" in again.stdout

@@ -211,7 +211,7 @@ def test_viewer_in_chromium_reaches_the_last_step_and_shows_its_state(site: Path
 def test_a_trace_from_the_command_line_renders_as_a_sequence_diagram_and_a_viewer(tmp_path: Path) -> None:
     """What `teamproto check --trace-out` writes is drawn, not redrawn by hand."""
     trace = tmp_path / "digest.json"
-    check = [sys.executable, "-m", "reference._cli", "check", "--config", "tiny"]
+    check = [sys.executable, "-m", "teamproto._cli", "check", "--config", "tiny"]
     check += ["--mutant", "consume_without_digest_check", "--trace-out", str(trace)]
     subprocess.run(check, capture_output=True, text=True, timeout=300, cwd=ROOT, check=True)
     result = subprocess.run(

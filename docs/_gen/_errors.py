@@ -14,6 +14,7 @@ from typing import Any
 
 import reference
 import spec
+import teamproto
 from spec.errors import ProtocolError
 
 ACTION = {
@@ -26,7 +27,7 @@ TODO = {True: "act on the message; nothing to undo", False: "look the outcome up
 
 def _modules() -> list[Any]:
     modules = []
-    for package in (spec, reference):
+    for package in (spec, reference, teamproto):
         for info in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
             if info.name.endswith("__main__") or "_cli" in info.name:
                 continue
@@ -35,11 +36,12 @@ def _modules() -> list[Any]:
 
 
 def error_classes() -> list[type[ProtocolError]]:
-    """Every subclass of ProtocolError defined in spec or reference, sorted by module and name."""
+    """Every subclass of ProtocolError defined in spec, reference or the command line (teamproto), sorted by
+    module and name."""
     found: dict[str, type[ProtocolError]] = {}
     for module in _modules():
         for _, cls in inspect.getmembers(module, inspect.isclass):
-            if issubclass(cls, ProtocolError) and cls.__module__.split(".")[0] in ("spec", "reference"):
+            if issubclass(cls, ProtocolError) and cls.__module__.split(".")[0] in ("spec", "reference", "teamproto"):
                 found[f"{cls.__module__}.{cls.__qualname__}"] = cls
     return [found[k] for k in sorted(found)]
 

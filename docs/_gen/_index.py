@@ -15,7 +15,7 @@ import spec
 from reference._mutants import MUTANTS as REFERENCE_MUTANTS
 from spec.model import MUTANTS
 
-CODE_DIRS = ("spec", "reference", "conformance")
+CODE_DIRS = ("spec", "reference", "conformance", "teamproto")
 TEST_DIRS = ("tests", "model_tests")
 _MARK = re.compile(r"@pytest\.mark\.clause\(([^)]*)\)\s*(?:@[^\n]*\s*)*(?:async\s+)?def\s+(\w+)", re.S)
 _ID = re.compile(r"\b[A-Z]{3}-\d+\b")
