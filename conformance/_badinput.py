@@ -237,7 +237,7 @@ CASES: tuple[Bad, ...] = (
 )
 
 
-def _set_up(session: Session, bad: Bad) -> str:
+def _set_up(session: Session, bad: Bad, caps: dict[str, Any]) -> str:
     session.start()
     for member, task in (("m0", "t0"), ("m1", "t1")):
         session.call({"type": "task.claim", "member_id": member, "task_id": task})
@@ -247,6 +247,10 @@ def _set_up(session: Session, bad: Bad) -> str:
         session.call(review(pid))
     for step in bad.setup:
         if step == "restart_member":
+            if {"member.lapse", "member.inspect"} <= set(caps.get("operations", [])):
+                # a member is restarted once stopped (the model's member.restart): lost, then inspected
+                session.call({"type": "member.lapse", "member_id": "m0"})
+                session.call({"type": "member.inspect", "member_id": "m0"})
             session.call({"type": "member.restart", "member_id": "m0"})
         elif step == "tick":
             session.call({"type": "tick", "seconds": 2})
@@ -267,7 +271,7 @@ def run_bad(command: str, bad: Bad, caps: dict[str, Any], root: Path) -> Case:
     started = time.monotonic()
     session = Session(command, TEAM, root)
     try:
-        pid = _set_up(session, bad)
+        pid = _set_up(session, bad, caps)
         before = canonical_json(session.snapshot())
         reply = bad.send(session, pid)
         after = canonical_json(session.snapshot())

@@ -64,6 +64,8 @@ REQUESTS: dict[str, Schema] = {
         "task.finish", {"member_id": ID, "task_id": ID, "outcome": {"enum": ["completed", "failed"]}}
     ),
     "profile.change": _request("profile.change", {"member_id": ID, "tools": {"type": "array", "items": ID}}),
+    "member.lapse": _request("member.lapse", {"member_id": ID}),
+    "member.inspect": _request("member.inspect", {"member_id": ID}),
     "member.restart": _request("member.restart", {"member_id": ID}),
     "approval.request": _request("approval.request", {**REQUEST_ARGS, "ttl_seconds": {"type": "number"}}),
     "approval.retry": _request("approval.retry", {**REQUEST_ARGS, "ttl_seconds": {"type": "number"}}),

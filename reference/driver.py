@@ -44,10 +44,10 @@ OPERATIONS = (
     "tick",
     "restart",
 )
-"""The model's operations this driver implements (``capabilities``); ``member.restart`` and
-``message.deliver`` are harness operations outside the model's list that the suite's bad-input
-cases use."""
-EXTRA = ("member.restart", "message.deliver")
+"""The model's operations this driver implements (``capabilities``); ``member.lapse``,
+``member.inspect``, ``member.restart`` and ``message.deliver`` are the further operations the suite's
+bad-input cases use (a member is restarted once stopped: lost, then inspected)."""
+EXTRA = ("member.lapse", "member.inspect", "member.restart", "message.deliver")
 CRASH_EXIT = 70
 _OVERRIDES = {"UnknownApproval": "unknown_id", "SchemaError": "schema_invalid", "ApprovalRefused": "refused"}
 
@@ -192,6 +192,16 @@ class Driver:
     def profile_change(self, req: Message) -> dict[str, Any]:
         self._known("member", req["member_id"])
         return {"version": self.h.set_profile(req["member_id"], req["tools"])}
+
+    def member_lapse(self, req: Message) -> dict[str, Any]:
+        self._known("member", req["member_id"])
+        self.h.members.lapse(req["member_id"])
+        return {}
+
+    def member_inspect(self, req: Message) -> dict[str, Any]:
+        self._known("member", req["member_id"])
+        self.h.members.inspect(req["member_id"])
+        return {}
 
     def member_restart(self, req: Message) -> dict[str, Any]:
         self._known("member", req["member_id"])

@@ -15,6 +15,7 @@ import re
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,8 @@ from rich.table import Table
 from reference._mutants import MUTANTS
 from reference._process_mutants import CAUGHT_BY
 from spec.invariants import INVARIANTS
+
+from ._cli import UsageError
 
 TESTS = [
     "model_tests/test_stateful.py::TestApprovalProtocol",
@@ -113,11 +116,18 @@ def run_mutant(name: str, root: Path) -> dict[str, Any]:
 def command(args: argparse.Namespace, console: Console) -> int:
     root = Path(__file__).resolve().parents[1]
     names = args.only or list(MUTANTS)
-    rows = []
-    for name in names:
+    if args.jobs < 1:
+        raise UsageError(f"--jobs takes a whole number of at least 1, not {args.jobs}")
+
+    def run(name: str) -> dict[str, Any]:
         if not args.json:
             console.print(f"[dim]running model tests with reference mutant {name} …[/dim]", highlight=False)
-        rows.append(run_mutant(name, root))
+        return run_mutant(name, root)
+
+    # Each mutant's tests run in a subprocess of their own: threads only wait for them. Results keep
+    # the order of the names, whatever order the processes end in.
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        rows = list(pool.map(run, names))
     survived = [row["mutant"] for row in rows if not row["caught"]]
     if args.json:
         json.dump({"mutants": rows, "survived": survived, "ok": not survived}, sys.stdout, indent=2)
@@ -171,5 +181,12 @@ def register(commands: Any) -> Any:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--only", nargs="+", choices=list(MUTANTS), metavar="NAME", help="just these mutants")
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=os.cpu_count() or 1,
+        metavar="N",
+        help="mutants tested at once, each in its own process (default: one per processor)",
+    )
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     return command

@@ -272,3 +272,41 @@ def test_an_interrupted_run_still_prints_json(
     status, out, err = run(capsys, "check", "--config", "tiny", "--json")
     assert status == 130 and json.loads(out)["error"]["type"] == "KeyboardInterrupt"
     assert err.splitlines() == ["teamproto: interrupted"]
+
+
+def test_mutants_refuses_zero_jobs(capsys: pytest.CaptureFixture[str]) -> None:
+    """`teamproto mutants --jobs 0` is bad input: one line on stderr, exit 2, nothing run."""
+    status, out, err = run(capsys, "mutants", "--jobs", "0")
+    assert status == 2 and out == "" and "--jobs" in err and len(err.splitlines()) == 1
+
+
+def test_mutants_on_two_jobs_report_in_the_order_asked(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Mutants tested at once still come back in the order named, each with its own verdict."""
+    import threading
+    import time
+
+    from teamproto import _mutants_cli
+
+    both_running = threading.Barrier(2, timeout=10)  # fails unless the two really run at once
+
+    def fake(name: str, root: Path) -> dict[str, Any]:
+        both_running.wait()
+        time.sleep(0.05 if name == "skip_digest_check" else 0.0)  # the first named ends last
+        return {
+            "mutant": name,
+            "breaks": "",
+            "caught": name == "skip_digest_check",
+            "by": "x",
+            "test": "",
+            "examples_until_caught": None,
+            "shrunk_program_steps": None,
+            "seconds": 0.0,
+        }
+
+    monkeypatch.setattr(_mutants_cli, "run_mutant", fake)
+    status, out, _ = run(capsys, "mutants", "--only", "skip_digest_check", "consume_twice", "--jobs", "2", "--json")
+    document = json.loads(out)
+    assert [row["mutant"] for row in document["mutants"]] == ["skip_digest_check", "consume_twice"]
+    assert status == 1 and document["survived"] == ["consume_twice"]
