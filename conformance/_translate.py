@@ -75,6 +75,8 @@ def request_for(action: Action, s: State, config: Config) -> dict[str, Any] | No
         }
     if name == "profile.change":
         return {"type": name, "member_id": member_id(args["member"]), "tools": [TOOL] if args["keep_tool"] else []}
+    if name in ("member.lapse", "member.inspect", "member.restart") and set(args) == {"member"}:
+        return {"type": name, "member_id": member_id(args["member"])}
     if name.startswith("approval."):
         return _approval_request(name, args, s, config)
     return {"type": name, "args": {k: v for k, v in args.items()}}
