@@ -100,6 +100,24 @@ def canonical_ids(snap: Snapshot) -> Snapshot:
         if pid != stable:
             text = text.replace(json.dumps(pid), json.dumps(stable))
     result: Snapshot = json.loads(text)
+    return _canonical_message_ids(result)
+
+
+def _canonical_message_ids(snap: Snapshot) -> Snapshot:
+    """Every message id replaced by MSG-4's stable id of its correlation id and phase (opaque ids
+    of another implementation, read by ``spec.safety.messages_agree_with_records``); a reply's
+    ``reply_to`` follows its request's id."""
+    from spec.ids import message_id
+    from spec.safety import _phase
+
+    text = json.dumps(snap, sort_keys=True)
+    for kind in ("message", "outbox_entry"):
+        for record in snap.get(kind, []):
+            message = record["message"]
+            stable = message_id(message["correlation_id"], _phase(message))
+            if message["message_id"] != stable:
+                text = text.replace(json.dumps(message["message_id"]), json.dumps(stable))
+    result: Snapshot = json.loads(text)
     return result
 
 

@@ -79,10 +79,12 @@ class Program:
             enabled = [(a, s) for a, s in self.model.operations(self.state) if a.name in self.caps["operations"]]
             refusable = self.refusable({a for a, _ in self.model.operations(self.state)})
             draw = self.rng.random()
-            if draw > 1 - APPROVED_CALL and self.approved_call():
-                if self.case.verdict != "OK":
+            if draw > 1 - APPROVED_CALL:
+                took = self.approved_call()
+                if self.case.verdict != "OK":  # a step of it failed: the case ends there
                     return
-                continue
+                if took:
+                    continue
             if draw < REFUSED and refusable:
                 ok = self.refused(self.rng.choice(refusable))
             elif not enabled:

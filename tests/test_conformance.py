@@ -52,7 +52,9 @@ def test_the_reference_driver_conforms() -> None:
     assert ok == {"vectors", "bad input", "random programs"}
     assert result["clauses"]["APR-5"] == "OK" and result["clauses"]["SHD-1"] == "UNIMPLEMENTED"
     missing = {c.message for c in cases if c.verdict == "UNIMPLEMENTED"}
-    assert missing and all("shutdown." in m or "member.lapse" in m for m in missing)
+    lacking = {op for m in missing for op in m.removeprefix("the driver does not implement ").split(", ")}
+    # what the driver lacks is team operations not wired to it yet; nothing of the approval slice
+    assert lacking and all(op.split(".")[0] in ("shutdown", "outbox", "member", "task", "job") for op in lacking)
 
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="needs Node.js")
