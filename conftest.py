@@ -27,6 +27,6 @@ settings.register_profile(
 )
 # scripts/mutation.py: every mutant runs the tests that reach it, so few examples each (derandomized).
 settings.register_profile(
-    "mutation", max_examples=20, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
+    "mutation", max_examples=10, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import spec
 from spec.ids import protocol_id
-from spec.redaction import redact, redact_json
+from spec.redaction import redact
 
 from . import _audit
 from ._errors import (
@@ -46,7 +46,7 @@ from ._errors import (
 )
 from ._mutants import broken
 from ._storage import Document, Stored
-from ._tools import Arguments, Tool
+from ._tools import Arguments, Tool, redact_json
 
 if TYPE_CHECKING:
     from ._harness import CallContext, Harness

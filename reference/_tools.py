@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from spec.ids import arguments_digest
+from spec.redaction import redact
 
 from ._mutants import broken, mutated_arguments
 
@@ -35,6 +36,18 @@ class Tool:
         if broken("numbers_conflated") or broken("list_order_ignored"):
             normalized = mutated_arguments(normalized)
         return arguments_digest(self.name, normalized)
+
+
+def redact_json(value: Any) -> Any:
+    """:func:`spec.redaction.redact` applied to every string of a JSON value, keys included
+    (AUD-3): what a tool returns or fails with is stored redacted, whatever its shape."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {redact(str(key)): redact_json(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [redact_json(item) for item in value]
+    return value
 
 
 def normalize_paths(*fields: str, defaults: Arguments | None = None) -> Callable[[Arguments], Arguments]:

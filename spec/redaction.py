@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
 
 REDACTED = "[REDACTED]"
 
@@ -60,15 +59,3 @@ def redact(text: str) -> str:
         else:
             text = secret.pattern.sub(REDACTED, text)
     return text
-
-
-def redact_json(value: Any) -> Any:
-    """:func:`redact` applied to every string of a JSON value, keys included (AUD-3): what a tool
-    returns or fails with is stored redacted, whatever its shape."""
-    if isinstance(value, str):
-        return redact(value)
-    if isinstance(value, dict):
-        return {redact(str(key)): redact_json(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [redact_json(item) for item in value]
-    return value

@@ -89,7 +89,7 @@ def test_an_approval_of_an_older_incarnation_is_refused_by_its_own_binding(team:
     before = team.harness.snapshot()
     with pytest.raises(r.StaleIncarnation) as caught:
         team.harness.approvals.call(team.ctx(incarnation=2), "deploy", ARGS, approval_id=pid)
-    assert "incarnation 1" in str(caught.value)
+    assert str(caught.value) == f"approval {pid} was made for incarnation 1; the member is now incarnation 2 (XPR-1)"
     assert team.harness.snapshot() == before and team.world.calls == []
 
 

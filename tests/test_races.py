@@ -203,3 +203,6 @@ def test_a_write_that_keeps_losing_fails_closed(team: Team) -> None:
     with pytest.raises(r.FailClosed) as caught:
         team.harness.approvals.cancel(team.ctx(), pid)
     assert caught.value.definite and writes == 3
+    assert str(caught.value).startswith(
+        "refused: a write that lost 3 compare-and-sets in a row could not be completed ("
+    )
