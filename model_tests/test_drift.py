@@ -67,13 +67,15 @@ def test_a_search_that_outgrows_its_pin_stops_with_a_finding() -> None:
 
 
 def test_the_check_command_reports_a_drift_in_json(monkeypatch: pytest.MonkeyPatch, capsys: Any) -> None:
-    from reference._cli import main
+    from teamproto._cli import main
 
-    from reference import _check
+    from spec import check
+    from teamproto import _check_cli
 
     pinned = {**manifest(), "tiny": dict(manifest()["tiny"], reachable=["op no.such"])}
-    monkeypatch.setattr(_check, "manifest", lambda: pinned)
-    assert main(["check", "--config", "tiny", "--json"]) == 1
+    monkeypatch.setattr(check, "manifest", lambda: pinned)
+    monkeypatch.setattr(_check_cli, "manifest", lambda: pinned)
+    assert main(["check", "--config", "tiny", "--json", "--jobs", "1"]) == 1
     out = json.loads(capsys.readouterr().out)
     assert out["manifest_drift"] == ["tiny"] and not out["ok"]
     detail = out["manifest_drift_detail"][0]

@@ -599,10 +599,12 @@ class TeamComparison(ApprovalComparison):
         tool = self.world.tool(normalize=lambda arguments: arguments)
         return r.Harness(self.storage, self.clock, [tool], jobs=self.runner)
 
-    def ctx(self, member: int, slot: int) -> r.CallContext:
+    def ctx(self, member: int, slot: int, incarnation: int | None = None) -> r.CallContext:
+        """The member's call as the harness injects it (APR-3); ``incarnation`` overrides its current
+        one (a stale context, XPR-1)."""
         m = self.state.members[member]
         task = f"t{m.task}" if m.task >= 0 else None
-        return r.CallContext(f"m{member}", m.incarnation, f"call-{slot}", task)
+        return r.CallContext(f"m{member}", m.incarnation if incarnation is None else incarnation, f"call-{slot}", task)
 
     def _act(self, name: str, call: Any, crash: str | None = None, **args: Any) -> None:
         self._both(Action(name, tuple(sorted(args.items()))), call, crash)

@@ -193,7 +193,7 @@ class ApprovalProtocol:
             "status": decision,
             "review_summary": redact(summary),
             "reason": "rejected" if decision == "rejected" else None,
-            "events": [*doc["events"], self.h.event(actor_id, decision, summary)],
+            "events": [*doc["events"], self.h.event(actor_id, decision, summary, at=now)],
         }
         self.h.storage.update("approval.review/record", KIND, pid, reviewed, stored.version)
         self._post_decision(reviewed)

@@ -77,8 +77,11 @@ class Harness:
         except KeyError:
             raise UnknownTool(name) from None
 
-    def event(self, actor: str, event: str, summary: str = "") -> dict[str, Any]:
-        return {"actor": actor, "event": event, "summary": spec.redaction.redact(summary), "at": self.clock.now()}
+    def event(self, actor: str, event: str, summary: str = "", at: float | None = None) -> dict[str, Any]:
+        """A record's event (AUD-1). ``at`` is the time its guard read, where one did: an event is
+        stamped with the instant that was checked, never a later reading of the clock."""
+        when = self.clock.now() if at is None else at
+        return {"actor": actor, "event": event, "summary": spec.redaction.redact(summary), "at": when}
 
     def audit(self, step: str, actor: str, event: str, subject_id: str, summary: str = "") -> None:
         _audit.append(self.storage, step, actor, event, subject_id, summary, self.clock.now())
@@ -228,6 +231,7 @@ class Harness:
                 events = [*ap["events"], self.event(member_id, "cancelled", reason)]
                 doc = {**ap, "status": "cancelled", "reason": reason, "events": events}
                 self.storage.update(step, "operation_approval", row.key, doc, row.version)
+                self.approvals._audit_last(doc, step)  # AUD-5: the decision in the team log too
                 cancelled.append(row.key)
 
     def check_incarnation(self, ctx: CallContext) -> Document:

@@ -222,6 +222,13 @@ class Tasks:
         task = self.h.task_row(task_id).doc
         if task["status"] == "needs_inspection" and self.h.member_live(task["owner_id"], task["owner_incarnation"]):
             raise TaskNotDue(task_id, "needs_inspection", f"inspect it while {task['owner_id']} still runs")
+        running = [
+            row.key
+            for row in self.h.storage.scan("job")
+            if row.doc["task_id"] == task_id and row.doc["status"] in ("running", "cancel_requested")
+        ]
+        if task["status"] == "needs_inspection" and running:  # SHD-7: a lapse does not stop its jobs
+            raise TaskNotDue(task_id, "needs_inspection", f"inspect it while its job(s) {', '.join(running)} still run")
         self._lead_move(task_id, "needs_inspection", outcome, "task.inspect/task", keep_owner=False)
 
     def _lead_move(self, task_id: str, source: str, target: str, step: str, keep_owner: bool) -> None:

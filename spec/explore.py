@@ -137,7 +137,7 @@ class _Codec:
         )
 
 
-SAVED_FORMAT = "teamproto-search/1"
+SAVED_FORMAT = "teamproto-search/2"  # /2: the witnesses of the behaviour reached (spec.drift)
 """The format of :meth:`_Search.save`'s data."""
 
 
@@ -193,6 +193,8 @@ class _Search:
         for key in (f"op {action.name}", f"crash {action.crash_after}" if action.crash_after else ""):
             if key and key not in first:
                 first[key] = (number, action)
+        if not _model.EDGE_LOG:  # a caller's own _bfs without explore's edge log: no edge witnesses
+            return
         edges = _model.EDGE_LOG[-1]
         if len(edges) != self.edges_known:
             self.edges_known = len(edges)
@@ -281,6 +283,7 @@ class _Search:
             "edges": report.edges_taken | _model.EDGE_LOG[-1],
             "crashed_at": report.crashed_at,
             "deadlocks": report.deadlocks,
+            "first": self.first,  # the witnesses of spec.drift, so a resumed search keeps them
         }
 
     def restore(self, saved: dict[str, Any]) -> None:
@@ -312,6 +315,7 @@ class _Search:
         report.expanded_through = saved["expanded_through"]
         report.edges_taken, report.crashed_at = saved["edges"], saved["crashed_at"]
         report.deadlocks = saved["deadlocks"]
+        self.first, self.edges_known = saved["first"], 0  # the resumed run's edge log starts empty
 
     def trace(self, number: int, *last: tuple[Action, State]) -> list[tuple[Action | None, State]]:
         """The path from the initial state to state ``number``, then the ``last`` steps."""

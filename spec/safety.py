@@ -257,6 +257,7 @@ _PHASES = {
     "shutdown_ack": "ack",
     "member_lost": "lost",
     "task_suspended": "suspended",
+    "shutdown_notice": "notice",  # a member's own exit on a signal (SHD-8; the reference's runtime, not the model)
 }
 _APPROVAL_SAYS = {
     "approved": frozenset({"approved", "consumed", "cancelled", "expired"}),
@@ -393,12 +394,22 @@ def decisions_only_before_deadline(before: Snapshot, after: Snapshot) -> list[st
         was = _status(before[kind], "protocol_id")
         for record in after[kind]:
             moved = was.get(record["protocol_id"]) == waiting and record["status"] in decided
-            if moved and now > record["deadline"]:
+            when = _decided_at(record, decided, now)
+            if moved and when > record["deadline"]:
                 problems.append(
-                    f"{kind}/{record['protocol_id']}: {waiting} -> {record['status']} at {now}, after its deadline "
+                    f"{kind}/{record['protocol_id']}: {waiting} -> {record['status']} at {when}, after its deadline "
                     f"{record['deadline']}"
                 )
     return problems
+
+
+def _decided_at(record: Mapping[str, Any], decided: Any, now: Any) -> Any:
+    """When a record was decided: the time of its decision event where it keeps events (AUD-1; two
+    processes' clocks may differ, and a snapshot has one), else the step's clock (the model's)."""
+    for event in record.get("events") or ():
+        if event.get("event") in decided:
+            return event.get("at", now)
+    return now
 
 
 def plan_starts_only_after_delivery(snap: Snapshot) -> list[str]:

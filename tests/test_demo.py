@@ -16,7 +16,7 @@ TIMEOUT = 120
 
 def demo(*args: str, mutant: str = "") -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "TEAMPROTO_MUTANT": mutant}
-    command = [sys.executable, "-m", "reference._cli", "demo", *args]
+    command = [sys.executable, "-m", "teamproto", "demo", *args]
     return subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT, env=env, check=False)
 
 

@@ -99,7 +99,7 @@ def test_refusals_after_the_deadline_and_after_consumption_say_so(team: Team) ->
 def test_an_approval_for_another_task_names_both(team: Team) -> None:
     h = team.harness
     pid = team.approved()
-    h.finish_task("m0", "t0", "completed")
+    h.finish_task("m0", "t0", "completed", h.task_row("t0").doc["claim_token"])  # the holder's token (TSK-1)
     h.add_task("t2")
     h.claim("m0", "t2")
     assert message(team, lambda: h.approvals.call(team.ctx(task="t2"), "deploy", ARGS, pid)) == (
