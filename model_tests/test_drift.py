@@ -67,10 +67,9 @@ def test_a_search_that_outgrows_its_pin_stops_with_a_finding() -> None:
 
 
 def test_the_check_command_reports_a_drift_in_json(monkeypatch: pytest.MonkeyPatch, capsys: Any) -> None:
-    from teamproto._cli import main
-
     from spec import check
     from teamproto import _check_cli
+    from teamproto._cli import main
 
     pinned = {**manifest(), "tiny": dict(manifest()["tiny"], reachable=["op no.such"])}
     monkeypatch.setattr(check, "manifest", lambda: pinned)
