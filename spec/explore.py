@@ -27,6 +27,8 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
+from mypy_extensions import mypyc_attr
+
 from . import invariants
 from ._records import Report, Violation
 from ._tables import IllegalTransition
@@ -148,6 +150,7 @@ def hash_probe() -> int:
     return hash(("teamproto", "running", "claimed", "requested", 1))
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # conformance._vectors._Covering extends it
 class _Search:
     def __init__(
         self,
