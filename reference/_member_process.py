@@ -67,6 +67,7 @@ from ._runtime import (
     UnitDeadlineExceeded,
 )
 from ._storage import SQLiteStorage
+from ._tasks import released_task
 from ._team_errors import StaleMember, TeamRefusal
 from ._tools import Tool, normalize_paths
 
@@ -393,16 +394,8 @@ class MemberProcess:
         task = row.doc
         if task["status"] != "claimed" or task["owner_id"] != self.member_id:
             return None
-        checkpoint = {**(task["checkpoint"] or {"state": None, "saved_at": self.h.clock.now()}), "released": True}
-        released = {
-            **task,
-            "status": "pending",
-            "owner_id": None,
-            "owner_incarnation": None,
-            "claim_token": None,
-            "checkpoint": checkpoint,
-            "history": [*task["history"], self.h.event(self.member_id, "released")],
-        }
+        previous = task["checkpoint"] or {"state": None, "saved_at": self.h.clock.now()}
+        released = released_task(task, previous, self.h.event(self.member_id, "released"))
         self.h.storage.update("member.exit/task", "task", task_id, released, row.version)
         self.say(f"released {task_id} with its checkpoint")
         return task_id

@@ -36,7 +36,7 @@ from ._errors import AlreadyExists
 from ._jobs import BUSY
 from ._mutants import broken
 from ._storage import Document, Stored
-from ._tasks import plain_json
+from ._tasks import plain_json, released_task
 from ._team_errors import DrainNotReady, MemberBusy, MessageNotPending, NotLead, ShutdownRefused, UnknownRecord
 
 if TYPE_CHECKING:
@@ -253,16 +253,7 @@ class ShutdownProtocol:
             if task.doc["status"] == "claimed" and task.doc["owner_id"] == member_id:
                 previous = task.doc["checkpoint"] or {"state": None, "saved_at": self.h.clock.now()}
                 data = previous["state"] if state is None else plain_json(task_id, state)
-                checkpoint = {**previous, "state": data, "released": True}
-                released = {
-                    **task.doc,
-                    "status": "pending",
-                    "owner_id": None,
-                    "owner_incarnation": None,
-                    "claim_token": None,
-                    "checkpoint": checkpoint,
-                    "history": [*task.doc["history"], self.h.event(member_id, "released")],
-                }
+                released = released_task(task.doc, {**previous, "state": data}, self.h.event(member_id, "released"))
                 self.h.storage.update("shutdown.release_task/task", "task", task_id, released, task.version)
 
     def finish(self, member_id: str, incarnation: int | None = None) -> None:

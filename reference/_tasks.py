@@ -243,6 +243,20 @@ class Tasks:
             self.h.storage.update(step, "task", task_id, moved, task.version)
 
 
+def released_task(task: Document, checkpoint: Document, event: Document) -> Document:
+    """TSK-3: a released task is pending again, holder and token cleared, keeping its checkpoint
+    (marked released) and its history, with the release event appended."""
+    return {
+        **task,
+        "status": "pending",
+        "owner_id": None,
+        "owner_incarnation": None,
+        "claim_token": None,
+        "checkpoint": {**checkpoint, "released": True},
+        "history": [*task["history"], event],
+    }
+
+
 def plain_json(task_id: str, state: Any) -> Any:
     """TSK-2: the state must be a JSON object of plain data; it is stored as its JSON round trip."""
     if not isinstance(state, dict):
