@@ -459,6 +459,20 @@ SqliteComparison.TestCase.settings = settings(
 TestApprovalProtocolSqlite = pytest.mark.clause("STO-1", "STO-3", "REC-2")(SqliteComparison.TestCase)
 
 
+def crash_at(machine: ApprovalComparison, step: str, caller: int) -> None:
+    """The scripted program that crashes after approval write step ``step``; ``caller`` makes the
+    approved call of a consume step."""
+    if step.startswith("approval.request/"):
+        machine.request(0, step)
+    elif step.startswith("approval.review/"):
+        machine.request_and_approve(0, step)
+    elif step.startswith("approval.consume/"):
+        machine.approved_call(caller, step, None)
+    else:
+        machine.request(0, None)
+        machine.cancel_slot(0, step)
+
+
 @pytest.mark.clause("REC-2", "REC-3", "APR-8")
 @pytest.mark.parametrize("step", r.APPROVAL_STEPS)
 def test_each_write_step_crashed_under_refinement(step: str) -> None:
@@ -466,15 +480,7 @@ def test_each_write_step_crashed_under_refinement(step: str) -> None:
     explore; these make sure every step is crashed whatever the draw (crash-point coverage)."""
     machine = ApprovalComparison()
     try:
-        if step.startswith("approval.request/"):
-            machine.request(0, step)
-        elif step.startswith("approval.review/"):
-            machine.request_and_approve(0, step)
-        elif step.startswith("approval.consume/"):
-            machine.approved_call(0, step, None)
-        else:
-            machine.request(0, None)
-            machine.cancel_slot(0, step)
+        crash_at(machine, step, caller=0)
         machine.refines_the_model_and_every_invariant_holds()
         assert step in CRASHED
     finally:

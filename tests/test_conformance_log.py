@@ -15,7 +15,7 @@ import pytest
 
 import reference as r
 from conformance._log import export_reference_log, validate
-from model_tests.test_stateful import SqliteComparison
+from model_tests.test_stateful import SqliteComparison, crash_at
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -24,15 +24,7 @@ def scripted_run(step: str) -> list[dict[str, object]]:
     """One of the model tests' scripted programs (crashed after ``step``) on SQLite, exported."""
     machine = SqliteComparison()
     try:
-        if step.startswith("approval.request/"):
-            machine.request(0, step)
-        elif step.startswith("approval.review/"):
-            machine.request_and_approve(0, step)
-        elif step.startswith("approval.consume/"):
-            machine.approved_call(1, step, None)
-        else:
-            machine.request(0, None)
-            machine.cancel_slot(0, step)
+        crash_at(machine, step, caller=1)
         machine.request_and_approve(1)
         machine.tick(0)
         machine.monitor()
