@@ -17,6 +17,7 @@ from typing import Any
 import spec
 from spec.ids import message_id
 from spec.schemas import RECORD_SCHEMAS
+from spec.schemas._messages import REQUEST_OF
 
 from . import _audit
 from ._clock import Clock
@@ -250,6 +251,35 @@ class Harness:
         except AlreadyExists:
             return
         self.wake.put(message["message_id"])  # MSG-6 (3): only lowers latency
+
+    def receive(self, doc: object) -> Document:
+        """A message another implementation sends to this team (MSG-2): validated and, in the
+        source article's layout, completed with its defaults (:func:`spec.with_defaults`, MSG-1,
+        PLN-1: the receipt time, the request a reply answers, the sender's incarnation), then put
+        on the bus under its own message id like any message. Returns the message as stored;
+        a message missing a field that has no default is refused (:class:`spec.SchemaError`)."""
+        fields = doc if isinstance(doc, dict) else {}
+        kind, sender = fields.get("message_type"), fields.get("sender")
+        answered = REQUEST_OF.get(kind) if isinstance(kind, str) else None
+        request = None
+        if answered is not None:
+            request = next(
+                (
+                    row.doc["message"]
+                    for row in self.storage.scan("message")
+                    if row.doc["message"]["message_type"] == answered
+                    and row.doc["message"]["correlation_id"] == fields.get("correlation_id")
+                ),
+                None,
+            )
+        incarnation = 1
+        if kind == "plan_request" and isinstance(sender, str):
+            incarnation = self.member(sender)["incarnation"]  # a plan comes from a member of this team
+        message = dict(spec.with_defaults(doc, now=self.clock.now(), request=request, incarnation=incarnation))
+        if broken("receive_keeps_article_layout"):
+            message = dict(spec.validate_message(doc))
+        self.post("message.receive/message", message)
+        return message
 
     def envelope(
         self,

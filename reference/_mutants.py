@@ -63,6 +63,8 @@ MUTANTS: dict[str, str] = {
     "result_not_redacted": "AUD-3, INV-10: a tool's result is stored as the tool returned it",
     "version_conflict_escapes": "STO-4: the loser of a compare-and-set race gets a raw VersionConflict",
     "execution_overwritten": "APR-6: an existing execution record is overwritten and the call made again",
+    "receive_keeps_article_layout": "MSG-1, PLN-1: a message received in the source article's layout is "
+    "stored as it came, its defaults never filled",
 }
 
 MUTANTS.update(PROCESS_MUTANTS)  # caught by the real-process tests (reference._process_mutants)

@@ -38,6 +38,7 @@ from .schemas import (
     validate_message,
     validate_record,
     validate_snapshot,
+    with_defaults,
 )
 
 __all__ = [
@@ -70,4 +71,5 @@ __all__ = [
     "validate_record",
     "validate_snapshot",
     "validate_status",
+    "with_defaults",
 ]

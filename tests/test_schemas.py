@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 import spec
-from spec.schemas import MESSAGE_SCHEMAS, RECORD_MACHINES, RECORD_SCHEMAS, REPLY_TYPES
+from spec.schemas import MESSAGE_LAYOUTS, MESSAGE_SCHEMAS, RECORD_MACHINES, RECORD_SCHEMAS, REPLY_TYPES
 from spec.schemas._examples import example_message, example_record
 
 REQUIRED_TYPES = [
@@ -97,7 +97,7 @@ def test_message_examples_validate(message_type: str) -> None:
 def test_message_missing_field_is_named(message_type: str) -> None:
     """Removing any required field (envelope, body, plan) is rejected with that field's path."""
     doc = example_message(message_type)
-    paths = required_paths(MESSAGE_SCHEMAS[message_type], doc)
+    paths = required_paths(MESSAGE_LAYOUTS[message_type]["body"], doc)
     assert ("reply_to",) in paths or message_type not in REPLY_TYPES
     for path in paths:
         if path == ("message_type",):
@@ -114,7 +114,7 @@ def test_message_missing_field_is_named(message_type: str) -> None:
 def test_message_wrong_type_is_named(message_type: str) -> None:
     """A value of the wrong JSON type at any required field is rejected with its path."""
     doc = example_message(message_type)
-    for path in required_paths(MESSAGE_SCHEMAS[message_type], doc):
+    for path in required_paths(MESSAGE_LAYOUTS[message_type]["body"], doc):
         with pytest.raises(spec.SchemaError) as caught:
             spec.validate_message(replaced(doc, path, wrong_type(get(doc, path))))
         expected = "$.message_type" if path == ("message_type",) else json_path(path)

@@ -17,7 +17,7 @@ from typing import Any
 import spec
 from spec.machines import EVENT_NOTES, MODULE_DOCS, STATE_NOTES
 from spec.model import MUTANTS, config_names, load_config, manifest
-from spec.schemas import RECORD_KEYS
+from spec.schemas import DEFAULTS, MESSAGE_LAYOUTS, RECORD_KEYS
 from spec.schemas._examples import example_message, example_record
 from spec.schemas._records import RECORD_MACHINES
 
@@ -73,6 +73,8 @@ def type_of(schema: dict[str, Any]) -> str:
     if "anyOf" in schema:
         return " or ".join(type_of(s) for s in schema["anyOf"])
     kind = schema.get("type", "any")
+    if isinstance(kind, list):
+        return " or ".join(str(k) for k in kind)
     if kind == "array":
         return f"array of {type_of(schema.get('items', {}))}"
     if kind == "string" and "pattern" in schema:
@@ -92,14 +94,29 @@ def fields(schema: dict[str, Any], prefix: str = "") -> list[list[object]]:
 
 
 def message_page(message_type: str) -> str:
-    schema = dict(spec.MESSAGE_SCHEMAS[message_type])
+    layouts = MESSAGE_LAYOUTS[message_type]
     example = json.dumps(example_message(message_type), indent=2, sort_keys=True)
     return (
         f"{HEADER}# Message `{message_type}`\n\n"
         "Every message carries the envelope of `MSG-1` and is validated against this schema by its "
         "sender and its receiver (`MSG-2`); `spec.validate_message` does it. Required by `MSG-7`.\n\n"
-        f"## Fields\n\n{table(['field', 'type', 'required'], fields(schema))}\n"
+        f"## Fields\n\n{table(['field', 'type', 'required'], fields(dict(layouts['body'])))}\n"
+        f"{_article_section(message_type) if 'article' in layouts else ''}"
         f"## Example\n\n```json\n{example}\n```\n"
+    )
+
+
+def _article_section(message_type: str) -> str:
+    """The source article's layout of a message: its fields, and the defaults a receiver fills."""
+    schema = dict(MESSAGE_LAYOUTS[message_type]["article"])
+    defaults = [[f"`{path}`", text] for path, text in DEFAULTS[message_type].items()]
+    return (
+        "## The source article's layout\n\n"
+        "The handshake source article writes the body's fields at the top level, without `body`. "
+        "Such a message validates too; the fields below that it leaves out are filled by the "
+        "receiver (`spec.with_defaults`, `MSG-1`, `PLN-1`) before anything reads it.\n\n"
+        f"{table(['field', 'type', 'required'], fields(schema))}\n"
+        f"{table(['field', 'default'], defaults)}\n"
     )
 
 

@@ -13,7 +13,7 @@ from jsonschema.exceptions import ValidationError
 
 from ..errors import ProtocolError
 from ._build import DIALECT, REASON_CODES, Schema
-from ._messages import MESSAGE_TYPES, REPLY_TYPES, message_schema
+from ._messages import ARTICLE_TYPES, BODIES, DEFAULTS, MESSAGE_TYPES, REPLY_TYPES, article_schema, message_schema
 from ._records import RECORD_KEYS, RECORD_MACHINES, RECORDS, snapshot_schema
 
 
@@ -34,11 +34,30 @@ def _with_dialect(schema: Schema) -> Schema:
     return {"$schema": DIALECT, **schema}
 
 
-MESSAGE_SCHEMAS: Mapping[str, Schema] = {t: _with_dialect(message_schema(t)) for t in MESSAGE_TYPES}
+MESSAGE_LAYOUTS: Mapping[str, Mapping[str, Schema]] = {
+    t: {"body": message_schema(t), **({"article": article_schema(t)} if t in ARTICLE_TYPES else {})}
+    for t in MESSAGE_TYPES
+}
+"""Message type → its layouts: ``body`` (the project's: every field, MSG-1) and, for the types of
+the handshake source article, ``article`` (the body's fields at the top level, ``DEFAULTS`` optional)."""
+
+
+def _message_schema(message_type: str) -> Schema:
+    layouts = MESSAGE_LAYOUTS[message_type]
+    if len(layouts) == 1:
+        return _with_dialect(layouts["body"])
+    return _with_dialect({"anyOf": list(layouts.values())})
+
+
+MESSAGE_SCHEMAS: Mapping[str, Schema] = {t: _message_schema(t) for t in MESSAGE_TYPES}
 RECORD_SCHEMAS: Mapping[str, Schema] = {k: _with_dialect(s) for k, s in RECORDS.items()}
 SNAPSHOT_SCHEMA: Schema = _with_dialect(snapshot_schema())
 
-_MESSAGE_VALIDATORS = {t: Draft202012Validator(s) for t, s in MESSAGE_SCHEMAS.items()}
+_MESSAGE_VALIDATORS = {
+    (t, layout): Draft202012Validator(_with_dialect(s))
+    for t, layouts in MESSAGE_LAYOUTS.items()
+    for layout, s in layouts.items()
+}
 _RECORD_VALIDATORS = {k: Draft202012Validator(s) for k, s in RECORD_SCHEMAS.items()}
 _SNAPSHOT_VALIDATOR = Draft202012Validator(SNAPSHOT_SCHEMA)
 
@@ -69,15 +88,27 @@ def _first_error(validator: Draft202012Validator, doc: object) -> tuple[str, str
     return _json_path(parts), error.message
 
 
+def _article_layout(message_type: str, doc: Mapping[str, Any]) -> bool:
+    """Without ``body``: the article's layout if a body field is at the top level or a field of
+    the project's envelope (MSG-1) is left out; else the project's, missing its ``body``."""
+    lifted = any(f in doc for f in BODIES[message_type]["properties"])
+    return lifted or any(f not in doc for f in MESSAGE_LAYOUTS[message_type]["body"]["required"] if f != "body")
+
+
 def validate_message(doc: object) -> Mapping[str, Any]:
-    """Validate a message (MSG-2) and return it; raise :class:`SchemaError` naming the field."""
+    """Validate a message (MSG-2) and return it; raise :class:`SchemaError` naming the field.
+
+    A message of a type the source article writes, without ``body``, is checked in the article's
+    layout (``MESSAGE_LAYOUTS``: the body's fields at the top level, the fields of ``DEFAULTS``
+    optional) unless it has every other field of the project's layout."""
     if not isinstance(doc, Mapping):
         raise SchemaError("message", "$", f"expected an object, got {type(doc).__name__}")
     message_type = doc.get("message_type")
-    if not isinstance(message_type, str) or message_type not in _MESSAGE_VALIDATORS:
+    if not isinstance(message_type, str) or message_type not in MESSAGE_LAYOUTS:
         known = ", ".join(MESSAGE_TYPES)
         raise SchemaError("message", "$.message_type", f"unknown message type {message_type!r}; known: {known}")
-    found = _first_error(_MESSAGE_VALIDATORS[message_type], doc)
+    article = "body" not in doc and "article" in MESSAGE_LAYOUTS[message_type] and _article_layout(message_type, doc)
+    found = _first_error(_MESSAGE_VALIDATORS[(message_type, "article" if article else "body")], doc)
     if found:
         raise SchemaError(str(message_type), *found)
     return doc
@@ -126,7 +157,11 @@ def validate_snapshot(doc: object) -> Mapping[str, Any]:
     return doc
 
 
+from ._defaults import with_defaults  # noqa: E402  (it validates with validate_message)
+
 __all__ = [
+    "DEFAULTS",
+    "MESSAGE_LAYOUTS",
     "MESSAGE_SCHEMAS",
     "MESSAGE_TYPES",
     "REASON_CODES",
@@ -141,4 +176,5 @@ __all__ = [
     "validate_message",
     "validate_record",
     "validate_snapshot",
+    "with_defaults",
 ]

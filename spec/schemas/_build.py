@@ -22,12 +22,13 @@ REASON_CODES: tuple[str, ...] = (
 )
 """XPR-5: the one taxonomy of terminal-outcome reasons shared by every protocol."""
 
-UUID_PATTERN = r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
 SHA256_PATTERN = r"^[0-9a-f]{64}$"
 
 NAME: Schema = {"type": "string", "minLength": 1, "maxLength": 200}
 TEXT: Schema = {"type": "string", "maxLength": 4000}
-UUID: Schema = {"type": "string", "pattern": UUID_PATTERN}
+ID: Schema = {"type": "string", "minLength": 1, "maxLength": 200}
+"""An identifier, opaque to every reader (MSG-4): this project's name-based UUIDs, the first source
+article's ``protocol-`` plus 16 hex digits, the second's ``req_20240815_001``, any other shape."""
 DIGEST: Schema = {"type": "string", "pattern": SHA256_PATTERN}
 TIME: Schema = {"type": "number", "minimum": 0}
 COUNT: Schema = {"type": "integer", "minimum": 0}

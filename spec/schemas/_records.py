@@ -11,12 +11,12 @@ from ._build import (
     BOOL,
     COUNT,
     DIGEST,
+    ID,
     NAME,
     POSITIVE,
     REASON,
     TEXT,
     TIME,
-    UUID,
     Schema,
     array,
     nullable,
@@ -34,7 +34,7 @@ RECORDS: dict[str, Schema] = {
             "status": status_of("member"),
             "incarnation": POSITIVE,
             "accepting_new_tasks": BOOL,
-            "shutdown_request_id": nullable(UUID),
+            "shutdown_request_id": nullable(ID),
             "current_task_id": nullable(NAME),
             "last_heartbeat_at": nullable(TIME),
             "version": COUNT,
@@ -47,7 +47,7 @@ RECORDS: dict[str, Schema] = {
             "status": status_of("task"),
             "owner_id": nullable(NAME),
             "owner_incarnation": nullable(POSITIVE),
-            "claim_token": nullable(UUID),
+            "claim_token": nullable(ID),
             "checkpoint": nullable({"type": "object"}),
             "history": EVENTS,
             "version": COUNT,
@@ -67,7 +67,7 @@ RECORDS: dict[str, Schema] = {
     ),
     "operation_approval": obj(
         {
-            "protocol_id": UUID,
+            "protocol_id": ID,
             "kind": {"const": "operation_approval"},
             "status": status_of("operation_approval"),
             "requester_id": NAME,
@@ -90,7 +90,7 @@ RECORDS: dict[str, Schema] = {
     ),
     "plan_approval": obj(
         {
-            "protocol_id": UUID,
+            "protocol_id": ID,
             "kind": {"const": "plan_approval"},
             "status": status_of("plan_approval"),
             "requester_id": NAME,
@@ -99,7 +99,7 @@ RECORDS: dict[str, Schema] = {
             "task_id": NAME,
             "plan": PLAN,
             "revision": POSITIVE,
-            "supersedes": nullable(UUID),
+            "supersedes": nullable(ID),
             "decision_delivered": BOOL,
             "comment": nullable(TEXT),
             "created_at": TIME,
@@ -111,7 +111,7 @@ RECORDS: dict[str, Schema] = {
     ),
     "plan_execution": obj(
         {
-            "plan_id": UUID,
+            "plan_id": ID,
             "status": status_of("plan_execution"),
             "executed_step_ids": array(NAME),
             "started_at": TIME,
@@ -123,7 +123,7 @@ RECORDS: dict[str, Schema] = {
     ),
     "shutdown_request": obj(
         {
-            "protocol_id": UUID,
+            "protocol_id": ID,
             "kind": {"const": "shutdown_request"},
             "status": status_of("shutdown_request"),
             "requester_id": NAME,
@@ -147,10 +147,10 @@ RECORDS: dict[str, Schema] = {
             "recorded_result": nullable({"type": "object"}),
         }
     ),
-    "outbox_entry": obj({"message_id": UUID, "status": status_of("outbox_entry"), "message": {"type": "object"}}),
+    "outbox_entry": obj({"message_id": ID, "status": status_of("outbox_entry"), "message": {"type": "object"}}),
     "tool_execution": obj(
         {
-            "idempotency_key": UUID,
+            "idempotency_key": ID,
             "status": status_of("tool_execution"),
             "requester_id": NAME,
             "task_id": NAME,

@@ -1,0 +1,130 @@
+"""The source articles' own example messages validate unchanged, and a receiver fills the fields
+they lack with the documented defaults; a field that has no default is still refused.
+
+Clause: MSG-1, MSG-2, PLN-1, PLN-2 (issue 15 item 2: identifiers are opaque, the articles'
+messages are fixtures).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import reference as r
+import spec
+from spec.schemas import DEFAULTS, MESSAGE_LAYOUTS, with_defaults
+
+ROOT = Path(__file__).resolve().parents[1]
+ARTICLES = json.loads((ROOT / "conformance/fixtures/articles.json").read_text(encoding="utf-8"))
+REQUEST, DECISION = ARTICLES["messages_handshake_article"]
+
+
+def get(doc: Any, path: str) -> Any:
+    for part in path.split("."):
+        doc = doc[part]
+    return doc
+
+
+def harness() -> r.Harness:
+    """A team named as the article names its agents."""
+    h = r.Harness(r.MemoryStorage(), r.ManualClock(7.0), lead_id="team-lead")
+    h.add_member("agent-builder-01", [])
+    return h
+
+
+@pytest.mark.clause("MSG-1", "MSG-2", "PLN-1", "PLN-2")
+@pytest.mark.parametrize("message", [REQUEST, DECISION], ids=["plan_request", "plan_decision"])
+def test_the_articles_messages_validate_unchanged(message: dict[str, Any]) -> None:
+    """Integer step ids, an estimated cost with its unit, ids of the article's shape, no body."""
+    kept = copy.deepcopy(message)
+    assert spec.validate_message(message) is message
+    assert message == kept
+    assert (
+        spec.MESSAGE_SCHEMAS[message["message_type"]]["anyOf"][1] == MESSAGE_LAYOUTS[message["message_type"]]["article"]
+    )
+
+
+@pytest.mark.clause("MSG-1", "PLN-1")
+def test_the_defaults_are_filled_as_documented() -> None:
+    """Every field of DEFAULTS the articles leave out is filled with its documented value, and the
+    result is a message of the project's layout."""
+    request = with_defaults(REQUEST, now=7.0, incarnation=3)
+    decision = with_defaults(DECISION, now=8.0, request=request)
+    expected = {
+        "plan_request": {
+            "timestamp": 7.0,
+            "body.revision": 1,
+            "body.supersedes": None,
+            "body.requester_incarnation": 3,
+            "body.plan.ttl_seconds": REQUEST["ttl_seconds"],
+            "body.plan.correlation_id": REQUEST["correlation_id"],
+        },
+        "plan_decision": {
+            "sender": REQUEST["target"],
+            "target": REQUEST["sender"],
+            "timestamp": 8.0,
+            "ttl_seconds": REQUEST["ttl_seconds"],
+            "reply_to": REQUEST["message_id"],
+            "body.sequence": 0,
+        },
+    }
+    assert {kind: set(fields) for kind, fields in expected.items()} == {k: set(v) for k, v in DEFAULTS.items()}
+    for message in (request, decision):
+        for path, value in expected[message["message_type"]].items():
+            assert get(message, path) == value, path
+    assert request["body"]["plan"]["steps"] == REQUEST["plan"]["steps"]  # nothing else changes
+    assert decision["body"]["decision"] == "approved" and decision["body"]["comment"] == DECISION["comment"]
+    assert with_defaults(request, now=99.0) is request  # the project's layout carries every field
+
+
+@pytest.mark.clause("MSG-2", "PLN-1")
+@pytest.mark.parametrize("message", [REQUEST, DECISION], ids=["plan_request", "plan_decision"])
+def test_a_field_without_a_default_is_still_refused(message: dict[str, Any]) -> None:
+    """Each field the article's layout requires, removed, is refused naming it (typed, definite)."""
+    schema = MESSAGE_LAYOUTS[message["message_type"]]["article"]
+    paths = [(field,) for field in schema["required"] if field != "message_type"]
+    if "plan" in message:
+        paths += [("plan", field) for field in schema["properties"]["plan"]["required"]]
+    assert ("message_id",) in paths and ("correlation_id",) in paths
+    for path in paths:
+        broken = copy.deepcopy(message)
+        target = broken
+        for part in path[:-1]:
+            target = target[part]
+        del target[path[-1]]
+        with pytest.raises(spec.SchemaError) as caught:
+            with_defaults(broken, now=0.0)
+        assert caught.value.path == "$." + ".".join(path) and caught.value.definite, caught.value
+
+
+@pytest.mark.clause("MSG-1", "MSG-2", "PLN-2")
+def test_the_reference_receives_them_in_its_own_layout() -> None:
+    """The reference's receiver fills the defaults (one function, spec.with_defaults): the bus
+    holds both messages with every field, the decision answering the request; a decision that
+    answers no request it knows has no sender to default to and is refused, changing nothing."""
+    h = harness()
+    lone = harness()
+    before = lone.snapshot()
+    with pytest.raises(spec.SchemaError) as caught:
+        lone.receive(DECISION)
+    assert caught.value.path == "$.sender" and "no plan_request" in caught.value.reason
+    assert lone.snapshot() == before
+    h.receive(REQUEST)
+    h.receive(DECISION)
+    stored = {m["message"]["message_type"]: m["message"] for m in h.snapshot()["message"]}
+    assert stored["plan_decision"]["reply_to"] == REQUEST["message_id"]
+    assert stored["plan_request"]["body"]["requester_incarnation"] == 1
+    assert stored["plan_request"]["timestamp"] == 7.0
+    spec.validate_snapshot(h.snapshot())
+
+
+def test_a_plan_from_outside_the_team_is_refused() -> None:
+    """The requester's incarnation defaults from the member record: a stranger has none."""
+    h = r.Harness(r.MemoryStorage(), r.ManualClock(0.0), lead_id="team-lead")
+    with pytest.raises(r.UnknownMember):
+        h.receive(REQUEST)
+    assert h.snapshot()["message"] == []
