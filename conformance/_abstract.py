@@ -51,17 +51,67 @@ def approval_labels(snap: Snapshot) -> dict[str, str]:
     return {a["protocol_id"]: f"{a['requester_id']}/{a['tool_call_id']}" for a in snap.get("operation_approval", [])}
 
 
+def shutdown_labels(snap: Snapshot) -> dict[str, str]:
+    """Each shutdown request's id → ``<target>#<target incarnation>/<k>``: what the Lead chose (the
+    member and which of its incarnations), ``k`` counting that member incarnation's requests in the
+    order they were made (``created_at``; every pinned configuration makes at most one)."""
+    rows = sorted(snap.get("shutdown_request", []), key=lambda sd: (sd["created_at"], sd["deadline"]))
+    seen: Counter[str] = Counter()
+    out = {}
+    for sd in rows:
+        who = f"{sd['target_id']}#{sd['target_incarnation']}"
+        out[sd["protocol_id"]] = f"{who}/{seen[who]}"
+        seen[who] += 1
+    return out
+
+
+def message_label(message: dict[str, Any], labels: dict[str, str]) -> str:
+    """What a message is about, in caller-chosen names: its request's label (approvals and
+    shutdowns, by ``correlation_id``), the lost member's incarnation, the suspended task's holder."""
+    body = message.get("body", {})
+    if message["message_type"] == "member_lost":
+        return f"{body.get('member_id')}#{body.get('incarnation')}"
+    if message["message_type"] == "task_suspended":
+        return f"{body.get('task_id')}@{body.get('member_id')}"
+    return labels.get(message["correlation_id"], "?")
+
+
+_PLAN_MESSAGES = ("plan_request", "plan_decision", "plan_completion", "plan_abandoned")
+_STATUS_SEEN = ("shutdown_request",)
+"""Message types whose delivery status the model decides (a drain's request is delivered once,
+acknowledged by the finish, expired by the monitor); other statuses are the implementation's own."""
+
+
+def _messages(snap: Snapshot, labels: dict[str, str]) -> list[list[Any]]:
+    counted: Counter[tuple[str, str, str]] = Counter()
+    for record in snap.get("message", []):
+        message = record["message"]
+        kind = message["message_type"]
+        if kind in _PLAN_MESSAGES:
+            continue  # plans join the abstraction with the plan operations
+        status = record["status"] if kind in _STATUS_SEEN else ""
+        counted[(kind, message_label(message, labels), status)] += 1
+    return sorted([kind, label, status, count] for (kind, label, status), count in counted.items())
+
+
+def _outbox(snap: Snapshot, labels: dict[str, str]) -> list[list[Any]]:
+    counted: Counter[tuple[str, str, str]] = Counter(
+        (o["message"]["message_type"], message_label(o["message"], labels), o["status"])
+        for o in snap.get("outbox_entry", [])
+        if o["message"]["message_type"] not in _PLAN_MESSAGES
+    )
+    return sorted([kind, label, status, count] for (kind, label, status), count in counted.items())
+
+
 def abstract(snap: Snapshot) -> dict[str, Any]:
-    """The conformance suite's mapping: :func:`project` with every id replaced by its label.
+    """The conformance suite's mapping: :func:`project` with every id replaced by its label, and
+    what the model decides of members, tasks, jobs, shutdowns and the outbox.
 
     A key an implementation does not know yet (an execution whose approval is gone) keeps the
     label ``?``; the model never produces one, so it differs."""
     labels = approval_labels(snap)
-    messages: Counter[tuple[str, str]] = Counter(
-        (m["message"]["message_type"], labels.get(m["message"]["correlation_id"], "?"))
-        for m in snap.get("message", [])
-        if m["message"]["message_type"].startswith("approval_")
-    )
+    drains = shutdown_labels(snap)
+    every = {**labels, **drains}
     return {
         "approvals": sorted(
             [
@@ -78,12 +128,40 @@ def abstract(snap: Snapshot) -> dict[str, Any]:
             [labels.get(e["idempotency_key"], "?"), e["status"], e["attempts"], e["arguments_digest"]]
             for e in snap.get("tool_execution", [])
         ),
-        "messages": sorted([kind, label, count] for (kind, label), count in messages.items()),
+        "messages": _messages(snap, every),
+        "outbox": _outbox(snap, every),
         "profiles": sorted(
             [p["member_id"], p["version"], sorted(p["tools"])] for p in snap.get("capability_profile", [])
         ),
-        "claims": sorted([t["task_id"], t["status"], t["owner_id"]] for t in snap.get("task", [])),
-        "members": sorted([m["member_id"], m["status"], m["incarnation"]] for m in snap.get("member", [])),
+        "claims": sorted(
+            [t["task_id"], t["status"], t["owner_id"], t.get("owner_incarnation")] for t in snap.get("task", [])
+        ),
+        "members": sorted(
+            [
+                m["member_id"],
+                m["status"],
+                m["incarnation"],
+                m.get("accepting_new_tasks"),
+                drains.get(m.get("shutdown_request_id") or "", m.get("shutdown_request_id")),
+                m.get("current_task_id"),
+            ]
+            for m in snap.get("member", [])
+        ),
+        "jobs": sorted(
+            [j["job_id"], j["status"], j["owner_id"], j["task_id"], j["cancellable"]] for j in snap.get("job", [])
+        ),
+        "shutdowns": sorted(
+            [
+                drains[sd["protocol_id"]],
+                sd["status"],
+                sd["target_id"],
+                sd["deadline"],
+                sd["released_task_id"],
+                sorted(sd["waited_job_ids"]),
+                sd.get("reason") or None,
+            ]
+            for sd in snap.get("shutdown_request", [])
+        ),
     }
 
 
@@ -135,4 +213,4 @@ def differences(expected: dict[str, Any], actual: dict[str, Any]) -> list[str]:
     return out
 
 
-__all__ = ["abstract", "approval_labels", "canonical_ids", "differences", "project"]
+__all__ = ["abstract", "approval_labels", "canonical_ids", "differences", "message_label", "project", "shutdown_labels"]

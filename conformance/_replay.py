@@ -8,19 +8,36 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ._abstract import abstract, approval_labels, differences
+from ._abstract import abstract, approval_labels, differences, message_label, shutdown_labels
 from ._cases import Case, Session, group_of
 from ._client import Crashed
 from ._translate import clauses_of
 
 
+def references(snap: dict[str, Any]) -> dict[str, dict[str, str]]:
+    """Label → the implementation's own id, per kind of reference a request may hold: approvals,
+    shutdown requests, and owed messages (``<message type>:<label>``, an owed entry first)."""
+    labels = {**approval_labels(snap), **shutdown_labels(snap)}
+    owed: dict[str, str] = {}
+    for entry in sorted(snap.get("outbox_entry", []), key=lambda o: o["status"] != "owed"):
+        message = entry["message"]
+        owed.setdefault(f"{message['message_type']}:{message_label(message, labels)}", entry["message_id"])
+    return {
+        "$approval": {label: pid for pid, label in approval_labels(snap).items()},
+        "$shutdown": {label: pid for pid, label in shutdown_labels(snap).items()},
+        "$outbox": owed,
+    }
+
+
 def resolve(request: dict[str, Any], snap: dict[str, Any]) -> dict[str, Any]:
-    """Replace ``{"$approval": label}`` by the implementation's own id for that label."""
-    by_label = {label: pid for pid, label in approval_labels(snap).items()}
+    """Replace ``{"$approval": label}`` (and ``$shutdown``, ``$outbox``) by the implementation's
+    own id for that label, read from its snapshot."""
+    found = references(snap)
     out = copy.deepcopy(request)
     for key, value in request.items():
-        if isinstance(value, dict) and "$approval" in value:
-            out[key] = by_label.get(value["$approval"], f"unknown:{value['$approval']}")
+        if isinstance(value, dict) and len(value) == 1 and next(iter(value)) in found:
+            kind, label = next(iter(value.items()))
+            out[key] = found[kind].get(label, f"unknown:{label}")
     return out
 
 

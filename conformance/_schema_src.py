@@ -42,6 +42,35 @@ TEAM: Schema = _obj(
 )
 REQUEST_ARGS = {**CALL, "tool": ID, "arguments": ARGUMENTS, "risk_summary": {"type": "string"}}
 
+MEMBER: dict[str, Schema] = {"member_id": ID}
+LEAD_ACTOR: dict[str, Schema] = {"actor": ACTOR}
+TEAM_REQUESTS: dict[str, dict[str, Schema]] = {
+    "member.retire": MEMBER,
+    "task.suspend": {**MEMBER, "unit_seconds": {"type": "number", "minimum": 0}},
+    "task.resume": {"task_id": ID},
+    "task.inspect": {"task_id": ID, "outcome": {"enum": ["pending", "failed"]}},
+    "job.start": {**MEMBER, "job_id": ID, "command": {"type": "string"}, "cancellable": {"type": "boolean"}},
+    "job.exit": {"job_id": ID, "outcome": {"enum": ["succeeded", "failed", "cancelled"]}},
+    "shutdown.request": {
+        **LEAD_ACTOR,
+        **MEMBER,
+        "request_key": ID,
+        "reason_text": {"type": "string"},
+        "ttl_seconds": {"type": "number", "minimum": 0},
+    },
+    "shutdown.cancel": {**LEAD_ACTOR, "protocol_id": ID},
+    "shutdown.begin_drain": {**MEMBER, "protocol_id": ID},
+    "shutdown.drain_jobs": MEMBER,
+    "shutdown.release_task": MEMBER,
+    "shutdown.finish": MEMBER,
+    "shutdown.force_terminate": {**LEAD_ACTOR, "protocol_id": ID},
+    "outbox.send": {"message_id": ID},
+}
+"""The team operations of the model (issue 13): members, tasks, jobs, shutdowns, the outbox. A
+shutdown request names its target (``member_id``) and a ``request_key`` the Lead chose (a retry
+with the same key is the same request, MSG-4); ``shutdown.begin_drain`` is the target handling
+the delivered request ``protocol_id``; ``job.exit`` reports how the job's process ended."""
+
 REQUESTS: dict[str, Schema] = {
     "init": _request(
         "init",
@@ -77,6 +106,7 @@ REQUESTS: dict[str, Schema] = {
     "approval.cancel": _request("approval.cancel", {**CALL, "protocol_id": ID}),
     "approval.consume": _request("approval.consume", {**CALL, "protocol_id": ID, "tool": ID, "arguments": ARGUMENTS}),
     "message.deliver": _request("message.deliver", {"message_id": ID, "correlation_id": ID}),
+    **{name: _request(name, fields) for name, fields in TEAM_REQUESTS.items()},
 }
 """Request type → schema. Operations of the model not listed here (added as the reference grows)
 take the generic form ``{"type": <operation>, "msg_id": n, "args": {...}}``."""
@@ -110,6 +140,16 @@ ERROR_CODES: tuple[str, ...] = (
     "fail_closed",
     "unknown_tool",
     "illegal_transition",
+    "claim_refused",
+    "task_taken",
+    "not_claim_holder",
+    "member_busy",
+    "task_not_due",
+    "not_lead",
+    "shutdown_refused",
+    "drain_not_ready",
+    "job_refused",
+    "message_not_pending",
     "refused",
 )
 """Typed errors (DESIGN rule 8). ``refused`` is any other definite refusal."""

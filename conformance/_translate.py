@@ -12,7 +12,7 @@ from typing import Any
 from spec.model import Config
 from spec.model._model import Action
 from spec.model._ops import RISK_TEXT
-from spec.model._snapshot import LEAD, TOOL, member_id, task_id
+from spec.model._snapshot import LEAD, TOOL, job_id, member_id, task_id
 from spec.model._state import NONE, State
 
 SAME, CHANGED = {"target": "staging"}, {"target": "production"}
@@ -26,9 +26,26 @@ CLAUSES: dict[str, tuple[str, ...]] = {
     "approval.review": ("APR-4",),
     "approval.cancel": ("APR-9",),
     "approval.consume": ("APR-5", "APR-6", "INV-1"),
-    "monitor.pass": ("INV-12",),
+    "monitor.pass": ("INV-12", "SHD-6"),
     "tick": (),
     "restart": ("REC-1", "REC-2", "APR-8"),
+    "task.suspend": ("SHD-9",),
+    "task.resume": ("SHD-9",),
+    "task.inspect": ("SHD-7",),
+    "job.start": ("MEM-4",),
+    "job.exit": ("JOB-1",),
+    "member.lapse": ("SHD-10",),
+    "member.inspect": ("SHD-7",),
+    "member.restart": ("XPR-1",),
+    "member.retire": ("XPR-1",),
+    "shutdown.request": ("SHD-1",),
+    "shutdown.cancel": ("SHD-1",),
+    "shutdown.begin_drain": ("SHD-2", "XPR-1", "XPR-2"),
+    "shutdown.drain_jobs": ("SHD-3", "JOB-2"),
+    "shutdown.release_task": ("SHD-3", "TSK-3"),
+    "shutdown.finish": ("SHD-5",),
+    "shutdown.force_terminate": ("SHD-7",),
+    "outbox.send": ("REC-3",),
 }
 _FAMILY_CLAUSES = {
     "task": ("TSK-1",),
@@ -75,11 +92,77 @@ def request_for(action: Action, s: State, config: Config) -> dict[str, Any] | No
         }
     if name == "profile.change":
         return {"type": name, "member_id": member_id(args["member"]), "tools": [TOOL] if args["keep_tool"] else []}
-    if name in ("member.lapse", "member.inspect", "member.restart") and set(args) == {"member"}:
-        return {"type": name, "member_id": member_id(args["member"])}
     if name.startswith("approval."):
         return _approval_request(name, args, s, config)
-    return {"type": name, "args": {k: v for k, v in args.items()}}
+    team = _team_request(name, args, s, config)
+    return team if team is not None else {"type": name, "args": {k: v for k, v in args.items()}}
+
+
+def shutdown_label(s: State, slot: int) -> str:
+    """The label :func:`conformance._abstract.shutdown_labels` gives shutdown ``slot``'s record."""
+    sd = s.shutdowns[slot]
+    k = sum(1 for o in s.shutdowns[:slot] if (o.target, o.target_incarnation) == (sd.target, sd.target_incarnation))
+    return f"{member_id(sd.target)}#{sd.target_incarnation}/{k}"
+
+
+def outbox_label(s: State, kind: str, ref: int, phase: int, info: dict[str, Any]) -> str:
+    """The label of the owed message ``(kind, ref, phase)`` (``conformance._abstract.message_label``)."""
+    if kind == "member_lost":
+        return f"{member_id(ref)}#{phase}"
+    if kind == "task_suspended":
+        return f"{task_id(ref)}@{member_id(info['member'])}"
+    if kind.startswith("shutdown_"):
+        return shutdown_label(s, ref)
+    return f"{kind}:{ref}"  # plans join with the plan operations
+
+
+def _team_request(name: str, args: dict[str, Any], s: State, config: Config) -> dict[str, Any] | None:
+    """Members, tasks, jobs, shutdowns and the outbox: the names the harness chose, never an id the
+    implementation made (a shutdown is ``{"$shutdown": label}``, an owed message ``{"$outbox": label}``)."""
+    if "member" in args and name in _MEMBER_OPS:
+        m = args["member"]
+        out: dict[str, Any] = {"type": name, "member_id": member_id(m)}
+        if name == "shutdown.request":
+            slot = next(i for i, sd in enumerate(s.shutdowns) if sd.status == "")
+            lead = {"actor": {"member_id": LEAD}, "request_key": f"shutdown-{slot}"}
+            return {**out, **lead, "reason_text": "scale down", "ttl_seconds": config.ttl_ticks}
+        if name == "task.suspend":
+            return {**out, "unit_seconds": config.unit_ticks}
+        if name == "job.start":
+            return {**out, "job_id": job_id(m), "command": "make deploy", "cancellable": args["cancellable"]}
+        if name == "job.exit":
+            return {"type": name, "job_id": job_id(m), "outcome": args["outcome"]}
+        return out
+    if name in ("task.resume", "task.inspect"):
+        out = {"type": name, "task_id": task_id(args["task"])}
+        return {**out, "outcome": args["outcome"]} if name == "task.inspect" else out
+    if name in ("shutdown.cancel", "shutdown.begin_drain", "shutdown.force_terminate"):
+        ref = {"$shutdown": shutdown_label(s, args["slot"])}
+        if name == "shutdown.begin_drain":
+            return {"type": name, "member_id": member_id(s.shutdowns[args["slot"]].target), "protocol_id": ref}
+        return {"type": name, "actor": {"member_id": LEAD}, "protocol_id": ref}
+    if name == "outbox.send":
+        info = next(dict(o.info) for o in s.outbox if o.key == (args["type"], args["ref"], args["phase"]))
+        label = outbox_label(s, args["type"], args["ref"], args["phase"], info)
+        return {"type": name, "message_id": {"$outbox": f"{args['type']}:{label}"}}
+    return None
+
+
+_MEMBER_OPS = frozenset(
+    {
+        "member.lapse",
+        "member.inspect",
+        "member.restart",
+        "member.retire",
+        "task.suspend",
+        "job.start",
+        "job.exit",
+        "shutdown.request",
+        "shutdown.drain_jobs",
+        "shutdown.release_task",
+        "shutdown.finish",
+    }
+)
 
 
 def _approval_request(name: str, args: dict[str, Any], s: State, config: Config) -> dict[str, Any]:
@@ -112,4 +195,14 @@ def init_request(config: Config) -> dict[str, Any]:
     return {"type": "init", "team": team, "tools": [{"name": TOOL, "protected": True}], "config": {"name": config.name}}
 
 
-__all__ = ["CHANGED", "CLAUSES", "SAME", "clauses_of", "init_request", "label", "request_for"]
+__all__ = [
+    "CHANGED",
+    "CLAUSES",
+    "SAME",
+    "clauses_of",
+    "init_request",
+    "label",
+    "outbox_label",
+    "request_for",
+    "shutdown_label",
+]

@@ -14,12 +14,13 @@ import json
 import os
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import spec
 from conformance._protocol import DriverError, Message, parse_request
-from conformance._schema_src import MAX_ARGUMENTS_BYTES, MAX_LINE_BYTES
+from conformance._schema_src import ERROR_CODES, MAX_ARGUMENTS_BYTES, MAX_LINE_BYTES
 from spec.ids import canonical_json
 from spec.model import WRITE_STEPS
 
@@ -28,34 +29,32 @@ from ._approval import APPROVAL_STEPS
 from ._clock import ManualClock
 from ._errors import Crash, UnknownApproval
 from ._harness import CallContext, Harness
+from ._jobs import CANCEL_EXIT
+from ._shutdown import ShutdownProtocol
 from ._storage import SQLiteStorage
+from ._team_errors import NotLead
 from ._tools import Arguments, Tool
 
-OPERATIONS = (
-    "task.claim",
-    "task.finish",
-    "profile.change",
-    "approval.request",
-    "approval.retry",
-    "approval.review",
-    "approval.cancel",
-    "approval.consume",
-    "monitor.pass",
-    "tick",
-    "restart",
-)
-"""The model's operations this driver implements (``capabilities``); ``member.lapse``,
-``member.inspect``, ``member.restart`` and ``message.deliver`` are the further operations the suite's
-bad-input cases use (a member is restarted once stopped: lost, then inspected)."""
-EXTRA = ("member.lapse", "member.inspect", "member.restart", "message.deliver")
 CRASH_EXIT = 70
-_OVERRIDES = {"UnknownApproval": "unknown_id", "SchemaError": "schema_invalid", "ApprovalRefused": "refused"}
+_OVERRIDES = {
+    "UnknownApproval": "unknown_id",
+    "UnknownMember": "unknown_id",
+    "UnknownTask": "unknown_id",
+    "UnknownRecord": "unknown_id",
+    "StaleMember": "stale_incarnation",
+    "SchemaError": "schema_invalid",
+    "BadArguments": "schema_invalid",
+    "UnknownProfileTool": "unknown_tool",
+    "ApprovalRefused": "refused",
+}
+_JOB_EXITS = {"succeeded": 0, "failed": 1, "cancelled": CANCEL_EXIT}
 
 
 def error_code(error: BaseException) -> str:
     """The protocol's error code of a reference error: its class name in snake case."""
     name = type(error).__name__
-    return _OVERRIDES.get(name) or re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+    code = _OVERRIDES.get(name) or re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+    return code if code in ERROR_CODES else "refused"
 
 
 class FileWorld:
@@ -120,7 +119,7 @@ class Driver:
     def capabilities(self, req: Message) -> dict[str, Any]:
         steps = sorted(set(WRITE_STEPS) | set(APPROVAL_STEPS))
         limits = {"max_line_bytes": MAX_LINE_BYTES, "max_arguments_bytes": MAX_ARGUMENTS_BYTES}
-        return {"operations": [*OPERATIONS, *EXTRA], "write_steps": steps, "limits": limits, "name": "reference"}
+        return {"operations": list(OPERATIONS), "write_steps": steps, "limits": limits, "name": "reference"}
 
     def snapshot(self, req: Message) -> dict[str, Any]:
         return {"snapshot": self.h.snapshot()}
@@ -174,7 +173,8 @@ class Driver:
         return {"idempotency_key": done["idempotency_key"], "result": done["result"]}
 
     def monitor_pass(self, req: Message) -> dict[str, Any]:
-        return {"expired": self.h.approvals.expire_due()}
+        self.h.monitor_pass()  # approvals, shutdowns and their undelivered requests (SHD-6, INV-12)
+        return {}
 
     def task_claim(self, req: Message) -> dict[str, Any]:
         self._known("member", req["member_id"])
@@ -211,6 +211,69 @@ class Driver:
         self._known("message", req["message_id"])
         return {"recorded_result": self.h.deliver(req["message_id"], req["correlation_id"])}
 
+    def member_retire(self, req: Message) -> dict[str, Any]:
+        self.h.members.retire(req["member_id"])
+        return {}
+
+    # ---- tasks and jobs (SHD-9, SHD-7, MEM-4, JOB-1) ---------------------------------------------
+    def task_suspend(self, req: Message) -> dict[str, Any]:
+        return {"task_id": self.h.tasks.suspend(req["member_id"], req["unit_seconds"])}
+
+    def task_resume(self, req: Message) -> dict[str, Any]:
+        self._known("task", req["task_id"])
+        self.h.tasks.resume(req["task_id"])
+        return {}
+
+    def task_inspect(self, req: Message) -> dict[str, Any]:
+        self._known("task", req["task_id"])
+        self.h.tasks.inspect(req["task_id"], req["outcome"])
+        return {}
+
+    def job_start(self, req: Message) -> dict[str, Any]:
+        self.h.jobs.start(req["member_id"], req["job_id"], req["command"], req["cancellable"])
+        return {}
+
+    def job_exit(self, req: Message) -> dict[str, Any]:
+        return {"status": self.h.jobs.exited(req["job_id"], _JOB_EXITS[req["outcome"]])["status"]}
+
+    # ---- shutdown (SHD-1 … SHD-7) and the outbox (REC-3) ------------------------------------------
+    def shutdown_request(self, req: Message) -> dict[str, Any]:
+        lead, target = req["actor"]["member_id"], req["member_id"]
+        self._known("member", target)
+        pid = self.h.shutdowns.request(lead, target, req["request_key"], req["reason_text"], req["ttl_seconds"])
+        return {"protocol_id": pid}
+
+    def shutdown_cancel(self, req: Message) -> dict[str, Any]:
+        self.h.shutdowns.cancel(req["actor"]["member_id"], req["protocol_id"])
+        return {"status": "cancelled"}
+
+    def shutdown_begin_drain(self, req: Message) -> dict[str, Any]:
+        """The target handles the delivered request (its message, by the request's stable id)."""
+        pid = self.h.shutdowns.require(req["protocol_id"]).key
+        message = ShutdownProtocol.request_message_id(pid)
+        return {"recorded_result": self.h.shutdowns.begin_drain(req["member_id"], message)}
+
+    def shutdown_drain_jobs(self, req: Message) -> dict[str, Any]:
+        return {"asked": self.h.shutdowns.drain_jobs(req["member_id"])}
+
+    def shutdown_release_task(self, req: Message) -> dict[str, Any]:
+        return {"released_task_id": self.h.shutdowns.release_task(req["member_id"])}
+
+    def shutdown_finish(self, req: Message) -> dict[str, Any]:
+        self.h.shutdowns.finish(req["member_id"])
+        return {}
+
+    def shutdown_force_terminate(self, req: Message) -> dict[str, Any]:
+        actor = req["actor"]["member_id"]
+        if actor != self.h.lead_id:
+            raise NotLead(actor, self.h.lead_id, f"force-terminate for {req['protocol_id']}")
+        self.h.shutdowns.force_terminate(req["protocol_id"])
+        return {}
+
+    def outbox_send(self, req: Message) -> dict[str, Any]:
+        self.h.outbox.send(req["message_id"])
+        return {}
+
     def _known(self, table: str, key: str) -> dict[str, Any]:
         stored = self.h.read(table, key)
         if stored is None:
@@ -220,15 +283,61 @@ class Driver:
     # ---- dispatch ----------------------------------------------------------------------------
     def handle(self, req: Message) -> Message:
         name = req["type"]
-        if name not in (*OPERATIONS, *EXTRA, "init", "capabilities", "snapshot", "arm_crash"):
+        method = OPERATIONS.get(name) or CONTROL.get(name)
+        if method is None:
             raise DriverError("unimplemented", f"this driver does not implement {name!r}; see capabilities")
-        method = getattr(self, name.replace(".", "_"))
         try:
-            result = method(req)
+            result = method(self, req)
         finally:
             if self.storage is not None and name not in ("arm_crash", "capabilities", "snapshot"):
                 self.storage.faults.crash_after.clear()
         return {"in_reply_to": req["msg_id"], "type": "ok", "result": result}
+
+
+Handler = Callable[[Driver, Message], dict[str, Any]]
+
+CONTROL: dict[str, Handler] = {
+    "init": Driver.init,
+    "capabilities": Driver.capabilities,
+    "snapshot": Driver.snapshot,
+    "arm_crash": Driver.arm_crash,
+}
+"""The driver protocol's own requests (not operations of the model)."""
+
+OPERATIONS: dict[str, Handler] = {
+    "task.claim": Driver.task_claim,
+    "task.finish": Driver.task_finish,
+    "task.suspend": Driver.task_suspend,
+    "task.resume": Driver.task_resume,
+    "task.inspect": Driver.task_inspect,
+    "profile.change": Driver.profile_change,
+    "job.start": Driver.job_start,
+    "job.exit": Driver.job_exit,
+    "member.lapse": Driver.member_lapse,
+    "member.inspect": Driver.member_inspect,
+    "member.restart": Driver.member_restart,
+    "member.retire": Driver.member_retire,
+    "shutdown.request": Driver.shutdown_request,
+    "shutdown.cancel": Driver.shutdown_cancel,
+    "shutdown.begin_drain": Driver.shutdown_begin_drain,
+    "shutdown.drain_jobs": Driver.shutdown_drain_jobs,
+    "shutdown.release_task": Driver.shutdown_release_task,
+    "shutdown.finish": Driver.shutdown_finish,
+    "shutdown.force_terminate": Driver.shutdown_force_terminate,
+    "approval.request": Driver.approval_request,
+    "approval.retry": Driver.approval_retry,
+    "approval.review": Driver.approval_review,
+    "approval.cancel": Driver.approval_cancel,
+    "approval.consume": Driver.approval_consume,
+    "outbox.send": Driver.outbox_send,
+    "message.deliver": Driver.message_deliver,
+    "monitor.pass": Driver.monitor_pass,
+    "tick": Driver.tick,
+    "restart": Driver.restart,
+}
+"""Operation name (the model's, ``spec/model/_ops.py``) → its handler: what ``capabilities``
+lists. A new operation of the reference (``plan.submit``, …) is one method and one entry here;
+``message.deliver`` is the harness operation the suite's bad-input cases use."""
 
 
 def _msg_id(line: str) -> int | None:

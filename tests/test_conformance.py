@@ -20,8 +20,9 @@ from conformance._run import Options, run_suite
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = f"{sys.executable} -m reference.driver"
 SAMPLE = f"node {ROOT / 'conformance/examples/sample_driver.js'}"
-PLANTED = ["APR-2", "APR-5", "INV-11", "XPR-1"]
-"""The sample's defects: arguments digest not bound (APR-2, APR-5), no fencing (XPR-1, INV-11)."""
+PLANTED = ["APR-2", "APR-5", "INV-11", "MEM-1", "XPR-1"]
+"""The sample's defects: arguments digest not bound (APR-2, APR-5), no fencing (XPR-1, INV-11),
+claims while draining (MEM-1)."""
 
 
 def suite(driver: str, **options: object) -> tuple[list, dict]:
@@ -41,31 +42,34 @@ def test_requests_are_checked_against_the_schema_and_ids_are_opaque() -> None:
     )
 
 
-@pytest.mark.clause("APR-1", "APR-4", "APR-5", "APR-6", "APR-9", "MSG-2", "MSG-4", "MSG-5", "REC-2", "XPR-1")
+@pytest.mark.clause(
+    "APR-1", "APR-4", "APR-5", "APR-6", "APR-9", "MSG-2", "MSG-4", "MSG-5", "REC-2", "XPR-1", "SHD-1", "SHD-2", "MEM-1"
+)  # fmt: skip
 def test_the_reference_driver_conforms() -> None:
-    """Here on the vectors of `tiny` and `fencing` (whose shutdowns the reference lacks), every
-    bad input and three random programs; CI runs the whole suite through `teamproto conformance`."""
+    """Here on the vectors of `tiny` and `fencing` (shutdowns, lapses, restarts of members, the
+    outbox), every bad input and three random programs; CI runs the whole suite through
+    `teamproto conformance`."""
     cases, result = suite(REFERENCE, programs=3, depth=20, configs=("tiny", "fencing"))
     failed = [(c.id, c.message) for c in cases if c.verdict == "FAILED"]
     assert failed == [] and result["exit"] == 0, failed
     ok = {c.section for c in cases if c.verdict == "OK"}
     assert ok == {"vectors", "bad input", "random programs"}
-    assert result["clauses"]["APR-5"] == "OK" and result["clauses"]["SHD-1"] == "UNIMPLEMENTED"
-    missing = {c.message for c in cases if c.verdict == "UNIMPLEMENTED"}
-    lacking = {op for m in missing for op in m.removeprefix("the driver does not implement ").split(", ")}
-    # what the driver lacks is team operations not wired to it yet; nothing of the approval slice
-    assert lacking and all(op.split(".")[0] in ("shutdown", "outbox", "member", "task", "job") for op in lacking)
+    assert result["clauses"]["APR-5"] == "OK" and result["clauses"]["SHD-1"] == "OK"
+    assert result["clauses"]["MEM-1"] == "OK" and result["clauses"]["REC-3"] == "OK"
+    assert [c.id for c in cases if c.verdict == "UNIMPLEMENTED"] == []  # the team operations are wired
 
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="needs Node.js")
-@pytest.mark.clause("APR-2", "APR-5", "XPR-1", "INV-11")
+@pytest.mark.clause("APR-2", "APR-5", "XPR-1", "INV-11", "MEM-1")
 def test_the_sample_fails_on_exactly_its_planted_defects() -> None:
     cases, result = suite(SAMPLE, programs=4, depth=20, configs=("tiny", "monitor"))
     assert result["failed_clauses"] == PLANTED and result["exit"] == 1
     failed = {c.id for c in cases if c.verdict == "FAILED"}
-    assert {"bad-changed-arguments", "bad-stale-incarnation"} <= failed
+    assert {"bad-changed-arguments", "bad-stale-incarnation", "bad-claim-while-draining"} <= failed
     assert all(set(c.failed_clauses) <= set(PLANTED) and c.trace for c in cases if c.verdict == "FAILED")
     assert sum(1 for c in cases if c.verdict == "OK") > 30  # everything else it implements passes
+    drains = [c for c in cases if c.verdict == "OK" and c.group == "shutdown" and c.section == "vectors"]
+    assert drains  # the shutdown vectors its operations suffice for replay, and pass
 
 
 MUTANTS = [
@@ -73,16 +77,18 @@ MUTANTS = [
     ("dedup_disabled", "MSG-5", {"sections": ("bad input",), "clauses": ("MSG-5",)}),
     ("skip_digest_check", "APR-5", {"sections": ("random programs",), "programs": 4}),
     ("reconcile_skips_redelivery", "REC-2", {"sections": ("vectors",), "configs": ("tiny",)}),
+    ("timed_out_as_completed", "SHD-6", {"sections": ("vectors",), "configs": ("monitor",), "clauses": ("SHD-6",)}),
 ]
 
 
-@pytest.mark.clause("APR-5", "APR-6", "MSG-5", "REC-2")
+@pytest.mark.clause("APR-5", "APR-6", "MSG-5", "REC-2", "SHD-6")
 @pytest.mark.parametrize(("mutant", "clause", "options"), MUTANTS, ids=[m[0] for m in MUTANTS])
 def test_a_reference_mutant_is_caught_through_the_driver(
     mutant: str, clause: str, options: dict[str, object], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Each section of the suite catches a reference mutant (run in the driver's process through
-    ``TEAMPROTO_MUTANT``): bad input, random programs, vectors."""
+    ``TEAMPROTO_MUTANT``): bad input, random programs, vectors (of the approval slice and, through
+    the team operations, of a drain past its deadline that must time out, not complete)."""
     monkeypatch.setenv("TEAMPROTO_MUTANT", mutant)
     _, result = suite(REFERENCE, **options)
     assert clause in result["failed_clauses"] and result["exit"] == 1
