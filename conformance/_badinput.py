@@ -23,7 +23,7 @@ TEAM = {
     "team": {
         "lead": "lead",
         "members": [{"member_id": "m0", "tools": ["deploy"]}, {"member_id": "m1", "tools": ["deploy"]}],
-        "tasks": ["t0", "t1"],
+        "tasks": ["t0", "t1", "t2"],
     },
     "tools": [{"name": "deploy", "protected": True}],
     "config": {"name": "bad-input"},
@@ -65,6 +65,7 @@ class Bad:
     send: Callable[[Session, str], dict[str, Any]]  # (session, the approval's id) -> the reply
     setup: tuple[str, ...] = ()  # steps before the "before" snapshot: approve, restart_member, tick, consume
     operations: tuple[str, ...] = ()
+    group: str = "operation approval"
 
 
 def _raw(session: Session, text: str) -> dict[str, Any]:
@@ -139,6 +140,16 @@ CASES: tuple[Bad, ...] = (
         lambda s, p: s.call(consume(p, incarnation=1)),
         ("restart_member",),
         ("member.restart",),
+    ),
+    Bad(
+        "claim-while-draining",
+        "m1 drains for a shutdown request; it claims a pending task",
+        ("MEM-1",),
+        ("claim_refused", "member_not_running"),
+        lambda s, p: s.call({"type": "task.claim", "member_id": "m1", "task_id": "t2"}),
+        ("drain",),
+        ("task.finish", "shutdown.request", "shutdown.begin_drain"),
+        "shutdown",
     ),
     Bad(
         "changed-arguments",
@@ -256,6 +267,8 @@ def _set_up(session: Session, bad: Bad, caps: dict[str, Any]) -> str:
             session.call({"type": "tick", "seconds": 2})
         elif step == "consume":
             session.call(consume(pid))
+        elif step == "drain":
+            _drain(session, "m1", "t1")
         elif step == "deliver":
             session.snapshot()
             session.first_delivery = _deliver_twice(session, pid)  # type: ignore[attr-defined]
@@ -263,8 +276,18 @@ def _set_up(session: Session, bad: Bad, caps: dict[str, Any]) -> str:
     return pid
 
 
+def _drain(session: Session, member: str, task: str) -> None:
+    """``member`` finishes ``task`` (it then holds none), and the Lead's shutdown request for it is
+    delivered: it drains (SHD-2), so only the drain keeps it from claiming (MEM-1)."""
+    session.call({"type": "task.finish", "member_id": member, "task_id": task, "outcome": "completed"})
+    lead = {"actor": {"member_id": "lead"}, "request_key": f"shutdown-{member}", "reason_text": "scale down"}
+    reply = session.call({"type": "shutdown.request", "member_id": member, **lead, "ttl_seconds": 60})
+    pid = reply.get("result", {}).get("protocol_id", "")
+    session.call({"type": "shutdown.begin_drain", "member_id": member, "protocol_id": pid})
+
+
 def run_bad(command: str, bad: Bad, caps: dict[str, Any], root: Path) -> Case:
-    case = Case(f"bad-{bad.name}", "bad input", "operation approval", bad.title, sorted(bad.clauses))
+    case = Case(f"bad-{bad.name}", "bad input", bad.group, bad.title, sorted(bad.clauses))
     missing = missing_capabilities([*BASE_OPS, *bad.operations], [], caps)
     if missing:
         return case.unimplemented(missing)

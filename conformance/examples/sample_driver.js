@@ -7,6 +7,8 @@
 //            other arguments than the approved ones runs.
 //   DEFECT 2 (XPR-1, INV-11): no fencing by incarnation — a call made by an older incarnation of
 //            a restarted member is accepted.
+//   DEFECT 3 (MEM-1): claims while draining — a member that drains for a shutdown request may
+//            still claim a task (its status and accepting_new_tasks are not checked).
 //
 // Everything else it implements is meant to be right: stable ids of its own shape
 // ("protocol-" + 16 hex digits), write steps in the model's order with a crash after any of them,
@@ -26,12 +28,14 @@ const KINDS = ["member", "capability_profile", "task", "job", "operation_approva
   "plan_execution", "shutdown_request", "message", "outbox_entry", "tool_execution", "audit_entry"];
 const OPERATIONS = ["task.claim", "task.finish", "profile.change", "approval.request", "approval.retry",
   "approval.review", "approval.cancel", "approval.consume", "monitor.pass", "tick", "restart",
-  "member.restart", "message.deliver"];
+  "member.restart", "message.deliver", "shutdown.request", "shutdown.cancel", "shutdown.begin_drain"];
 const STEPS = ["task.claim/task", "task.claim/member", "task.finish/task", "task.finish/member",
   "profile.change/profile", "approval.request/record", "approval.request/message",
   "approval.review/record", "approval.review/message", "approval.cancel/record",
   "approval.consume/record", "approval.consume/execution", "approval.consume/call",
   "approval.consume/outcome", "monitor.pass/records", "member.restart/member"];
+// (it dies after a shutdown's write steps too, but does not reconcile a shutdown cut short: so it
+// does not offer them to arm_crash, and the suite reports those crash vectors UNIMPLEMENTED)
 const REQUIRED = {
   init: ["data_dir", "team", "tools", "clock"], tick: ["seconds"], arm_crash: ["step"],
   "task.claim": ["member_id", "task_id"], "task.finish": ["member_id", "task_id", "outcome"],
@@ -41,6 +45,8 @@ const REQUIRED = {
   "approval.cancel": ["actor", "tool_call_id", "task_id", "protocol_id"],
   "approval.consume": ["actor", "tool_call_id", "task_id", "protocol_id", "tool", "arguments"],
   "message.deliver": ["message_id", "correlation_id"],
+  "shutdown.request": ["actor", "member_id", "request_key", "reason_text", "ttl_seconds"],
+  "shutdown.cancel": ["actor", "protocol_id"], "shutdown.begin_drain": ["member_id", "protocol_id"],
 };
 REQUIRED["approval.retry"] = REQUIRED["approval.request"];
 
@@ -72,6 +78,11 @@ function save() {
   const tmp = path.join(dir, "state.json.tmp");
   fs.writeFileSync(tmp, JSON.stringify(db));
   fs.renameSync(tmp, path.join(dir, "state.json"));
+}
+
+// A write step that may write nothing (nothing to cancel): a crash armed after it still happens.
+function stepDone(step) {
+  if (armed === step) process.exit(70);
 }
 
 // One write step: change one record, persist, and die right after it if a crash is armed there.
@@ -316,14 +327,105 @@ function monitorPass() {
       expired.push(ap.protocol_id);
     }
   }
+  for (const sd of Object.values(db.shutdown_request)) { // SHD-6
+    if (clock <= sd.deadline || !["requested", "draining"].includes(sd.status)) continue;
+    const target = sd.status === "requested" ? "expired" : "timed_out";
+    write("monitor.pass/records", "shutdown_request", sd.protocol_id, { ...sd, status: target, reason: target,
+      events: [...sd.events, event("monitor", target)] });
+    expired.push(sd.protocol_id);
+  }
+  for (const rec of Object.values(db.message)) { // a request nobody handled in time
+    const m = rec.message;
+    if (rec.status === "pending" && m.message_type === "shutdown_request" && m.body.deadline < clock) {
+      write("monitor.pass/records", "message", m.message_id, { ...rec, status: "expired" });
+    }
+  }
+  stepDone("monitor.pass/records");
   return { expired };
+}
+
+// ---- graceful shutdown (SHD-1, SHD-2, XPR-2) ----------------------------------------------------
+function leadOnly(actor, what) {
+  if (actor.member_id !== lead) throw new Refusal("not_lead", `only ${lead} may ${what}`);
+}
+function shutdownRequest(req) {
+  leadOnly(req.actor, "request a shutdown");
+  const target = need("member", req.member_id);
+  const pid = stableId("protocol", lead, req.request_key, "shutdown_request");
+  let sd = db.shutdown_request[pid];
+  if (!sd) {
+    if (target.status !== "running") throw new Refusal("shutdown_refused", `${target.member_id} is ${target.status}`);
+    sd = { protocol_id: pid, kind: "shutdown_request", status: "requested", requester_id: lead,
+      target_id: target.member_id, target_incarnation: target.incarnation, responder_id: target.member_id,
+      reason_text: req.reason_text, created_at: clock, deadline: clock + req.ttl_seconds, released_task_id: null,
+      waited_job_ids: [], reason: null, events: [event(lead, "requested", req.reason_text)], version: 0 };
+    write("shutdown.request/record", "shutdown_request", pid, sd);
+  } else if (sd.target_id !== target.member_id) {
+    throw new Refusal("shutdown_refused", `${pid} targets ${sd.target_id}; use a new request_key`);
+  }
+  if (sd.status === "requested") {
+    const body = { protocol_id: pid, target_incarnation: sd.target_incarnation, reason_text: sd.reason_text,
+      deadline: sd.deadline };
+    post("shutdown.request/message", pid, "shutdown_request", "request", lead, sd.target_id, body,
+      sd.deadline - sd.created_at);
+  }
+  return { protocol_id: pid };
+}
+function shutdownCancel(req) {
+  leadOnly(req.actor, "cancel a shutdown");
+  const sd = need("shutdown_request", req.protocol_id);
+  if (sd.status !== "requested") throw new Refusal("shutdown_refused", `${sd.protocol_id} is ${sd.status}`);
+  write("shutdown.cancel/record", "shutdown_request", sd.protocol_id, { ...sd, status: "cancelled",
+    reason: "cancelled", events: [...sd.events, event(lead, "cancelled")] });
+  return { status: "cancelled" };
+}
+function drainRefusal(sd, m) {
+  if (sd.target_incarnation !== m.incarnation) return `stale: made for incarnation ${sd.target_incarnation}`;
+  if (sd.status === "requested") {
+    if (clock > sd.deadline) return "past its deadline";
+    return m.status === "running" ? null : `member is ${m.status}`;
+  }
+  if (sd.status === "draining" && [null, sd.protocol_id].includes(m.shutdown_request_id)) return null;
+  return `request is ${sd.status}`;
+}
+function beginDrain(req) {
+  const sd = need("shutdown_request", req.protocol_id);
+  const rec = need("message", stableId("message", sd.protocol_id, "request"));
+  if (rec.message.target !== req.member_id) throw new Refusal("shutdown_refused", "not a request to this member");
+  if (rec.recorded_result !== null) return { recorded_result: rec.recorded_result };
+  if (rec.status !== "pending") throw new Refusal("message_not_pending", `the request is ${rec.status}`);
+  const m = need("member", req.member_id);
+  const refusal = drainRefusal(sd, m);
+  if (refusal === null) {
+    if (sd.status === "requested") {
+      write("shutdown.begin_drain/record", "shutdown_request", sd.protocol_id, { ...sd, status: "draining",
+        events: [...sd.events, event(m.member_id, "draining")] });
+    }
+    if (m.status === "running") {
+      write("shutdown.begin_drain/member", "member", m.member_id, { ...m, status: "draining",
+        accepting_new_tasks: false, shutdown_request_id: sd.protocol_id });
+    }
+    for (const ap of Object.values(db.operation_approval)) { // XPR-2: its open requests end
+      if (ap.status === "requested" && ap.requester_id === m.member_id && ap.requester_incarnation === m.incarnation) {
+        write("shutdown.begin_drain/cancel_requests", "operation_approval", ap.protocol_id, { ...ap,
+          status: "cancelled", reason: "member_draining", events: [...ap.events, event(m.member_id, "cancelled")] });
+      }
+    }
+    stepDone("shutdown.begin_drain/cancel_requests");
+  }
+  const result = refusal === null ? { outcome: "draining" } : { outcome: "refused", reason: refusal };
+  const recorded = { ...result, delivered_at: clock };
+  write("shutdown.begin_drain/message", "message", rec.message.message_id, { ...rec, status: "delivered",
+    recorded_result: recorded });
+  return { recorded_result: recorded };
 }
 
 function claim(req) {
   const m = need("member", req.member_id);
   const t = need("task", req.task_id);
   if (t.status !== "pending") throw new Refusal("illegal_transition", `${t.task_id} is ${t.status}`);
-  if (m.status !== "running" || !m.accepting_new_tasks) throw new Refusal("member_not_running", `${m.member_id} is ${m.status}`);
+  // DEFECT 3: a draining member may claim (neither accepting_new_tasks nor its shutdown is looked at).
+  if (!["running", "draining"].includes(m.status)) throw new Refusal("member_not_running", `${m.member_id} is ${m.status}`);
   const claims = t.history.filter((e) => e.event === "claimed").length;
   const token = stableId("claim", t.task_id, claims + 1);
   write("task.claim/task", "task", t.task_id, { ...t, status: "claimed", owner_id: m.member_id,
@@ -387,6 +489,9 @@ const HANDLERS = {
   "approval.cancel": cancel,
   "approval.consume": consume,
   "message.deliver": deliver,
+  "shutdown.request": shutdownRequest,
+  "shutdown.cancel": shutdownCancel,
+  "shutdown.begin_drain": beginDrain,
 };
 
 function handle(line) {
