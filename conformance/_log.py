@@ -5,7 +5,7 @@ over all of those: it keeps every model state the log so far could have led to, 
 explained when some transition from one of them (silent steps first) shows exactly that event.
 
 Format ``teamproto-events/1``, JSON lines (``teamproto conformance --export-log`` writes it from
-the reference's audit log):
+the reference's audit log, a real clock's times put on whole ticks):
 
 - line 1, the header: ``{"format": "teamproto-events/1", "members": ["m0", …], "tasks": ["t0", …],
   "lead": "lead"}``;
@@ -163,7 +163,13 @@ def validate_file(path: Path) -> dict[str, Any]:
 
 def export_reference_log(path: Path) -> list[dict[str, Any]]:
     """The reference's audit log (SQLite store ``path``, or a data directory holding ``team.db``)
-    as ``teamproto-events/1`` lines."""
+    as ``teamproto-events/1`` lines: its approval events (the events the format has), in order.
+
+    A log of a virtual clock (every time a whole second) keeps its times. A log of a real clock
+    (``teamproto demo``'s processes) is put on the format's whole ticks: ``at`` is the whole
+    seconds since its first event, rounded down, which keeps the order of events and every
+    "not past its deadline" of a whole-second ttl; an expiry recorded less than a second after
+    its deadline would read as at the deadline, and be refused."""
     from reference import SQLiteStorage
 
     storage = SQLiteStorage(path / "team.db" if path.is_dir() else path)
@@ -174,22 +180,22 @@ def export_reference_log(path: Path) -> list[dict[str, Any]]:
             "members": [row.doc["member_id"] for row in storage.scan("member")],
             "tasks": [row.doc["task_id"] for row in storage.scan("task")],
         }
-        out: list[dict[str, Any]] = [header]
-        for row in storage.scan("audit_entry"):
-            entry = row.doc
-            event = {
-                "event": entry["event"],
-                "subject": entry["subject_id"],
-                "actor": entry["actor"],
-                "at": entry["at"],
-            }
-            approval = approvals.get(entry["subject_id"])
-            if entry["event"] == "approval.requested" and approval is not None:
-                event["ttl_seconds"] = approval["deadline"] - approval["created_at"]
-            out.append(event)
-        return out
+        entries = [row.doc for row in storage.scan("audit_entry") if row.doc["event"].startswith("approval.")]
     finally:
         storage.close()
+    times = [float(entry["at"]) for entry in entries]
+    origin = 0.0 if all(t == int(t) for t in times) else min(times)
+    out: list[dict[str, Any]] = [header]
+    for entry in entries:
+        at = float(entry["at"]) - origin
+        event = {"event": entry["event"], "subject": entry["subject_id"], "actor": entry["actor"], "at": at}
+        if origin:
+            event["at"] = float(int(at))
+        approval = approvals.get(entry["subject_id"])
+        if entry["event"] == "approval.requested" and approval is not None:
+            event["ttl_seconds"] = round(approval["deadline"] - approval["created_at"], 6)
+        out.append(event)
+    return out
 
 
 __all__ = ["export_reference_log", "validate", "validate_file"]

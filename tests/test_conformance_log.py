@@ -89,3 +89,27 @@ def test_logs_of_runs_with_crashes_and_sigkills_validate(tmp_path: Path) -> None
         log = export_reference_log(store)
         assert any(e.get("event") == "approval.consumed" for e in log)
         assert validate(log[0], log[1:])["ok"], store
+
+
+def demo_log_validates(folder: Path) -> None:
+    """``teamproto demo``'s log (a real clock, its times put on whole ticks by the export) is a
+    behaviour of the model, through the command line; edited to consume its approval twice, it is
+    refused naming the second consume. Called by the demo's own test (one demo run for both)."""
+    exported = subprocess.run(
+        [sys.executable, "-m", "teamproto._cli", "conformance", "--export-log", str(folder)],
+        capture_output=True, text=True, timeout=120, cwd=ROOT,
+    )  # fmt: skip
+    assert exported.returncode == 0, exported.stderr
+    log = [json.loads(line) for line in exported.stdout.splitlines()]
+    assert [e["event"] for e in log[1:]] == ["approval.requested", "approval.approved", "approval.consumed"]
+    assert all(float(e["at"]) == int(e["at"]) for e in log[1:])
+    path = folder / "events.jsonl"
+    path.write_text(exported.stdout)
+    checked = subprocess.run(
+        [sys.executable, "-m", "teamproto._cli", "conformance", "--log", str(path), "--json"],
+        capture_output=True, text=True, timeout=120, cwd=ROOT,
+    )  # fmt: skip
+    assert checked.returncode == 0 and json.loads(checked.stdout) == {"ok": True, "events": 3}, checked.stdout
+    edited = [*log, dict(log[-1])]
+    verdict = validate(edited[0], edited[1:])
+    assert not verdict["ok"] and verdict["index"] == 4 and verdict["event"]["event"] == "approval.consumed"

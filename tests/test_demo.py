@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+from tests.test_conformance_log import demo_log_validates
+
 TIMEOUT = 120
 
 
@@ -43,6 +45,7 @@ def test_the_demo_drains_acks_loses_a_member_and_keeps_every_invariant(tmp_path:
     assert first(events, "lead", "needs_inspection") < first(events, "lead", "restarted m1 as incarnation 2")
     assert first(events, "m1#2", "SIGTERM: shutting down") < first(events, "bus", "shutdown_notice m1")
     assert report["database"] == str(kept / "team.db") and (kept / "team.db").exists()
+    demo_log_validates(kept)  # its log is a behaviour of the model (issue 15: --export-log, --log)
     again = demo("--keep", str(kept))
     assert again.returncode == 2 and again.stdout == ""
     assert len(again.stderr.strip().splitlines()) == 1 and "team.db exists" in again.stderr
