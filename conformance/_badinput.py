@@ -152,6 +152,28 @@ CASES: tuple[Bad, ...] = (
         "shutdown",
     ),
     Bad(
+        "forged-shutdown-requester",
+        "m0 asks m1 to shut down: only the Lead may",
+        ("SHD-1",),
+        ("not_lead",),
+        lambda s, p: s.call({"type": "shutdown.request", **_shutdown("m1"), "actor": {"member_id": "m0"}}),
+        (),
+        ("shutdown.request",),
+        "shutdown",
+    ),
+    Bad(
+        "unknown-id-drain",
+        "m1 handles a shutdown request nobody made",
+        ("SHD-2",),
+        ("unknown_id",),
+        lambda s, p: s.call(
+            {"type": "shutdown.begin_drain", "member_id": "m1", "protocol_id": "protocol-00000000feedface"}
+        ),
+        (),
+        ("shutdown.begin_drain",),
+        "shutdown",
+    ),
+    Bad(
         "changed-arguments",
         "the approved call with other arguments",
         ("APR-2", "APR-5"),
@@ -276,12 +298,17 @@ def _set_up(session: Session, bad: Bad, caps: dict[str, Any]) -> str:
     return pid
 
 
+def _shutdown(member: str) -> dict[str, Any]:
+    """The Lead's request to shut ``member`` down (the fields after ``type``)."""
+    lead = {"actor": {"member_id": "lead"}, "request_key": f"shutdown-{member}", "reason_text": "scale down"}
+    return {"member_id": member, **lead, "ttl_seconds": 60}
+
+
 def _drain(session: Session, member: str, task: str) -> None:
     """``member`` finishes ``task`` (it then holds none), and the Lead's shutdown request for it is
     delivered: it drains (SHD-2), so only the drain keeps it from claiming (MEM-1)."""
     session.call({"type": "task.finish", "member_id": member, "task_id": task, "outcome": "completed"})
-    lead = {"actor": {"member_id": "lead"}, "request_key": f"shutdown-{member}", "reason_text": "scale down"}
-    reply = session.call({"type": "shutdown.request", "member_id": member, **lead, "ttl_seconds": 60})
+    reply = session.call({"type": "shutdown.request", **_shutdown(member)})
     pid = reply.get("result", {}).get("protocol_id", "")
     session.call({"type": "shutdown.begin_drain", "member_id": member, "protocol_id": pid})
 

@@ -63,6 +63,7 @@ MUTANTS: dict[str, str] = {
     "result_not_redacted": "AUD-3, INV-10: a tool's result is stored as the tool returned it",
     "version_conflict_escapes": "STO-4: the loser of a compare-and-set race gets a raw VersionConflict",
     "execution_overwritten": "APR-6: an existing execution record is overwritten and the call made again",
+    "shutdown_by_anyone": "SHD-1: any member may request another member's shutdown, not only the Lead",
     "receive_keeps_article_layout": "MSG-1, PLN-1: a message received in the source article's layout is "
     "stored as it came, its defaults never filled",
 }

@@ -59,6 +59,20 @@ def test_the_reference_driver_conforms() -> None:
     assert [c.id for c in cases if c.verdict == "UNIMPLEMENTED"] == []  # the team operations are wired
 
 
+@pytest.mark.clause("SHD-1", "SHD-2", "MEM-1")
+def test_the_reference_refuses_the_teams_bad_input() -> None:
+    """The bad input of the team's operations (a member asking for a shutdown, a drain of an id
+    nobody made, a claim while draining) is refused with its typed error, changing nothing;
+    ``teamproto mutants`` runs this test for ``shutdown_by_anyone``."""
+    cases, result = suite(REFERENCE, sections=("bad input",), clauses=("SHD", "MEM-1"))
+    assert {c.id for c in cases} == {
+        "bad-forged-shutdown-requester",
+        "bad-unknown-id-drain",
+        "bad-claim-while-draining",
+    }
+    assert result["exit"] == 0, [(c.id, c.message) for c in cases if c.verdict != "OK"]
+
+
 @pytest.mark.skipif(shutil.which("node") is None, reason="needs Node.js")
 @pytest.mark.clause("APR-2", "APR-5", "XPR-1", "INV-11", "MEM-1")
 def test_the_sample_fails_on_exactly_its_planted_defects() -> None:
@@ -78,10 +92,11 @@ MUTANTS = [
     ("skip_digest_check", "APR-5", {"sections": ("random programs",), "programs": 4}),
     ("reconcile_skips_redelivery", "REC-2", {"sections": ("vectors",), "configs": ("tiny",)}),
     ("timed_out_as_completed", "SHD-6", {"sections": ("vectors",), "configs": ("monitor",), "clauses": ("SHD-6",)}),
+    ("shutdown_by_anyone", "SHD-1", {"sections": ("bad input",), "clauses": ("SHD-1",)}),
 ]
 
 
-@pytest.mark.clause("APR-5", "APR-6", "MSG-5", "REC-2", "SHD-6")
+@pytest.mark.clause("APR-5", "APR-6", "MSG-5", "REC-2", "SHD-6", "SHD-1")
 @pytest.mark.parametrize(("mutant", "clause", "options"), MUTANTS, ids=[m[0] for m in MUTANTS])
 def test_a_reference_mutant_is_caught_through_the_driver(
     mutant: str, clause: str, options: dict[str, object], monkeypatch: pytest.MonkeyPatch
