@@ -315,3 +315,51 @@ def test_reconcile_never_starts_a_second_execution_and_changes_nothing_the_secon
     assert again.snapshot() == once
     with pytest.raises(r.PlanAlreadyStarted):
         again.plans.start(team.ctx(), pid)
+
+
+@pytest.mark.clause("AUD-4", "APR-3", "PLN-1", "SHD-1", "MSG-4")
+def test_agent_tools_for_plans_and_shutdowns() -> None:
+    team, tools = Team(), r.AGENT_TOOLS
+    h, lead = team.h, r.CallContext("lead", 1, "lead-call")
+    body = plan(*STEPS)
+    request = tools["team_request_plan_approval"]
+    first = request(h, team.ctx(), {"plan": body})
+    assert first["status"] == "pending" and request(h, team.ctx(), {"plan": body}) == first  # a retry: same id
+    messages = [m for m in h.snapshot()["message"] if m["message"]["message_type"] == "plan_request"]
+    assert len(messages) == 1
+    before = h.snapshot()
+    for error, call in (
+        (r.ForgedIdentity, lambda: request(h, team.ctx(), {"plan": body, "requester_id": "m1"})),
+        (spec.SchemaError, lambda: request(h, team.ctx(), {"plan": {**body, "steps": []}})),
+        (
+            r.NotResponder,
+            lambda: tools["team_decide_plan"](
+                h, team.ctx("m1"), {"protocol_id": first["protocol_id"], "decision": "approved"}
+            ),
+        ),  # noqa: E501
+        (r.NotLead, lambda: tools["team_request_shutdown"](h, team.ctx("m1"), {"target_id": "m0"})),
+        (
+            r.NotPlanRequester,
+            lambda: tools["team_cancel_protocol"](h, team.ctx("m1"), {"protocol_id": first["protocol_id"]}),
+        ),  # noqa: E501
+    ):
+        with pytest.raises(error):
+            call()
+    assert h.snapshot() == before
+    decided = tools["team_decide_plan"](h, lead, {"protocol_id": first["protocol_id"], "decision": "approved"})
+    assert decided["status"] == "approved"
+    shutdown = tools["team_request_shutdown"](h, lead, {"target_id": "m1", "reason_text": "scale down"})
+    status = tools["team_protocol_status"]
+    assert [(x["kind"], x["status"]) for x in status(h, team.ctx(), {})["records"]] == [("plan_approval", "approved")]
+    assert [(x["kind"], x["status"]) for x in status(h, team.ctx("m1"), {})["records"]] == [
+        ("shutdown_request", "requested")
+    ]
+    assert {x["kind"] for x in status(h, lead, {})["records"]} == {"plan_approval", "shutdown_request"}
+    assert status(h, team.ctx(), {})["records"][0]["execution"] is None
+    cancel = tools["team_cancel_protocol"]
+    assert cancel(h, team.ctx(), {"protocol_id": first["protocol_id"]})["status"] == "withdrawn"
+    assert cancel(h, lead, {"protocol_id": shutdown["protocol_id"]})["status"] == "cancelled"
+    assert [tools[name].schema()["name"] for name in ("team_request_plan_approval", "team_decide_plan")] == [
+        "team_request_plan_approval",
+        "team_decide_plan",
+    ]
