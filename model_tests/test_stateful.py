@@ -1133,9 +1133,8 @@ class PlanComparison(TeamComparison):
         slot = data.draw(st.sampled_from([p for p, plan in enumerate(self.state.plans) if plan.status]))
         plan, pid = self.state.plans[slot], self._plan_pid(slot)
         key = ("plan_decision", slot, plan.retractions)
-        call = lambda: self.harness.plans.deliver_decision(
-            f"m{plan.requester}", spec.ids.message_id(pid, f"decision-{plan.retractions}")
-        )  # noqa: E731, E501
+        mid = spec.ids.message_id(pid, f"decision-{plan.retractions}")
+        call = lambda: self.harness.plans.deliver_decision(f"m{plan.requester}", mid)  # noqa: E731
         if message_status(self.state, key) != "pending":
             before = self.harness.snapshot()
             with contextlib.suppress(r.TeamRefusal, r.PlanRefused):
@@ -1250,7 +1249,7 @@ class PlanComparison(TeamComparison):
                     c,
                     slot=slot,
                 ),
-            ),  # noqa: E501
+            ),
             (
                 "plan.decide",
                 lambda c: self._act(
@@ -1260,7 +1259,7 @@ class PlanComparison(TeamComparison):
                     decision="approved",
                     slot=slot,
                 ),
-            ),  # noqa: E501
+            ),
             ("plan.deliver_decision", lambda c: self._deliver_current(slot, c)),
             (
                 "plan.start",
@@ -1270,7 +1269,7 @@ class PlanComparison(TeamComparison):
                     c,
                     slot=slot,
                 ),
-            ),  # noqa: E501
+            ),
         ]
         for number, (operation, run) in enumerate(stages):
             if number >= stop or self.state.plans[slot].status in ("", "withdrawn", "expired"):

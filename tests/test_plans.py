@@ -336,12 +336,12 @@ def test_agent_tools_for_plans_and_shutdowns() -> None:
             lambda: tools["team_decide_plan"](
                 h, team.ctx("m1"), {"protocol_id": first["protocol_id"], "decision": "approved"}
             ),
-        ),  # noqa: E501
+        ),
         (r.NotLead, lambda: tools["team_request_shutdown"](h, team.ctx("m1"), {"target_id": "m0"})),
         (
             r.NotPlanRequester,
             lambda: tools["team_cancel_protocol"](h, team.ctx("m1"), {"protocol_id": first["protocol_id"]}),
-        ),  # noqa: E501
+        ),
     ):
         with pytest.raises(error):
             call()
