@@ -1312,7 +1312,7 @@ PlanComparison.TestCase.settings = settings(
     stateful_step_count=30,
     suppress_health_check=[HealthCheck.too_slow],
     deadline=None,
-    max_examples=max(10, settings().max_examples // 4),
+    max_examples=max(10, settings().max_examples // 5),
     **NO_SHRINK,  # type: ignore[arg-type]
 )
 TestPlanProtocol = pytest.mark.clause(
