@@ -1271,16 +1271,30 @@ class PlanComparison(TeamComparison):
                 ),
             ),
         ]
+        late = data.draw(st.sampled_from([None, None, None, 0, 1, 2, 3, 4]))  # the ttl runs out here
+        twist = data.draw(st.sampled_from([None, None, None, "withdraw", "retract"]))
         for number, (operation, run) in enumerate(stages):
             if number >= stop or self.state.plans[slot].status in ("", "withdrawn", "expired"):
                 return
             check()
+            if number == late:
+                _ticks(self, self.config.ttl_ticks + 1)  # PLN-5, PLN-9: a timeout never approves
+                self.monitor()
+                check()
             run(data.draw(plan_crash(operation)))
-        for _ in range(self.config.plan_steps):
+            if operation == "plan.decide" and twist == "withdraw":  # the decision then arrives late (PLN-3)
+                check()
+                self.plan_withdraw(_Fixed(slot), None)
+            elif operation == "plan.deliver_decision" and twist == "retract":  # too late to retract (PLN-6)
+                check()
+                self.plan_retract(_Fixed(slot), "rejected", None)
+        for _ in range(self.config.plan_steps + 1):  # one step more than approved: an extra step
             if self.state.runs[slot].status != "running":
                 return
             check()
-            self.plan_step(_Fixed(slot), data.draw(plan_crash("plan.step")), 1)
+            self.plan_step(_Fixed(slot), data.draw(plan_crash("plan.step")), data.draw(st.integers(0, 3)))
+            if self.state.runs[slot].cursor >= self.config.plan_steps and stop > 5:
+                break
         if self.state.runs[slot].status == "running" and stop > 5:
             check()
             self.plan_finish(_Fixed(slot, "complete", data.draw(plan_crash("plan.complete"))), "complete")
