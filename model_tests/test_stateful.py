@@ -1044,7 +1044,7 @@ PLAN_CONFIG = parse_config(
         "members": 2,
         "tasks": 3,
         "approvals": 1,
-        "plans": 2,
+        "plans": 4,
         "shutdowns": 2,
         "max_ticks": 10_000,
         "ttl_ticks": 2,
@@ -1303,6 +1303,37 @@ class PlanComparison(TeamComparison):
     plan_scenario_again = rule(member=member_index(), data=st.data(), stop=st.sampled_from([4, 5, 6, 7]))(
         plan_scenario.__wrapped__ if hasattr(plan_scenario, "__wrapped__") else plan_scenario
     )
+
+    @rule(member=member_index(), data=st.data(), which=st.sampled_from(["drain", "lost"]))
+    def plan_meets_the_team(self, member: int, data: st.DataObject, which: str) -> None:
+        """XPR-2 and XPR-1 where plans meet shutdowns and restarts: the member holds a draft and a
+        pending plan (or an approved, delivered one), then is asked to drain — its draft and
+        pending plans are withdrawn; or is lost, inspected and restarted — the new incarnation
+        may not start the old approval."""
+        check = self.refines_the_model_and_every_invariant_holds
+        slot = next((p for p, plan in enumerate(self.state.plans) if not plan.status), None)
+        self.plan_scenario(member, data, 3 if which == "lost" else 1)
+        check()
+        if which == "drain":
+            self.plan_draft(member, None)
+            check()
+            self.shutdown_request(member, None, 1)
+            check()
+            slots = [i for i, sd in enumerate(self.state.shutdowns) if sd.status == "requested" and sd.target == member]
+            if slots:
+                self.begin_drain(slots[-1], data.draw(team_crash("shutdown.begin_drain")))
+            return
+        for name, call in (
+            ("member.lapse", self.harness.members.lapse),
+            ("member.inspect", self.harness.members.inspect),
+        ):
+            self._act(name, lambda c=call: c(f"m{member}"), member=member)
+            check()
+        if self.state.members[member].incarnation < self.config.max_incarnation:
+            self._act("member.restart", lambda: self.harness.members.restart(f"m{member}"), member=member)
+            check()
+        if slot is not None and self.state.plans[slot].status:
+            self.plan_start(_Fixed(slot), None)
 
     def _deliver_current(self, slot: int, crash: str | None) -> None:
         plan, pid = self.state.plans[slot], self._plan_pid(slot)
