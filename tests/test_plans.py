@@ -363,3 +363,11 @@ def test_agent_tools_for_plans_and_shutdowns() -> None:
         "team_request_plan_approval",
         "team_decide_plan",
     ]
+
+
+@pytest.mark.clause("PLN-7")
+def test_the_plan_write_steps_are_the_model_s_in_its_order() -> None:
+    """DESIGN rule 3: one definition of the steps: the reference's plan steps are the model's."""
+    from spec.model import WRITE_STEPS
+
+    assert tuple(step for step in WRITE_STEPS if step.startswith("plan.")) == r.PLAN_STEPS
