@@ -4,9 +4,9 @@ Each step of the trace is an action of the model and the model's snapshot after 
 performs the same action through the reference's public API — crashing it after the named write
 step where the trace says so, and restarting it on ``restart`` — and compares the reference's
 snapshot with the trace's after every step (projected on what the approval slice decides).
-Supported: every operation of the model except plans (claims, task finish, suspend, resume and
-inspection, jobs, members' lapse, inspection, restart and retirement, shutdowns, the outbox,
-approvals, ticks and the monitor, profile changes, crashes and restarts).
+Supported: every operation of the model (claims, task finish, suspend, resume and inspection,
+jobs, members' lapse, inspection, restart and retirement, shutdowns, the outbox, approvals, plans
+and their executions, ticks and the monitor, profile changes, crashes and restarts).
 """
 
 from __future__ import annotations
@@ -17,8 +17,10 @@ from typing import Any
 import reference as r
 import spec
 from conformance._abstract import project as project_approval
+from reference._plans import approved_by, retractions
 from spec.model._ops import RISK_TEXT
-from spec.model._snapshot import shutdown_id
+from spec.model._snapshot import plan_body, plan_id, shutdown_id
+from spec.model._state import Plan
 
 SAME, CHANGED = {"target": "staging"}, {"target": "production"}
 
@@ -28,7 +30,48 @@ def project(snap: dict[str, Any]) -> dict[str, Any]:
     conformance suite, :func:`conformance._abstract.project`) and the team's (:func:`project_team`).
     The reference's snapshot must equal the model's under it (audit entries, timestamps and delivery
     status are the reference's own)."""
-    return {**project_approval(snap), **project_team(snap)}
+    return {**project_approval(snap), **project_team(snap), **project_plans(snap)}
+
+
+def project_plans(snap: dict[str, Any]) -> dict[str, Any]:
+    """What plan approval and plan execution decide (the refinement mapping of the plan operations):
+    each plan's status, requester and its incarnation, task, reason, whether its decision was
+    delivered and who approved it (the approval that stands); each execution's status, executed
+    step ids and deadline; the delivery status of plan requests and decisions. Deadlines of plans,
+    bodies and free text are the reference's own (a draft's deadline is not the model's 0)."""
+    return {
+        "plans": sorted(
+            (
+                p["protocol_id"],
+                p["status"],
+                p["requester_id"],
+                p["requester_incarnation"],
+                p["task_id"],
+                p["reason"],
+                p["decision_delivered"],
+                approved_by(p),
+                p["revision"],
+            )
+            for p in snap["plan_approval"]
+        ),
+        "runs": sorted(
+            (x["plan_id"], x["status"], tuple(x["executed_step_ids"]), x["deadline"]) for x in snap["plan_execution"]
+        ),
+        "plan_messages": sorted(
+            (m["message"]["message_id"], m["status"])
+            for m in snap["message"]
+            if m["message"]["message_type"] in ("plan_request", "plan_decision")
+        ),
+    }
+
+
+def plan_document(slot: int, requester: int, steps: int, ttl: float) -> dict[str, Any]:
+    """The plan the model's requester drafts in slot ``slot`` (its ``plan_body``), with the ttl of
+    the run; the harness fills in the correlation id."""
+    body = plan_body(slot, Plan(requester=requester), steps)
+    body["ttl_seconds"] = ttl
+    del body["correlation_id"]
+    return body
 
 
 def project_team(snap: dict[str, Any]) -> dict[str, Any]:
@@ -80,9 +123,15 @@ def project_team(snap: dict[str, Any]) -> dict[str, Any]:
 
 class Replayer:
     def __init__(
-        self, trace: dict[str, Any], ttl_seconds: float, storage: r.Storage | None = None, unit_seconds: float = 9
+        self,
+        trace: dict[str, Any],
+        ttl_seconds: float,
+        storage: r.Storage | None = None,
+        unit_seconds: float = 9,
+        plan_steps: int = 1,
     ) -> None:
         self.trace = trace
+        self.plan_steps = plan_steps
         self.ttl = ttl_seconds
         self.unit_seconds = unit_seconds
         self.storage = storage or r.MemoryStorage()
@@ -127,6 +176,8 @@ class Replayer:
     def _operation(self, name: str, args: dict[str, Any], after: dict[str, Any]) -> Callable[[], Any]:
         if name.startswith("approval."):
             return self._approval_operation(name, args, after)
+        if name.startswith("plan."):
+            return self._plan_operation(name, args)
         h = self.harness
         member = f"m{args['member']}" if "member" in args else ""
         simple: dict[str, Callable[[], Any]] = {
@@ -154,8 +205,56 @@ class Replayer:
         if name.startswith("shutdown."):
             return self._shutdown_operation(name, args)
         if name == "outbox.send":
-            return lambda: h.outbox.send(outbox_message_id(args["type"], args["ref"], args["phase"]))
+            return lambda: h.outbox.send(self._outbox_id(args["type"], args["ref"], args["phase"]))
         raise NotImplementedError(f"the replayer does not drive {name!r} yet")
+
+    def _outbox_id(self, kind: str, ref: int, phase: int) -> str:
+        if kind in PLAN_NOTICES:
+            return spec.ids.message_id(self._plan_pid(ref), PLAN_NOTICES[kind])
+        return outbox_message_id(kind, ref, phase)
+
+    def _plan_pid(self, slot: int) -> str:
+        """The id of the plan in model slot ``slot``: the one of whichever member drafted it."""
+        for member in self.harness.storage.scan("member"):
+            pid = spec.ids.protocol_id(member.key, f"plan-{slot}", "plan_approval")
+            if self.harness.storage.read("plan_approval", pid) is not None:
+                return pid
+        raise AssertionError(f"no plan in slot {slot}")
+
+    def _plan_operation(self, name: str, args: dict[str, Any]) -> Callable[[], Any]:
+        h = self.harness
+        if name == "plan.draft":
+            member = f"m{args['member']}"
+            slot = len(h.storage.scan("plan_approval"))
+            body = plan_document(slot, args["member"], self.plan_steps, self.ttl)
+            return lambda: h.plans.draft(self._member_ctx(member, f"plan-{slot}"), f"plan-{slot}", body)
+        pid = self._plan_pid(args["slot"])
+        plan = h.plans.require(pid).doc
+        ctx = self._member_ctx(plan["requester_id"], "plan")
+        if name == "plan.decide":
+            return lambda: h.plans.decide("lead", pid, args["decision"])
+        if name == "plan.retract":
+            return lambda: h.plans.retract("lead", pid, args["to"])
+        if name == "plan.deliver_decision":
+            mid = spec.ids.message_id(pid, f"decision-{retractions(plan)}")
+            return lambda: h.plans.deliver_decision(plan["requester_id"], mid)
+        if name == "plan.step":
+            run = h.storage.read("plan_execution", pid)
+            done = len(run.doc["executed_step_ids"]) if run else 0
+            step = plan["plan"]["steps"][min(done, len(plan["plan"]["steps"]) - 1)]
+            return lambda: h.plans.step(ctx, pid, step)
+        if name == "plan.rollback":
+            return lambda: h.plans.rollback("lead", pid)
+        method = {"plan.submit": h.plans.submit, "plan.withdraw": h.plans.withdraw, "plan.start": h.plans.start}
+        method |= {"plan.complete": h.plans.complete, "plan.fail": h.plans.fail}
+        if name in method:
+            call = method[name]
+            return lambda: call(ctx, pid)
+        raise NotImplementedError(f"the replayer does not drive {name!r} yet")
+
+    def _member_ctx(self, member: str, call: str) -> r.CallContext:
+        doc = self.harness.member(member)
+        return r.CallContext(member, doc["incarnation"], call, doc["current_task_id"])
 
     def _finish(self, member: str, outcome: str) -> None:
         task = self.harness.member(member)["current_task_id"]
@@ -202,6 +301,12 @@ class Replayer:
 
 
 EXIT_CODES = {"succeeded": 0, "failed": 1, "cancelled": r.CANCEL_EXIT}
+PLAN_NOTICES = {"plan_completion": "completion", "plan_abandoned": "abandoned"}
+
+
+def plan_message_id(kind: str, slot: int, requester: int) -> str:
+    """The stable id of a plan notice (``plan_completion``/``plan_abandoned``) of model slot ``slot``."""
+    return spec.ids.message_id(plan_id(slot, requester), PLAN_NOTICES[kind])
 
 
 def outbox_message_id(kind: str, ref: int, phase: int) -> str:
@@ -215,6 +320,6 @@ def outbox_message_id(kind: str, ref: int, phase: int) -> str:
     raise NotImplementedError(f"the replayer does not send {kind!r} yet")
 
 
-def replay(trace: dict[str, Any], ttl_seconds: float, unit_seconds: float = 9) -> None:
+def replay(trace: dict[str, Any], ttl_seconds: float, unit_seconds: float = 9, plan_steps: int = 1) -> None:
     spec.validate_snapshot(trace["steps"][-1]["snapshot"])
-    Replayer(trace, ttl_seconds, unit_seconds=unit_seconds).run()
+    Replayer(trace, ttl_seconds, unit_seconds=unit_seconds, plan_steps=plan_steps).run()

@@ -81,3 +81,53 @@ def test_team_walks_replay_on_the_reference(name: str) -> None:
     assert {"shutdown.request", "shutdown.begin_drain"} <= actions
     for trace in traces:
         replay(trace, ttl_seconds=config.ttl_ticks, unit_seconds=config.unit_ticks)
+
+
+PLAN_CONFIGS = {"plan": 300, "pair_plan": 60, "approval_plan": 60, "plan_drain": 60, "plan_lost": 60}
+"""Each pinned configuration with plans → its number of walks (``plan`` has the executions' steps)."""
+PLAN_OPERATIONS = {
+    "plan.draft",
+    "plan.submit",
+    "plan.decide",
+    "plan.retract",
+    "plan.deliver_decision",
+    "plan.withdraw",
+    "plan.start",
+    "plan.step",
+    "plan.complete",
+    "plan.fail",
+    "plan.rollback",
+}
+
+
+@pytest.mark.clause(
+    "PLN-1", "PLN-2", "PLN-3", "PLN-5", "PLN-6", "PLN-7", "PLN-9", "PLN-10", "PLN-11", "XPR-1", "XPR-2", "REC-2"
+)
+@pytest.mark.parametrize("name", PLAN_CONFIGS)
+def test_plan_walks_replay_on_the_reference(name: str) -> None:
+    """Random walks of the pinned configurations with plans replay on the reference: drafts,
+    submissions, decisions, retractions, deliveries, withdrawals, starts, steps, completions,
+    failures and rollbacks, crashes and restarts included, give the model's snapshots."""
+    from spec.simulate import Plan, walks
+
+    config = load_config(name)
+    traces = [
+        trace_json(Violation("-", "-", "-", list(walk)), config)
+        for walk in walks(
+            Model(config), Plan(walks=PLAN_CONFIGS[name], seed=11, crash_rate=0.2 if config.crashes else 0.0)
+        )
+    ]
+    for trace in traces:
+        replay(trace, ttl_seconds=config.ttl_ticks, unit_seconds=config.unit_ticks, plan_steps=config.plan_steps)
+    PLAYED.update(step["action"]["action"] for trace in traces for step in trace["steps"] if step["action"])
+
+
+PLAYED: set[str] = set()
+
+
+@pytest.mark.clause("PLN-7", "PLN-9")
+def test_every_plan_operation_was_replayed() -> None:
+    """Runs after the walks above: together they drove every plan operation of the model."""
+    if not PLAYED:
+        pytest.skip("run together with test_plan_walks_replay_on_the_reference")
+    assert PLAN_OPERATIONS <= PLAYED, f"never replayed: {sorted(PLAN_OPERATIONS - PLAYED)}"

@@ -42,6 +42,22 @@ from ._lead import Ladder, escalate, inspect_lost_member, watch_lapses
 from ._member_process import EXIT_STEPS, MemberProcess, start_member
 from ._members import MEMBER_STEPS, Members
 from ._outbox import Outbox
+from ._plan_errors import (
+    BadDecisionMessage,
+    DecisionNotDelivered,
+    ExecutionNotRunning,
+    NotPlanRequester,
+    PlanAlreadyStarted,
+    PlanDeviation,
+    PlanExpired,
+    PlanMemberNotRunning,
+    PlanNoTask,
+    PlanRefused,
+    PlanStatusConflict,
+    StalePlan,
+    UnknownPlan,
+)
+from ._plans import PLAN_STEPS, PlanProtocol, plan_key_id, reconcile_plans
 from ._processes import SubprocessJobRunner
 from ._runtime import (
     DrainRequested,
@@ -175,22 +191,39 @@ TEAM_STEPS: tuple[str, ...] = (
 
 __all__ += [
     "EXIT_STEPS",
+    "PLAN_STEPS",
+    "BadDecisionMessage",
+    "DecisionNotDelivered",
     "DrainRequested",
+    "ExecutionNotRunning",
     "Ladder",
     "MemberCannotContinue",
     "MemberProcess",
+    "NotPlanRequester",
+    "PlanAlreadyStarted",
+    "PlanDeviation",
+    "PlanExpired",
+    "PlanMemberNotRunning",
+    "PlanNoTask",
+    "PlanProtocol",
+    "PlanRefused",
+    "PlanStatusConflict",
     "SafePoints",
     "ScriptedModel",
     "ShutdownEvent",
     "ShutdownSignalled",
+    "StalePlan",
     "StepRunner",
     "SubprocessJobRunner",
     "ToolCall",
     "Turn",
     "UnitDeadlineExceeded",
+    "UnknownPlan",
     "ensure_member_can_continue",
     "escalate",
     "inspect_lost_member",
+    "plan_key_id",
+    "reconcile_plans",
     "start_member",
     "watch_lapses",
 ]

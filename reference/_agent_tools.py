@@ -62,23 +62,85 @@ def _review(h: Harness, ctx: CallContext, args: dict[str, Any]) -> dict[str, Any
 
 
 def _status(h: Harness, ctx: CallContext, args: dict[str, Any]) -> dict[str, Any]:
-    """Only records the caller takes part in (AUD-4)."""
+    """Only records the caller takes part in (AUD-4): approvals and plans it requested or decides,
+    shutdowns it requested or that target it; a plan shows its execution's status too."""
+    wanted = args.get("protocol_id")
     mine = []
-    for row in h.storage.scan("operation_approval"):
-        doc = row.doc
-        if ctx.actor_id in (doc["requester_id"], doc["responder_id"]) and args.get("protocol_id") in (
-            None,
-            doc["protocol_id"],
-        ):
-            mine.append(
-                {k: doc[k] for k in ("protocol_id", "kind", "status", "tool_name", "task_id", "deadline", "reason")}
-            )
+    for kind, parties, fields in _STATUS_VIEWS:
+        for row in h.storage.scan(kind):
+            doc = row.doc
+            if ctx.actor_id in (doc[p] for p in parties) and wanted in (None, doc["protocol_id"]):
+                view = {k: doc[k] for k in fields}
+                if kind == "plan_approval":
+                    run = h.storage.read("plan_execution", doc["protocol_id"])
+                    view["execution"] = None if run is None else run.doc["status"]
+                mine.append(view)
     return {"records": mine}
 
 
+_COMMON = ("protocol_id", "kind", "status", "deadline", "reason")
+_STATUS_VIEWS = (
+    ("operation_approval", ("requester_id", "responder_id"), (*_COMMON[:3], "tool_name", "task_id", *_COMMON[3:])),
+    ("plan_approval", ("requester_id", "responder_id"), (*_COMMON[:3], "task_id", "revision", *_COMMON[3:])),
+    ("shutdown_request", ("requester_id", "target_id"), (*_COMMON[:3], "target_id", *_COMMON[3:])),
+)
+
+
 def _cancel(h: Harness, ctx: CallContext, args: dict[str, Any]) -> dict[str, Any]:
-    doc = h.approvals.cancel(ctx, args["protocol_id"])
+    """The caller's own request, before its action starts: an approval is cancelled (APR-9), a
+    plan withdrawn (PLN-11), a shutdown request cancelled by the Lead that made it (SHD-1)."""
+    pid = args["protocol_id"]
+    if h.storage.read("plan_approval", pid) is not None:
+        doc = h.plans.withdraw(ctx, pid)
+    elif h.storage.read("shutdown_request", pid) is not None:
+        h.shutdowns.cancel(ctx.actor_id, pid)
+        doc = h.shutdowns.require(pid).doc
+    else:
+        doc = h.approvals.cancel(ctx, pid)
     return {"protocol_id": doc["protocol_id"], "status": doc["status"]}
+
+
+def _request_plan(h: Harness, ctx: CallContext, args: dict[str, Any]) -> dict[str, Any]:
+    """Draft the plan under the call's id (MSG-4: a retry finds it again) and send it (PLN-1)."""
+    pid = h.plans.draft(ctx, ctx.tool_call_id, args["plan"], supersedes=args.get("supersedes"))
+    if h.plans.require(pid).doc["status"] == "draft":
+        h.plans.submit(ctx, pid)
+    return {"protocol_id": pid, "status": h.plans.require(pid).doc["status"]}
+
+
+def _decide_plan(h: Harness, ctx: CallContext, args: dict[str, Any]) -> dict[str, Any]:
+    doc = h.plans.decide(ctx.actor_id, args["protocol_id"], args["decision"], args.get("comment", ""))
+    return {"protocol_id": doc["protocol_id"], "status": doc["status"]}
+
+
+def _request_shutdown(h: Harness, ctx: CallContext, args: dict[str, Any]) -> dict[str, Any]:
+    """SHD-1: the Lead asks a member to shut down; the call's id is the request's key (MSG-4)."""
+    pid = h.shutdowns.request(
+        ctx.actor_id,
+        args["target_id"],
+        ctx.tool_call_id,
+        args.get("reason_text", "scale down"),
+        args.get("ttl_seconds", 60),
+    )
+    return {"protocol_id": pid, "status": h.shutdowns.require(pid).doc["status"]}
+
+
+_PLAN_STEP = _object(
+    {"id": _ID, "action": _ID, "params": {"type": "object"}},
+    ["id", "action", "params"],
+)
+_PLAN = _object(
+    {
+        "goal": {"type": "string", "maxLength": 2000},
+        "steps": {"type": "array", "items": _PLAN_STEP, "minItems": 1},
+        "estimated_cost": {"type": "number", "minimum": 0},
+        "rollback": {"type": "string", "maxLength": 2000},
+        "risks": {"type": "array", "items": {"type": "string", "maxLength": 2000}},
+        "ttl_seconds": {"type": "number", "exclusiveMinimum": 0},
+    },
+    ["goal", "steps", "estimated_cost", "rollback", "risks", "ttl_seconds"],
+)
+"""PLN-1's plan fields; the correlation id is the plan id, which the harness fills in."""
 
 
 AGENT_TOOLS: dict[str, AgentTool] = {
@@ -111,14 +173,46 @@ AGENT_TOOLS: dict[str, AgentTool] = {
             _review,
         ),
         AgentTool(
+            "team_request_plan_approval",
+            "Ask the Lead to approve a plan of steps for the task you hold; run it only once approved.",
+            _object({"plan": _PLAN, "supersedes": _ID}, ["plan"]),
+            _request_plan,
+        ),
+        AgentTool(
+            "team_decide_plan",
+            "Approve, reject or send back for revision a plan addressed to you.",
+            _object(
+                {
+                    "protocol_id": _ID,
+                    "decision": {"enum": ["approved", "rejected", "needs_revision"]},
+                    "comment": {"type": "string", "maxLength": 2000},
+                },
+                ["protocol_id", "decision"],
+            ),
+            _decide_plan,
+        ),
+        AgentTool(
+            "team_request_shutdown",
+            "Ask a member to finish its current unit of work and shut down (the Lead only).",
+            _object(
+                {
+                    "target_id": _ID,
+                    "reason_text": {"type": "string", "maxLength": 2000},
+                    "ttl_seconds": {"type": "number", "exclusiveMinimum": 0, "maximum": 86400},
+                },
+                ["target_id"],
+            ),
+            _request_shutdown,
+        ),
+        AgentTool(
             "team_protocol_status",
-            "Show the protocol records you take part in.",
+            "Show the protocol records you take part in (approvals, plans, shutdowns).",
             _object({"protocol_id": _ID}, []),
             _status,
         ),
         AgentTool(
             "team_cancel_protocol",
-            "Cancel your own request before it is used.",
+            "Cancel your own request before its action starts (an approval, a plan, a shutdown request).",
             _object({"protocol_id": _ID}, ["protocol_id"]),
             _cancel,
         ),

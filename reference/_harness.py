@@ -54,6 +54,7 @@ class Harness:
         jobs: JobRunner | None = None,
     ):
         from ._approval import ApprovalProtocol
+        from ._plans import PlanProtocol
 
         self.storage = storage
         self.clock = clock
@@ -62,6 +63,7 @@ class Harness:
         self.wake: queue.SimpleQueue[str] = queue.SimpleQueue()
         self.assignment_lock = threading.Lock()
         self.approvals = ApprovalProtocol(self)
+        self.plans = PlanProtocol(self)
         self.tasks = Tasks(self)
         self.jobs = Jobs(self, jobs or InProcessJobRunner())
         self.members = Members(self)
@@ -141,11 +143,12 @@ class Harness:
         self.tasks.finish(member_id, task_id, outcome, token, incarnation)
 
     def monitor_pass(self) -> None:
-        """The deadline monitor's pass: approvals, shutdowns and their undelivered requests. It is
+        """The deadline monitor's pass: approvals, plans, shutdowns and their undelivered requests. It is
         the model's one step ``monitor.pass/records``: several writes, idempotent, re-run whole
         after a crash (the model does not crash inside it; a crash "after" it is after them all)."""
         with self.step("monitor.pass/records"):
             self.approvals.expire_due()
+            self.plans.expire_due()
             self.shutdowns.expire_due()
 
     @contextlib.contextmanager
@@ -215,7 +218,8 @@ class Harness:
         raise StorageUnavailable(f"member/{member_id} kept changing; {step} not written")
 
     def cancel_own_requests(self, step: str, member_id: str, reason: str) -> list[str]:
-        """XPR-2: the member's own ``requested`` approvals (this incarnation) are cancelled."""
+        """XPR-2: the member's own ``requested`` approvals (this incarnation) are cancelled, its own
+        draft and pending plans withdrawn (the model's ``cancel_own_requests``)."""
         member = self.member(member_id)
         cancelled: list[str] = []
         with self.step(step):
@@ -234,6 +238,7 @@ class Harness:
                 self.storage.update(step, "operation_approval", row.key, doc, row.version)
                 self.approvals._audit_last(doc, step)  # AUD-5: the decision in the team log too
                 cancelled.append(row.key)
+        cancelled += self.plans.withdraw_own(step, member, reason)
 
     def check_incarnation(self, ctx: CallContext) -> Document:
         member = self._require("member", ctx.actor_id).doc

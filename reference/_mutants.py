@@ -12,7 +12,8 @@ from typing import Any
 
 from spec.ids import canonical_json
 
-from ._process_mutants import PROCESS_MUTANTS
+from ._plan_mutants import PLAN_CAUGHT_BY, PLAN_MUTANTS
+from ._process_mutants import CAUGHT_BY, PROCESS_MUTANTS
 
 MUTANTS: dict[str, str] = {
     "skip_digest_check": "APR-5: consume accepts changed arguments",
@@ -69,6 +70,8 @@ MUTANTS: dict[str, str] = {
 }
 
 MUTANTS.update(PROCESS_MUTANTS)  # caught by the real-process tests (reference._process_mutants)
+MUTANTS.update(PLAN_MUTANTS)  # plans (reference._plan_mutants): the plan model and example tests
+CAUGHT_BY.update(PLAN_CAUGHT_BY)
 
 ACTIVE = os.environ.get("TEAMPROTO_MUTANT", "")
 if ACTIVE and ACTIVE not in MUTANTS:

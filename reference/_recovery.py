@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from ._errors import StorageUnavailable, VersionConflict
 from ._mutants import broken
+from ._plans import reconcile_plans
 from ._storage import Document
 from ._tasks import claims_of
 
@@ -33,6 +34,7 @@ VALID_DRAIN = ("requested", "draining", "timed_out", "completed")
 
 
 def reconcile_team(h: Harness) -> None:
+    reconcile_plans(h)  # plans before shutdowns, as the model's reconcile (a drain withdraws them after)
     _shutdowns(h)
     _members(h)
     _claims(h)

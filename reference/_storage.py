@@ -160,6 +160,8 @@ class Storage:
         version = action()
         self.writes += 1
         self.steps_written.append(step)
+        if self.on_write is not None:  # an observer of every write step (tests: the state between two)
+            self.on_write(step)
         self.faults.after(step)
         return Stored(key, version, doc)
 

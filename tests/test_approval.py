@@ -93,6 +93,9 @@ def test_agent_tools_take_identity_from_the_harness(team: Team) -> None:
         "team_review_approval",
         "team_protocol_status",
         "team_cancel_protocol",
+        "team_request_plan_approval",
+        "team_decide_plan",
+        "team_request_shutdown",
     }
 
 

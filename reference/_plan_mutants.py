@@ -1,0 +1,27 @@
+"""Named mutants of plan approval and plan execution (DESIGN rule 7; reference/_plans.py).
+
+Each removes one check of a PLN or XPR clause. They are part of :data:`reference._mutants.MUTANTS`;
+``teamproto mutants`` runs the tests named in :data:`PLAN_CAUGHT_BY` for each (the plan model
+tests and the plan example tests), which must fail.
+"""
+
+from __future__ import annotations
+
+PLAN_MUTANTS: dict[str, str] = {
+    "ttl_approves_plan": "PLN-5: the monitor approves a pending plan whose ttl ran out",
+    "plan_executed_twice": "PLN-7: a second start of a consumed plan runs its steps again",
+    "step_deviation_allowed": "PLN-4: a step that differs from the next approved step runs",
+    "late_decision_acted_on": "PLN-3: a decision for a plan no longer awaiting it is taken as delivered",
+    "retraction_after_delivery": "PLN-6: the approver retracts an approval whose decision was delivered",
+    "deviation_skips_rollback": "PLN-4, PLN-9: a deviation fails the execution but its rollback never runs",
+    "marker_after_first_step": "PLN-7: the executed marker is written with the first step, not before it",
+    "drain_keeps_plans": "XPR-2: a draining (or inspected) member's draft and pending plans are kept",
+    "plan_incarnation_ignored": "XPR-1: a plan approved for an older incarnation is started by the new one",
+}
+
+_STATEFUL = "model_tests/test_stateful.py::TestPlanProtocol"
+_EXAMPLES = "tests/test_plans.py"
+PLAN_CAUGHT_BY: dict[str, list[str]] = {name: [_STATEFUL, _EXAMPLES] for name in PLAN_MUTANTS}
+"""Mutant → the tests that must fail with it (run by ``teamproto mutants`` for it)."""
+
+__all__ = ["PLAN_CAUGHT_BY", "PLAN_MUTANTS"]

@@ -1,0 +1,373 @@
+"""Plan approval and plan execution in the reference, by example (PLN-1 … PLN-11, XPR-1, XPR-2).
+
+The model abstracts a plan's contents; what binds an execution to its approved steps (PLN-4) is
+checked here alone: one test per kind of deviation. The plan model tests
+(``model_tests/test_stateful.py::TestPlanProtocol``) check the rest against the model.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import reference as r
+import spec
+from spec import invariants
+from spec.ids import message_id
+
+TTL = 5
+
+
+def plan(*steps: tuple[str, str, dict[str, Any]], ttl: float = TTL) -> dict[str, Any]:
+    return {
+        "goal": "migrate the orders table",
+        "steps": [{"id": i, "action": a, "params": p} for i, a, p in steps],
+        "estimated_cost": 2.5,
+        "rollback": "restore the backup",
+        "risks": ["lock contention"],
+        "ttl_seconds": ttl,
+    }
+
+
+STEPS = (("s1", "copy", {"path": "data/orders"}), ("s2", "swap", {"table": "orders"}), ("s3", "copy", {"path": "x"}))
+
+
+class Team:
+    """A team of two members (m0 holds t0, m1 holds t1) and a world that records tool calls."""
+
+    def __init__(self, storage: r.Storage | None = None) -> None:
+        self.clock = r.ManualClock(0.0)
+        self.copy, self.swap = r.RecordingTool("copy"), r.RecordingTool("swap")
+        tools = [self.copy.tool(r.normalize_paths("path")), self.swap.tool()]
+        self.storage = storage or r.MemoryStorage()
+        self.h = r.Harness(self.storage, self.clock, tools)
+        for m in ("m0", "m1"):
+            self.h.add_member(m, [])
+            self.h.add_task(f"t{m[1]}")
+            self.h.claim(m, f"t{m[1]}")
+
+    def ctx(self, member: str = "m0", incarnation: int | None = None) -> r.CallContext:
+        doc = self.h.member(member)
+        inc = doc["incarnation"] if incarnation is None else incarnation
+        return r.CallContext(member, inc, "call", doc["current_task_id"])
+
+    def pending(self, key: str = "p", body: dict[str, Any] | None = None) -> str:
+        pid = self.h.plans.draft(self.ctx(), key, body or plan(*STEPS))
+        self.h.plans.submit(self.ctx(), pid)
+        return pid
+
+    def approved(self, deliver: bool = True) -> str:
+        pid = self.pending()
+        self.h.plans.decide("lead", pid, "approved")
+        if deliver:
+            self.h.plans.deliver_decision("m0", message_id(pid, "decision-0"))
+        return pid
+
+    def started(self) -> str:
+        pid = self.approved()
+        self.h.plans.start(self.ctx(), pid)
+        return pid
+
+    def plan_doc(self, pid: str) -> dict[str, Any]:
+        return self.h.plans.require(pid).doc
+
+    def run(self, pid: str) -> dict[str, Any]:
+        row = self.h.read("plan_execution", pid)
+        assert row is not None
+        return row.doc
+
+    def owed(self, kind: str) -> list[dict[str, Any]]:
+        return [e["message"] for e in self.h.snapshot()["outbox_entry"] if e["message"]["message_type"] == kind]
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+def team(request: pytest.FixtureRequest, tmp_path: Path) -> Team:
+    return Team(r.SQLiteStorage(tmp_path / "team.db") if request.param == "sqlite" else None)
+
+
+@pytest.mark.clause("PLN-1", "PLN-2", "PLN-3", "PLN-4", "PLN-7", "PLN-10", "MSG-2")
+def test_an_approved_plan_runs_its_steps_once_and_reports_completion(team: Team) -> None:
+    pid = team.started()
+    run = team.run(pid)
+    assert (run["status"], run["executed_step_ids"]) == ("running", [])  # PLN-7: marker before step 1
+    assert team.plan_doc(pid)["status"] == "consumed"
+    # normalised parameters (APR-2's normaliser of the tool) match the approved step
+    team.h.plans.step(team.ctx(), pid, {"id": "s1", "action": "copy", "params": {"path": "data/./orders"}})
+    for step in STEPS[1:]:
+        team.h.plans.step(team.ctx(), pid, {"id": step[0], "action": step[1], "params": step[2]})
+    team.h.plans.complete(team.ctx(), pid)
+    assert team.run(pid)["executed_step_ids"] == ["s1", "s2", "s3"]
+    assert [key for key, _ in team.copy.calls] == [f"{pid}/s1", f"{pid}/s3"]
+    assert [m["body"]["outcome"] for m in team.owed("plan_completion")] == ["completed"]
+    assert team.owed("plan_completion")[0]["correlation_id"] == pid  # PLN-10
+    with pytest.raises(r.PlanAlreadyStarted):
+        team.h.plans.start(team.ctx(), pid)
+    assert invariants.check_state(team.h.snapshot()) == []
+
+
+DEVIATIONS = {
+    "unknown_step": [{"id": "s9", "action": "copy", "params": {"path": "data/orders"}}],
+    "changed_parameters": [{"id": "s1", "action": "copy", "params": {"path": "data/customers"}}],
+    "changed_tool": [{"id": "s1", "action": "swap", "params": {"path": "data/orders"}}],
+    "reordered": [{"id": "s2", "action": "swap", "params": {"table": "orders"}}],
+    "repeated": [STEPS[0], STEPS[0]],
+    "extra_step": [*STEPS, STEPS[2]],
+}
+
+
+@pytest.mark.clause("PLN-4", "PLN-9", "INV-8")
+@pytest.mark.parametrize("kind", [*DEVIATIONS, "skipped"])
+def test_each_kind_of_deviation_fails_the_execution_and_rolls_it_back(kind: str) -> None:
+    """Checked before the step runs: the deviating step never reaches its tool; the execution is
+    failed, then rolled back; the typed error names the step and the difference."""
+    team = Team()
+    pid = team.started()
+    steps = [
+        s if isinstance(s, dict) else {"id": s[0], "action": s[1], "params": s[2]}
+        for s in DEVIATIONS.get(kind, STEPS[:2])
+    ]
+    *good, last = steps
+    for step in good:
+        team.h.plans.step(team.ctx(), pid, step)
+    calls = len(team.copy.calls) + len(team.swap.calls)
+    with pytest.raises(r.PlanDeviation) as caught:
+        if kind == "skipped":
+            team.h.plans.step(team.ctx(), pid, last)
+            team.h.plans.complete(team.ctx(), pid)
+        else:
+            team.h.plans.step(team.ctx(), pid, last)
+    assert caught.value.deviation == kind
+    assert f"step {caught.value.index + 1}" in str(caught.value)
+    if kind != "skipped":
+        assert len(team.copy.calls) + len(team.swap.calls) == calls, "the deviating step ran"
+    run = team.run(pid)
+    assert run["status"] == "rolled_back"
+    assert [e["event"] for e in run["events"]][-2:] == ["failed", "rolled_back"]
+    assert [m["body"]["outcome"] for m in team.owed("plan_completion")] == ["rolled_back"]
+    with pytest.raises(r.ExecutionNotRunning):
+        team.h.plans.step(team.ctx(), pid, {"id": "s1", "action": "copy", "params": {"path": "data/orders"}})
+
+
+@pytest.mark.clause("PLN-5", "PLN-8", "INV-12")
+def test_a_timeout_never_approves_and_an_expired_id_is_never_tried_again(team: Team) -> None:
+    pid = team.pending()
+    team.clock.advance(TTL + 1)
+    team.h.monitor_pass()
+    doc = team.plan_doc(pid)
+    assert (doc["status"], doc["reason"]) == ("expired", "expired")
+    assert [m["body"]["reason"] for m in team.owed("plan_abandoned")] == ["expired"]
+    before = team.h.snapshot()
+    for call in (
+        lambda: team.h.plans.decide("lead", pid, "approved"),
+        lambda: team.h.plans.submit(team.ctx(), pid),
+        lambda: team.h.plans.start(team.ctx(), pid),
+    ):
+        with pytest.raises(r.PlanRefused) as caught:
+            call()
+        assert caught.value.definite
+    assert team.h.plans.draft(team.ctx(), "p", plan(*STEPS)) == pid  # the same id, still expired
+    assert team.h.snapshot() == before
+
+
+@pytest.mark.clause("PLN-8")
+def test_a_rejected_plan_is_never_retried_and_a_revision_is_a_new_record_in_its_lineage() -> None:
+    team = Team()
+    rejected = team.pending("a")
+    team.h.plans.decide("lead", rejected, "rejected", comment="too risky")
+    with pytest.raises(r.PlanStatusConflict):
+        team.h.plans.submit(team.ctx(), rejected)
+    with pytest.raises(r.PlanStatusConflict):
+        team.h.plans.draft(team.ctx(), "a2", plan(*STEPS), supersedes=rejected)
+    sent_back = team.pending("b")
+    team.h.plans.decide("lead", sent_back, "needs_revision", comment="split s2")
+    revision = team.h.plans.draft(team.ctx(), "b2", plan(*STEPS[:1]), supersedes=sent_back)
+    doc = team.plan_doc(revision)
+    assert (doc["revision"], doc["supersedes"], doc["status"]) == (2, sent_back, "draft")
+    assert revision != sent_back and team.plan_doc(sent_back)["status"] == "needs_revision"
+    decision = team.h.read("message", message_id(rejected, "decision-0"))
+    assert decision is not None and decision.doc["message"]["body"]["comment"] == "too risky"  # PLN-2
+
+
+@pytest.mark.clause("PLN-6")
+def test_an_approval_is_retracted_only_before_its_decision_is_delivered() -> None:
+    team = Team()
+    pid = team.approved(deliver=False)
+    team.h.plans.retract("lead", pid, "pending")
+    decision0 = team.h.read("message", message_id(pid, "decision-0"))
+    assert decision0 is not None and decision0.doc["status"] == "expired"
+    team.h.plans.decide("lead", pid, "approved")
+    team.h.plans.deliver_decision("m0", message_id(pid, "decision-1"))
+    before = team.h.snapshot()
+    for to in ("pending", "rejected"):
+        with pytest.raises(r.PlanStatusConflict, match="PLN-6"):
+            team.h.plans.retract("lead", pid, to)
+    assert team.h.snapshot() == before
+    with pytest.raises(r.MessageNotPending):  # the retracted decision arrives late: refused, ignored
+        team.h.plans.deliver_decision("m0", message_id(pid, "decision-0"))
+
+
+@pytest.mark.clause("PLN-3", "MSG-5")
+def test_a_late_or_unmatched_decision_is_recorded_and_ignored() -> None:
+    team = Team()
+    pid = team.approved(deliver=False)
+    team.h.plans.withdraw(team.ctx(), pid)
+    late = team.h.plans.deliver_decision("m0", message_id(pid, "decision-0"))
+    assert (late["outcome"], late["reason"]) == ("ignored", "late: the plan is withdrawn")
+    doc = team.plan_doc(pid)
+    assert (doc["status"], doc["decision_delivered"]) == ("withdrawn", False)
+    assert team.h.plans.deliver_decision("m0", message_id(pid, "decision-0")) == late  # duplicate
+    forged = team.h.envelope(
+        "plan_decision", spec.ids.protocol_id("m9", "x", "plan_approval"), "decision-0", "lead", "m0",
+        {"decision": "approved", "sequence": 0}, 5, reply_to="request",
+    )  # fmt: skip
+    team.h.post("test/forged", forged)
+    unmatched = team.h.plans.deliver_decision("m0", forged["message_id"])
+    assert unmatched["outcome"] == "ignored" and unmatched["reason"].startswith("unmatched")
+    with pytest.raises(r.BadDecisionMessage):  # addressed to another member
+        team.h.plans.deliver_decision("m1", forged["message_id"])
+
+
+@pytest.mark.clause("PLN-3", "PLN-11", "XPR-1")
+def test_only_the_requester_starts_or_withdraws_and_only_after_delivery(team: Team) -> None:
+    pid = team.approved(deliver=False)
+    before = team.h.snapshot()
+    for error, call in (
+        (r.DecisionNotDelivered, lambda: team.h.plans.start(team.ctx(), pid)),
+        (r.NotPlanRequester, lambda: team.h.plans.start(team.ctx("m1"), pid)),
+        (r.NotPlanRequester, lambda: team.h.plans.withdraw(team.ctx("m1"), pid)),
+        (r.StaleIncarnation, lambda: team.h.plans.withdraw(team.ctx(incarnation=0), pid)),
+        (r.NotResponder, lambda: team.h.plans.retract("m1", pid, "rejected")),
+        (spec.SchemaError, lambda: team.h.plans.draft(team.ctx(), "q", {"goal": "no steps"})),
+    ):
+        with pytest.raises(error) as caught:
+            call()
+        assert caught.value.definite
+    assert team.h.snapshot() == before
+    team.h.plans.deliver_decision("m0", message_id(pid, "decision-0"))
+    team.h.plans.start(team.ctx(), pid)
+    with pytest.raises(r.PlanStatusConflict, match="stop it instead"):
+        team.h.plans.withdraw(team.ctx(), pid)
+    team.h.plans.fail(team.ctx(), pid)
+    team.h.plans.rollback("lead", pid)
+    assert team.run(pid)["status"] == "rolled_back"
+
+
+@pytest.mark.clause("XPR-2")
+def test_a_draining_member_s_draft_and_pending_plans_are_withdrawn() -> None:
+    team = Team()
+    draft = team.h.plans.draft(team.ctx(), "d", plan(*STEPS))
+    pending = team.pending("p")
+    approved = team.pending("a")
+    team.h.plans.decide("lead", approved, "approved")
+    team.h.shutdowns.request("lead", "m0", "s")
+    sid = spec.ids.protocol_id("lead", "s", "shutdown_request")
+    team.h.shutdowns.begin_drain("m0", team.h.shutdowns.request_message_id(sid))
+    for pid, status in ((draft, "withdrawn"), (pending, "withdrawn"), (approved, "approved")):
+        doc = team.plan_doc(pid)
+        assert (doc["status"], doc["reason"] if status == "withdrawn" else None) == (
+            status,
+            "member_draining" if status == "withdrawn" else None,
+        )
+    team.h.plans.deliver_decision("m0", message_id(approved, "decision-0"))  # recorded; the member cannot start
+    with pytest.raises(r.PlanMemberNotRunning):
+        team.h.plans.start(team.ctx(), approved)
+
+
+@pytest.mark.clause("XPR-1")
+def test_a_plan_approved_for_an_older_incarnation_is_not_started_by_the_new_one() -> None:
+    team = Team()
+    pid = team.approved()
+    team.h.members.lapse("m0")
+    team.h.members.inspect("m0")
+    team.h.members.restart("m0")
+    before = team.h.snapshot()
+    with pytest.raises(r.StalePlan):
+        team.h.plans.start(team.ctx(), pid)
+    assert team.h.snapshot() == before
+    team.h.plans.withdraw(team.ctx(), pid)
+    assert team.plan_doc(pid)["status"] == "withdrawn"
+
+
+@pytest.mark.clause("PLN-9")
+def test_an_execution_out_of_time_fails_and_is_rolled_back() -> None:
+    team = Team()
+    pid = team.started()
+    team.clock.advance(TTL + 1)
+    team.h.monitor_pass()
+    assert (team.run(pid)["status"], team.run(pid)["reason"]) == ("failed", "timed_out")
+    team.h.plans.rollback("lead", pid)
+    assert [m["body"]["outcome"] for m in team.owed("plan_completion")] == ["rolled_back"]
+
+
+@pytest.mark.clause("PLN-7", "REC-1")
+def test_reconcile_never_starts_a_second_execution_and_changes_nothing_the_second_time(team: Team) -> None:
+    pid = team.approved()
+    team.storage.faults.crash_after.add("plan.start/execution")
+    with pytest.raises(r.Crash):
+        team.h.plans.start(team.ctx(), pid)
+    again = r.Harness(team.storage, team.clock, list(team.h.tools.values()))
+    again.reconcile()
+    assert again.plans.require(pid).doc["status"] == "consumed"
+    once = again.snapshot()
+    again.reconcile()
+    assert again.snapshot() == once
+    with pytest.raises(r.PlanAlreadyStarted):
+        again.plans.start(team.ctx(), pid)
+
+
+@pytest.mark.clause("AUD-4", "APR-3", "PLN-1", "SHD-1", "MSG-4")
+def test_agent_tools_for_plans_and_shutdowns() -> None:
+    team, tools = Team(), r.AGENT_TOOLS
+    h, lead = team.h, r.CallContext("lead", 1, "lead-call")
+    body = plan(*STEPS)
+    request = tools["team_request_plan_approval"]
+    first = request(h, team.ctx(), {"plan": body})
+    assert first["status"] == "pending" and request(h, team.ctx(), {"plan": body}) == first  # a retry: same id
+    messages = [m for m in h.snapshot()["message"] if m["message"]["message_type"] == "plan_request"]
+    assert len(messages) == 1
+    before = h.snapshot()
+    for error, call in (
+        (r.ForgedIdentity, lambda: request(h, team.ctx(), {"plan": body, "requester_id": "m1"})),
+        (spec.SchemaError, lambda: request(h, team.ctx(), {"plan": {**body, "steps": []}})),
+        (
+            r.NotResponder,
+            lambda: tools["team_decide_plan"](
+                h, team.ctx("m1"), {"protocol_id": first["protocol_id"], "decision": "approved"}
+            ),
+        ),
+        (r.NotLead, lambda: tools["team_request_shutdown"](h, team.ctx("m1"), {"target_id": "m0"})),
+        (
+            r.NotPlanRequester,
+            lambda: tools["team_cancel_protocol"](h, team.ctx("m1"), {"protocol_id": first["protocol_id"]}),
+        ),
+    ):
+        with pytest.raises(error):
+            call()
+    assert h.snapshot() == before
+    decided = tools["team_decide_plan"](h, lead, {"protocol_id": first["protocol_id"], "decision": "approved"})
+    assert decided["status"] == "approved"
+    shutdown = tools["team_request_shutdown"](h, lead, {"target_id": "m1", "reason_text": "scale down"})
+    status = tools["team_protocol_status"]
+    assert [(x["kind"], x["status"]) for x in status(h, team.ctx(), {})["records"]] == [("plan_approval", "approved")]
+    assert [(x["kind"], x["status"]) for x in status(h, team.ctx("m1"), {})["records"]] == [
+        ("shutdown_request", "requested")
+    ]
+    assert {x["kind"] for x in status(h, lead, {})["records"]} == {"plan_approval", "shutdown_request"}
+    assert status(h, team.ctx(), {})["records"][0]["execution"] is None
+    cancel = tools["team_cancel_protocol"]
+    assert cancel(h, team.ctx(), {"protocol_id": first["protocol_id"]})["status"] == "withdrawn"
+    assert cancel(h, lead, {"protocol_id": shutdown["protocol_id"]})["status"] == "cancelled"
+    assert [tools[name].schema()["name"] for name in ("team_request_plan_approval", "team_decide_plan")] == [
+        "team_request_plan_approval",
+        "team_decide_plan",
+    ]
+
+
+@pytest.mark.clause("PLN-7")
+def test_the_plan_write_steps_are_the_model_s_in_its_order() -> None:
+    """DESIGN rule 3: one definition of the steps: the reference's plan steps are the model's."""
+    from spec.model import WRITE_STEPS
+
+    assert tuple(step for step in WRITE_STEPS if step.startswith("plan.")) == r.PLAN_STEPS
