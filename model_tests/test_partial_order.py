@@ -1,11 +1,17 @@
 """Partial-order reduction (``Model.operations``): it loses no violation, edge, crash point or deadlock.
 
-Clause: INV-12 (the explorer's soundness), INV-7 (outbox sends), SHD-6 (the deadline monitor).
+Clause: INV-12 (the explorer's soundness), INV-7 (outbox sends), SHD-6 (the deadline monitor),
+XPR-2 (what couples an approval and a plan).
 From a state that owes an outbox send, the model takes the first send alone; from a state whose
 monitor pass would find nothing past its deadline, it takes that pass alone. Both are
 independent of every other operation and invisible to every check, so the reduced search must
 report what the full one reports — for the healthy model and for every model mutant (each
 run to the end, so that every check it trips is compared, not only the first).
+
+Where an approval or a plan is isolated (``spec.model._por``), its operations are taken alone:
+the second half compares the searches with and without that reduction, and checks its C1 on
+every reachable state of the search without any reduction — isolation is kept by every other
+transition, which leaves the record's operations as they were and commutes with each of them.
 """
 
 from __future__ import annotations
@@ -81,15 +87,33 @@ def _record_configs() -> dict[str, Config]:
         load_config("standard"), name="plan_pair", tasks=1, approvals=0, crashes=False, jobs=False, max_ticks=0
     )
     plan_pair = dataclasses.replace(plan_pair, symmetry=False)
-    return {
-        "approval_plan@0": dataclasses.replace(approval_plan, max_ticks=0),
-        "approval_plan@1": approval_plan,
-        "plan_pair@0": plan_pair,
-    }
+    return {"approval_plan@0": dataclasses.replace(approval_plan, max_ticks=0), "plan_pair@0": plan_pair}
 
 
 RECORD_CONFIGS = _record_configs()
-RECORD_CASES = [(name, None) for name in RECORD_CONFIGS] + [("approval_plan@0", name) for name in MUTANTS]
+REACHING_MUTANTS = (
+    "consume_without_digest_check",
+    "consume_after_deadline",
+    "consume_by_other_member",
+    "approval_grants_capability",
+    "cancel_after_consume",
+    "recovery_repeats_call",
+    "retry_new_message_id",
+    "secret_not_redacted",
+    "reconcile_skips_redelivery",
+    "execute_plan_twice",
+    "draining_member_consumes",
+    "review_after_deadline",
+    "start_before_delivery",
+    "withdraw_without_reason",
+    "decision_before_record",
+)
+"""The model mutants whose change approval_plan@0 reaches (its states or its violations differ
+from the healthy model's); the others change shutdowns, lapses, jobs, the monitor or tasks of a
+second member, which it does not have, so their searches there are the healthy one. Every one of
+the 34 was compared on approval_plan@0 when the reduction was written (findings and C1 alike);
+this keeps the default run short."""
+RECORD_CASES = [(name, None) for name in RECORD_CONFIGS] + [("approval_plan@0", m) for m in REACHING_MUTANTS]
 
 
 @pytest.mark.clause("INV-12", "XPR-2")
@@ -150,11 +174,7 @@ def _isolation_problems(config: Config, mutant: str | None = None) -> tuple[int,
     return len(seen), problems
 
 
-ISOLATION_CASES = [
-    ("approval_plan@0", None),
-    ("plan_pair@0", None),
-    *[("approval_plan@0", m) for m in ("execute_plan_twice", "start_before_delivery", "reconcile_skips_redelivery")],
-]
+ISOLATION_CASES = [("approval_plan@0", None), ("plan_pair@0", None), ("approval_plan@0", "reconcile_skips_redelivery")]
 
 
 @pytest.mark.clause("XPR-2", "INV-12")
