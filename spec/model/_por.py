@@ -37,6 +37,14 @@ record is *isolated* (:func:`isolated`), which is what makes the reduction sound
 
 Deadlocks are kept too (C0 and C1: an isolated record's operations stay enabled until taken).
 The liveness check is not an invariant of states: with ``liveness`` on, the reduction is off.
+Symmetry (members and tasks renamed) and dead data (final jobs and tasks erased) commute with
+the choice: it reads slots, which are not renamed, and no job or task.
+
+Time: a tick changes what every record's operations read (a deadline is set from the clock, a
+review or a start is allowed up to its deadline) and the monitor pass writes every record, so a
+record is isolated only once both are over — at the clock bound, or at once with 0 ticks. Where
+deadlines become events of their own records (issue 18 item 1), a record's deadline event belongs
+to its own operations and this condition can shrink to the events of other records.
 """
 
 from __future__ import annotations
@@ -102,9 +110,14 @@ def requester_settled(model: Model, s: State, r: int) -> bool:
     return all(sd.status != "" and (sd.target != r or sd.status not in _ACTIVE) for sd in s.shutdowns)
 
 
+def time_frozen(model: Model, s: State) -> bool:
+    """No tick and no monitor pass is left, and the liveness check is off: records may be isolated."""
+    return not (model.config.liveness or s.crashed or not s.monitor_done or s.clock < model.config.max_ticks)
+
+
 def isolated(model: Model, s: State, kind: str, slot: int) -> bool:
     """No operation outside the record's own protocol can read or change what its operations do."""
-    if model.config.liveness or s.crashed or not s.monitor_done or s.clock < model.config.max_ticks:
+    if not time_frozen(model, s):
         return False
     if kind == "plan":
         plan = s.plans[slot]
@@ -132,6 +145,8 @@ def _effective(s: State, operation: Operation) -> bool:
 
 def ample(model: Model, s: State, operations: list[Operation]) -> Iterator[Operation] | None:
     """The operations of the isolated record with the fewest enabled ones, or None (expand all)."""
+    if not time_frozen(model, s):
+        return None
     groups: dict[tuple[str, int], list[Operation]] = {}
     for operation in operations:
         key = component(operation[0])
@@ -146,4 +161,4 @@ def ample(model: Model, s: State, operations: list[Operation]) -> Iterator[Opera
     return None if best is None else iter(best)
 
 
-__all__ = ["APPROVAL_OPS", "PLAN_OPS", "ample", "component", "isolated", "requester_settled"]
+__all__ = ["APPROVAL_OPS", "PLAN_OPS", "ample", "component", "isolated", "requester_settled", "time_frozen"]
