@@ -133,7 +133,8 @@ def main() -> None:
         note = "" if full_done and sound_done and bound_done else "  (bounded: not complete; counts within the time)"
         print(
             f"{name:14s} {full:10,d} {full_time:6.1f} {sound:10,d} {sound_time:6.1f} {full / sound:6.2f}x"
-            f" {bound:10,d} {full / bound:6.2f}x{note}  (groups: {options.groups})",
+            + (f" {'-':>10s} {'-':>7s}" if options.no_bound else f" {bound:10,d} {full / bound:6.2f}x")
+            + f"{note}  (groups: {options.groups})",
             flush=True,
         )
 
