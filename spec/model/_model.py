@@ -110,12 +110,15 @@ def message_status(state: State, key: tuple[str, int, int]) -> str:
 class Model:
     """The system model for one configuration, optionally with one named mutant."""
 
-    def __init__(self, config: Config, mutant: str | None = None, *, reduce: bool = True) -> None:
+    def __init__(
+        self, config: Config, mutant: str | None = None, *, reduce: bool = True, independence: bool = True
+    ) -> None:
         if mutant is not None and mutant not in MUTANTS:
             raise KeyError(f"unknown mutant {mutant!r}; known: {', '.join(MUTANTS)}")
         self.config = config
         self.mutant = mutant
         self.reduce = reduce
+        self.independence = reduce and independence  # the records' partial-order reduction (_por)
 
     def broken(self, name: str) -> bool:
         return self.mutant == name
@@ -186,6 +189,14 @@ class Model:
             # requested/draining, message pending). So it is independent of every other operation
             # and invisible to every check; it is taken alone, and it ends the reduced stretch.
             yield from _ops.clock_ops(self, s)
+            return
+        if self.independence:
+            # Partial-order reduction across records (spec.model._por, where C0-C3 are argued):
+            # an isolated approval's or plan's operations, crash variants included, taken alone.
+            from ._por import ample
+
+            operations = [op for family in _ops.FAMILIES for op in family(self, s)]
+            yield from ample(self, s, operations) or operations
             return
         for family in _ops.FAMILIES:
             yield from family(self, s)
