@@ -3,9 +3,11 @@ monitor, forced termination, and reconciliation of members, tasks and shutdowns 
 
 Write steps, in order (the model's names, ``spec.model.OPERATIONS``):
 
-- request:     ``shutdown.request/record`` → ``shutdown.request/message`` (Lead only, SHD-1)
-- cancel:      ``shutdown.cancel/record``
-- begin drain: ``shutdown.begin_drain/record`` → ``shutdown.begin_drain/member`` →
+- request:     ``shutdown.request/record`` → ``shutdown.request/audit`` → ``shutdown.request/message``
+               (Lead only, SHD-1)
+- cancel:      ``shutdown.cancel/record`` → ``shutdown.cancel/audit``
+- begin drain: ``shutdown.begin_drain/record`` → ``shutdown.begin_drain/audit`` →
+               ``shutdown.begin_drain/member`` →
                ``shutdown.begin_drain/cancel_requests`` (XPR-2) → ``shutdown.begin_drain/message``
                (the delivery's recorded result, last: MSG-5). A refused request (stale
                incarnation, past its deadline, member not running) writes only the message step.
@@ -13,8 +15,9 @@ Write steps, in order (the model's names, ``spec.model.OPERATIONS``):
                → ``shutdown.drain_jobs/record`` (the job ids waited for)
 - release:     ``shutdown.release_task/task`` (pending, keeping checkpoint and history) →
                ``shutdown.release_task/member`` → ``shutdown.release_task/record``
-- finish:      ``shutdown.finish/record`` (completed) → ``shutdown.finish/member`` (stopped) →
-               ``shutdown.finish/outbox`` (``shutdown_ack`` owed) → ``shutdown.finish/message``
+- finish:      ``shutdown.finish/record`` (completed) → ``shutdown.finish/audit`` →
+               ``shutdown.finish/member`` (stopped) → ``shutdown.finish/outbox`` (``shutdown_ack``
+               owed) → ``shutdown.finish/message``
 - force:       ``shutdown.force_terminate/jobs`` → ``/task`` (needs_inspection) → ``/member``
                (unhealthy) → ``/outbox`` (one ``member_lost``)
 - monitor:     ``shutdown.expire/record`` (requested → expired, draining → timed_out, SHD-6) →
@@ -22,6 +25,10 @@ Write steps, in order (the model's names, ``spec.model.OPERATIONS``):
                the whole pass is the model's one step ``monitor.pass/records``
                (:meth:`reference.Harness.monitor_pass`), idempotent, re-run after a crash
 - reconcile:   ``shutdown.reconcile/*``, ``member.reconcile/*``, ``task.reconcile/outbox``
+
+Every status change of a request is a decision, appended to the team log (AUD-5) right after the
+record's write, under the operation's ``/audit`` step (``shutdown.expire/audit`` for the monitor,
+``member.inspect/audit`` for an inspection, ``shutdown.reconcile/audit`` for reconciliation).
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 import spec
 from spec.ids import message_id, protocol_id
 
+from . import _audit
 from ._errors import AlreadyExists
 from ._jobs import BUSY
 from ._mutants import broken
@@ -47,12 +55,12 @@ ACTIVE = ("requested", "draining", "timed_out")
 SHUTDOWN_STEPS = tuple(
     f"shutdown.{op}/{step}"
     for op, steps in (
-        ("request", ("record", "message")),
-        ("cancel", ("record",)),
-        ("begin_drain", ("record", "member", "cancel_requests", "message")),
+        ("request", ("record", "audit", "message")),
+        ("cancel", ("record", "audit")),
+        ("begin_drain", ("record", "audit", "member", "cancel_requests", "message")),
         ("drain_jobs", ("jobs", "record")),
         ("release_task", ("task", "member", "record")),
-        ("finish", ("record", "member", "outbox", "message")),
+        ("finish", ("record", "audit", "member", "outbox", "message")),
         ("force_terminate", ("jobs", "task", "member", "outbox")),
     )
     for step in steps
@@ -96,6 +104,7 @@ class ShutdownProtocol:
             }
             try:
                 existing = self.h.storage.insert("shutdown.request/record", KIND, pid, doc)
+                self._audit("shutdown.request/audit", existing.doc)
             except AlreadyExists:
                 existing = self.require(pid)
         elif existing.doc["target_id"] != target_id:
@@ -357,7 +366,15 @@ class ShutdownProtocol:
         spec.ensure_transition(KIND, stored.doc["status"], target)
         events = [*stored.doc["events"], self.h.event(actor, target)]
         doc = {**stored.doc, **changes, "status": target, "events": events}
-        return self.h.storage.update(step, KIND, stored.key, doc, stored.version)
+        moved = self.h.storage.update(step, KIND, stored.key, doc, stored.version)
+        self._audit(f"{step.split('/')[0]}/audit", doc)
+        return moved
+
+    def _audit(self, step: str, doc: Document) -> None:
+        """The decision just written, in the team log too (AUD-5); a crash before this leaves it
+        in the record only, and reconciliation appends it (``reference._recovery``)."""
+        if not broken("shutdown_not_audited"):
+            _audit.log_event(self.h.storage, step, KIND, doc, doc["events"][-1])
 
     def require(self, pid: str) -> Stored:
         stored = self.h.storage.read(KIND, pid)

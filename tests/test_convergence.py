@@ -181,9 +181,11 @@ def test_a_crash_after_each_step_converges(step: str, backend: str, tmp_path: Pa
         crashed = replace(action, crash_after=step).to_json()
         replayer.apply(crashed, snapshot(restarted, config))
         assert storage.faults.fired == [("after", step)], f"{action} never wrote {step}"
+        crashed_snapshot = replayer.harness.snapshot()
         replayer.apply(Action("restart").to_json(), snapshot(restarted, config))
         first = replayer.harness.snapshot()
-        problems = [f"{inv.clause} {inv.name}: {text}" for inv, text in invariants.check_state(first)]
+        checks = invariants.check_state(first) + invariants.check_step(crashed_snapshot, first)
+        problems = [f"{inv.clause} {inv.name}: {text}" for inv, text in checks]
         assert problems == [], problems
         assert project(first) == project(snapshot(restarted, config)), "the reference's restart is not the model's"
         assert r.verify_audit_log(storage).ok
