@@ -265,8 +265,11 @@ class SQLiteStorage(Storage):
         "CREATE TABLE IF NOT EXISTS records (tbl TEXT NOT NULL, key TEXT NOT NULL, version INTEGER NOT NULL, "
         "doc TEXT NOT NULL, PRIMARY KEY (tbl, key)) WITHOUT ROWID"
     )
-    STATUS_INDEX = "CREATE INDEX IF NOT EXISTS records_status ON records (tbl, json_extract(doc, '$.status'), key)"
-    """Recovery reads the active records by status (:meth:`Storage.scan_status`), not the history."""
+    STATUS = "(CASE WHEN json_valid(doc) THEN json_extract(doc, '$.status') END)"
+    STATUS_INDEX = f"CREATE INDEX IF NOT EXISTS records_status ON records (tbl, {STATUS}, key)"
+    """Recovery reads the active records by status (:meth:`Storage.scan_status`), not the history.
+    A row that is not JSON has no status in the index (it stays writable, and is reported by
+    :meth:`Storage.read` and :meth:`Storage.scan`, STO-3)."""
 
     def __init__(self, path: str | Path) -> None:
         super().__init__()
@@ -300,7 +303,7 @@ class SQLiteStorage(Storage):
         marks = ", ".join("?" for _ in statuses)
         sql = (
             "SELECT key, version, doc FROM records INDEXED BY records_status WHERE tbl = ? "
-            f"AND json_extract(doc, '$.status') IN ({marks}) ORDER BY key"
+            f"AND {self.STATUS} IN ({marks}) ORDER BY key"
         )
         rows = self._query(sql, (table, *statuses))
         return [(str(key), int(version), str(doc)) for key, version, doc in rows]
