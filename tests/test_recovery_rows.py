@@ -45,7 +45,7 @@ def own_requests(team: Team) -> list[tuple[str, str | None]]:
 
 
 @pytest.mark.clause("REC-2", "XPR-2")
-@pytest.mark.parametrize("step", ["shutdown.begin_drain/audit", "shutdown.begin_drain/member"])
+@pytest.mark.parametrize("step", ["shutdown.begin_drain/record", "shutdown.begin_drain/member"])
 def test_a_drain_cut_short_is_finished_and_its_requests_cancelled(team: Team, step: str) -> None:
     """§5 "shutdown draining while the member is still running: finish the member's half" and
     "shutdown draining: resume the drain, first applying XPR-2 again"."""
