@@ -95,19 +95,12 @@ def log_event(storage: Storage, step: str, kind: str, doc: dict[str, Any], event
     append(storage, step, event["actor"], f"{AUDITED[kind]}.{event['event']}", subject, event["summary"], event["at"])
 
 
-def logged_counts(storage: Storage) -> dict[str, int]:
-    """How many entries the log holds for each subject (what a record's events are matched with)."""
-    counts: dict[str, int] = {}
-    for row in storage.scan(TABLE):
-        counts[row.doc["subject_id"]] = counts.get(row.doc["subject_id"], 0) + 1
-    return counts
-
-
-def catch_up(storage: Storage, step: str, kind: str, docs: list[dict[str, Any]], logged: dict[str, int]) -> None:
+def catch_up(storage: Storage, step: str, kind: str, docs: list[dict[str, Any]]) -> None:
     """Reconciliation (REC-2, AUD-5): append the events of ``docs`` the log is missing, in record
-    order — a crash may fall between a record's write and its log entry (STO-1)."""
+    order — a crash may fall between a record's write and its log entry (STO-1). ``docs`` are the
+    records :meth:`reference.Storage.unlogged` names: their entries are counted from the log's
+    index of subjects, so the cost follows them, not the log's length."""
     for doc in docs:
-        done = logged.get(doc["protocol_id"], 0)
+        done = len(storage.audit_entries(doc["protocol_id"]))
         for event in doc["events"][done:]:
             log_event(storage, step, kind, doc, event)
-        logged[doc["protocol_id"]] = max(done, len(doc["events"]))

@@ -23,8 +23,9 @@ Row by row, as the model's ``restart`` does (``spec/model/_reconcile.py``); the 
 
 Cost follows active work, not history (``bench/reconcile.py``): every row reads the records in
 its active statuses (:meth:`reference.Storage.scan_status`) and the members; a final record is
-reached only through a member that points at it. The one exception is the team log's catch-up,
-which compares every audited record with the log (see :func:`_audit_shutdowns`).
+reached only through a member that points at it, or because it was written since the team log's
+last entry about it (:meth:`reference.Storage.unlogged`: every operation on a protocol record ends
+with its log entry, so those are the records a crash cut short).
 
 Every repair is idempotent (REC-1). Owed entries are sent by :meth:`reference.Outbox.send_owed`.
 """
@@ -230,12 +231,12 @@ def _suspended(h: Harness) -> None:
 
 def _audit_shutdowns(h: Harness) -> None:
     """AUD-5 after a crash between a request's write and its log entry: append what the log
-    misses. A final request can miss its entry too (cancel, expiry), so this compares every
-    request with the log."""
+    misses, for the requests written since their last entry (``Storage.unlogged``) — a final
+    request can miss its entry too (cancel, expiry), and is found there, not in the history."""
     if broken("reconcile_skips_audit"):
         return
-    docs = [row.doc for row in h.storage.scan("shutdown_request")]
-    _audit.catch_up(h.storage, "shutdown.reconcile/audit", "shutdown_request", docs, _audit.logged_counts(h.storage))
+    rows = [h.storage.read("shutdown_request", pid) for pid in h.storage.unlogged("shutdown_request")]
+    _audit.catch_up(h.storage, "shutdown.reconcile/audit", "shutdown_request", [r.doc for r in rows if r])
 
 
 __all__ = ["PLANS_HOOK", "RECOVERY_STEPS", "reconcile_team"]
