@@ -97,11 +97,13 @@ def add_history(storage: SQLiteStorage, final_records: int) -> int:
             else:
                 key = fresh(copy, key)
             batch.append((table, key, text))
+    batch.sort(key=lambda row: row[0] == "audit_entry")  # each record's log entries after it, as written
     with storage._lock:
         storage._db.execute("BEGIN")
         storage._db.executemany("INSERT INTO records (tbl, key, version, doc) VALUES (?, ?, 1, ?)", batch)
         storage._db.execute("COMMIT")
         storage._db.execute("ANALYZE")
+    assert storage.unlogged("operation_approval") == [] and storage.unlogged("shutdown_request") == []
     return len(batch)
 
 
