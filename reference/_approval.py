@@ -429,14 +429,25 @@ class ApprovalProtocol:
     # ---- REC: reconciliation -----------------------------------------------------------------
     def reconcile(self) -> None:
         """docs/protocol.md §5 rows for approvals; idempotent (REC-1). Expiring an *approved* one past its
-        deadline is the monitor's job (:meth:`expire_due`), not reconciliation's."""
-        logged: dict[str, int] = {}
-        for row in self.h.storage.scan(_audit.TABLE):
-            logged[row.doc["subject_id"]] = logged.get(row.doc["subject_id"], 0) + 1
-        for stored in self.h.storage.scan(KIND):
+        deadline is the monitor's job (:meth:`expire_due`), not reconciliation's.
+
+        Reads the active approvals (``requested``, ``approved``) and those written since the team
+        log's last entry about them (:meth:`reference.Storage.unlogged`): every approval operation
+        ends with its log entry, so a final approval whose decision message, call outcome or log
+        entry a crash cut off is among those — never the whole history (``bench/reconcile.py``)."""
+        storage = self.h.storage
+        unlogged = set(storage.unlogged(KIND))
+        rows = {stored.key: stored for stored in storage.scan_status(KIND, ("requested", "approved"))}
+        for key in sorted(unlogged - rows.keys()):
+            stored = storage.read(KIND, key)
+            if stored is not None:
+                rows[key] = stored
+        for key in sorted(rows):
+            stored = rows[key]
             doc = stored.doc
             if doc["status"] == "requested" and self.h.clock.now() > doc["deadline"]:
                 doc = self._expire(stored, None)  # "requested: re-deliver; check the deadline"
+                unlogged.add(key)
             if broken("reconcile_skips_redelivery"):
                 pass
             elif doc["status"] == "requested":
@@ -445,10 +456,9 @@ class ApprovalProtocol:
                 self._post_decision(doc)
             elif doc["status"] == "consumed":
                 self._look_up_outcome(doc)
-            for event in (
-                doc["events"][logged.get(doc["protocol_id"], 0) :] if not broken("reconcile_skips_audit") else []
-            ):
-                self._audit_event(doc, event, "approval.reconcile/audit")
+            if key in unlogged and not broken("reconcile_skips_audit"):
+                for event in doc["events"][len(storage.audit_entries(key)) :]:
+                    self._audit_event(doc, event, "approval.reconcile/audit")
 
     def _look_up_outcome(self, approval: Document) -> None:
         """APR-8: never re-approve, never repeat the call blindly: ask the tool by key."""

@@ -80,3 +80,27 @@ def verify(storage: Storage) -> ChainReport:
             return ChainReport(False, len(rows), index, f"entry {index} was altered after it was written")
         previous = entry["hash"]
     return ChainReport(True, len(rows), None, "intact")
+
+
+AUDITED: dict[str, str] = {"operation_approval": "approval", "shutdown_request": "shutdown"}
+"""Protocol record kinds whose events are decisions in the team log (AUD-1, AUD-5), with the
+prefix of the log's event names; ``spec.invariants._AUDITED`` is the same map. Plan approvals
+join here (``"plan_approval": "plan"``) and append their events with :func:`log_event`, as
+approvals and shutdowns do."""
+
+
+def log_event(storage: Storage, step: str, kind: str, doc: dict[str, Any], event: dict[str, Any]) -> None:
+    """Append one event of protocol record ``doc`` (of ``kind``) to the team log (AUD-5)."""
+    subject = doc["protocol_id"]
+    append(storage, step, event["actor"], f"{AUDITED[kind]}.{event['event']}", subject, event["summary"], event["at"])
+
+
+def catch_up(storage: Storage, step: str, kind: str, docs: list[dict[str, Any]]) -> None:
+    """Reconciliation (REC-2, AUD-5): append the events of ``docs`` the log is missing, in record
+    order — a crash may fall between a record's write and its log entry (STO-1). ``docs`` are the
+    records :meth:`reference.Storage.unlogged` names: their entries are counted from the log's
+    index of subjects, so the cost follows them, not the log's length."""
+    for doc in docs:
+        done = len(storage.audit_entries(doc["protocol_id"]))
+        for event in doc["events"][done:]:
+            log_event(storage, step, kind, doc, event)

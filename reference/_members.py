@@ -7,7 +7,8 @@ Write steps, in order (the model's names, ``spec.model.OPERATIONS``):
            ``needs_inspection``) → ``member.lapse/outbox`` (one ``member_lost``, stable id)
 - inspect: ``member.inspect/task`` → ``member.inspect/requests`` (XPR-2 with reason ``crashed``)
            → ``member.inspect/member`` (→ stopped) → ``member.inspect/shutdown`` (a shutdown it
-           drained for completes, its ``shutdown_ack`` owed)
+           drained for completes, its ``shutdown_ack`` owed; the completion logged under
+           ``member.inspect/audit``)
 - restart: ``member.restart/member`` (a new incarnation, XPR-1); retire: ``member.retire/member``
 - heartbeat (the model abstracts it): ``member.heartbeat/member``
 
@@ -36,6 +37,7 @@ MEMBER_STEPS = (
     "member.inspect/requests",
     "member.inspect/member",
     "member.inspect/shutdown",
+    "member.inspect/audit",
     "member.restart/member",
     "member.retire/member",
     "member.heartbeat/member",

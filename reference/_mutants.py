@@ -53,6 +53,17 @@ MUTANTS: dict[str, str] = {
     "audit_hash_omits_time": "AUD-5: an audit entry's time is outside its hash",
     "audit_link_unchecked": "AUD-5: the verifier does not check that each entry links to the one before",
     "reconcile_skips_audit": "AUD-5, REC-2: reconciliation does not append the decisions the log misses",
+    "reconcile_keeps_half_drain": "PROTOCOL §5, REC-2: a request draining while its member still runs is left "
+    "so (the member keeps accepting work)",
+    "resumed_drain_keeps_requests": "PROTOCOL §5, XPR-2: a resumed drain does not cancel the draining member's "
+    "pending requests again",
+    "unhealthy_member_not_reported": "PROTOCOL §5, SHD-10: a member draining without its request is not marked "
+    "unhealthy, and no member_lost is owed",
+    "signal_notice_not_recovered": "SHD-8, REC-3: a member stopped on a signal whose shutdown_notice was never "
+    "owed stays silent",
+    "reconcile_reowes_sent_outbox": "REC-1, REC-3: reconciliation marks a sent outbox entry owed again",
+    "shutdown_not_audited": "AUD-5: a shutdown request's decisions (request, drain, completion, expiry, "
+    "cancellation) are kept in its record only, never in the team log",
     "defaults_override": "APR-2: a tool's defaults override the values the caller gave",
     "every_string_a_path": "APR-2: path normalisation applied to every string argument, not the path fields",
     "numbers_conflated": "APR-2: the digest reads numbers as JavaScript does (1 and 1.0 are one argument)",
@@ -72,6 +83,18 @@ MUTANTS: dict[str, str] = {
 MUTANTS.update(PROCESS_MUTANTS)  # caught by the real-process tests (reference._process_mutants)
 MUTANTS.update(PLAN_MUTANTS)  # plans (reference._plan_mutants): the plan model and example tests
 CAUGHT_BY.update(PLAN_CAUGHT_BY)
+
+RECOVERY_CAUGHT_BY: dict[str, list[str]] = {
+    "reconcile_keeps_half_drain": ["tests/test_recovery_rows.py", "tests/test_convergence.py"],
+    "resumed_drain_keeps_requests": ["tests/test_recovery_rows.py"],
+    "unhealthy_member_not_reported": ["tests/test_recovery_rows.py"],
+    "signal_notice_not_recovered": ["tests/test_recovery_rows.py"],
+    "reconcile_reowes_sent_outbox": ["tests/test_convergence.py"],
+    "shutdown_not_audited": ["tests/test_recovery_rows.py"],
+}
+"""Recovery and audit mutants → the quick example tests that catch them (``teamproto mutants`` runs
+these instead of the model tests, as for the process mutants)."""
+CAUGHT_BY.update(RECOVERY_CAUGHT_BY)
 
 ACTIVE = os.environ.get("TEAMPROTO_MUTANT", "")
 if ACTIVE and ACTIVE not in MUTANTS:

@@ -1,18 +1,31 @@
-"""Reconciliation of members, tasks, shutdowns and the outbox (PROTOCOL §5, REC-1 … REC-3).
+"""Reconciliation of plans, shutdowns, members, tasks, the outbox and the team log (PROTOCOL §5,
+REC-1 … REC-3).
 
-Row by row, as the model's ``restart`` does (``spec/model/_reconcile.py``), after the approval
-rows (:meth:`reference.ApprovalProtocol.reconcile`):
+Row by row, as the model's ``restart`` does (``spec/model/_reconcile.py``); the approval rows are
+:meth:`reference.ApprovalProtocol.reconcile`, run after these:
 
+- plans (``plan_approval``, ``plan_execution``): ``reference._plans.reconcile_plans``, first;
 - shutdown ``requested``: re-deliver the request (same message id);
 - shutdown ``draining``/``timed_out``, member (same incarnation) still ``running``: finish the
   member's half (``draining``, not accepting) and cancel its own open requests (XPR-2);
 - … member ``draining`` for it: re-apply XPR-2 (the crash may have cut the drain's writes);
 - … member ``stopped``: the request completes, its ``shutdown_ack`` owed;
-- shutdown ``completed``: a member still ``draining`` for it stops; the ack is owed;
+- shutdown ``completed`` (found through the member that drained for it): a member still
+  ``draining`` for it stops; the ack is owed;
 - member ``draining`` without its request: ``unhealthy``; every ``unhealthy`` member owes one
   ``member_lost`` (its incarnation's id);
+- member ``stopped`` by its own signal exit (no shutdown request, never lost) whose
+  ``shutdown_notice`` was never owed: owe it (SHD-8; the crash fell between ``member.exit/stopped``
+  and ``member.exit/outbox``);
 - a member's ``current_task_id`` names the task it holds under its incarnation, or nothing;
-- a ``suspended`` task owes its ``task_suspended`` notice.
+- a ``suspended`` task owes its ``task_suspended`` notice;
+- the team log (AUD-5): every event of a shutdown request the log misses is appended.
+
+Cost follows active work, not history (``bench/reconcile.py``): every row reads the records in
+its active statuses (:meth:`reference.Storage.scan_status`) and the members; a final record is
+reached only through a member that points at it, or because it was written since the team log's
+last entry about it (:meth:`reference.Storage.unlogged`: every operation on a protocol record ends
+with its log entry, so those are the records a crash cut short).
 
 Every repair is idempotent (REC-1). Owed entries are sent by :meth:`reference.Outbox.send_owed`.
 """
@@ -21,16 +34,32 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from spec.ids import protocol_id
+
+from . import _audit
 from ._errors import StorageUnavailable, VersionConflict
 from ._mutants import broken
 from ._plans import reconcile_plans
-from ._storage import Document
+from ._storage import Document, Stored
 from ._tasks import claims_of
 
 if TYPE_CHECKING:
     from ._harness import Harness
 
 VALID_DRAIN = ("requested", "draining", "timed_out", "completed")
+ACTIVE_SHUTDOWN = ("requested", "draining", "timed_out")
+HELD_TASK = ("claimed", "suspended", "needs_inspection")
+RECOVERY_STEPS = (
+    "shutdown.reconcile/member",
+    "shutdown.reconcile/requests",
+    "shutdown.reconcile/record",
+    "shutdown.reconcile/audit",
+    "member.reconcile/member",
+    "member.reconcile/outbox",
+    "task.reconcile/outbox",
+)
+"""The write steps of the team's reconciliation (the model's one ``restart/reconcile``, split by
+store); the approval rows write ``approval.reconcile/*``."""
 
 
 def reconcile_team(h: Harness) -> None:
@@ -39,17 +68,33 @@ def reconcile_team(h: Harness) -> None:
     _members(h)
     _claims(h)
     _suspended(h)
+    _audit_shutdowns(h)
+    if broken("reconcile_reowes_sent_outbox"):
+        for row in h.storage.scan_status("outbox_entry", ("sent",)):
+            h.storage.update(
+                "member.reconcile/outbox", "outbox_entry", row.key, {**row.doc, "status": "owed"}, row.version
+            )
 
 
 def _shutdowns(h: Harness) -> None:
-    for sd in h.storage.scan("shutdown_request"):
-        doc, pid = sd.doc, sd.key
-        member = h.member(doc["target_id"])
-        current = member["incarnation"] == doc["target_incarnation"]
-        status = doc["status"]
-        if status == "requested" and not broken("reconcile_skips_redelivery"):
-            h.shutdowns.post_request(doc)
-        elif status in ("draining", "timed_out") and current and member["status"] == "running":
+    for sd in h.storage.scan_status("shutdown_request", ACTIVE_SHUTDOWN):
+        _shutdown_row(h, sd)
+    for member in h.storage.scan("member"):  # a completed request, through its member
+        pid = member.doc["shutdown_request_id"]
+        request = h.storage.read("shutdown_request", pid) if pid is not None else None
+        if request is not None and request.doc["status"] == "completed":
+            _shutdown_row(h, request)
+
+
+def _shutdown_row(h: Harness, sd: Stored) -> None:
+    doc, pid = sd.doc, sd.key
+    member = h.member(doc["target_id"])
+    current = member["incarnation"] == doc["target_incarnation"]
+    status = doc["status"]
+    if status == "requested" and not broken("reconcile_skips_redelivery"):
+        h.shutdowns.post_request(doc)
+    elif status in ("draining", "timed_out") and current and member["status"] == "running":
+        if not broken("reconcile_keeps_half_drain"):
             h.set_member(
                 "shutdown.reconcile/member",
                 member["member_id"],
@@ -58,21 +103,21 @@ def _shutdowns(h: Harness) -> None:
                 shutdown_request_id=pid,
             )
             h.cancel_own_requests("shutdown.reconcile/requests", member["member_id"], "member_draining")
-        elif status in ("draining", "timed_out") and current and member["status"] == "draining":
-            if member["shutdown_request_id"] == pid:
-                h.cancel_own_requests("shutdown.reconcile/requests", member["member_id"], "member_draining")
-        elif status in ("draining", "timed_out") and current and member["status"] == "stopped":
-            _complete(h, pid, ("draining", "timed_out"))
-        elif status == "completed":
-            if current and member["status"] == "draining":
-                h.set_member(
-                    "shutdown.reconcile/member",
-                    member["member_id"],
-                    "stopped",
-                    accepting_new_tasks=False,
-                    current_task_id=None,
-                )
-            _complete(h, pid, ())
+    elif status in ("draining", "timed_out") and current and member["status"] == "draining":
+        if member["shutdown_request_id"] == pid and not broken("resumed_drain_keeps_requests"):
+            h.cancel_own_requests("shutdown.reconcile/requests", member["member_id"], "member_draining")
+    elif status in ("draining", "timed_out") and current and member["status"] == "stopped":
+        _complete(h, pid, ("draining", "timed_out"))
+    elif status == "completed":
+        if current and member["status"] == "draining":
+            h.set_member(
+                "shutdown.reconcile/member",
+                member["member_id"],
+                "stopped",
+                accepting_new_tasks=False,
+                current_task_id=None,
+            )
+        _complete(h, pid, ())
 
 
 def _complete(h: Harness, pid: str, sources: tuple[str, ...]) -> None:
@@ -85,21 +130,37 @@ def _complete(h: Harness, pid: str, sources: tuple[str, ...]) -> None:
 
 
 def _members(h: Harness) -> None:
-    shutdowns = {row.key: row.doc["status"] for row in h.storage.scan("shutdown_request")}
     for row in h.storage.scan("member"):
         member = row.doc
         drains_for = member["shutdown_request_id"]
-        valid = drains_for is not None and shutdowns.get(drains_for) in VALID_DRAIN
-        if member["status"] == "draining" and not valid:
+        request = h.storage.read("shutdown_request", drains_for) if drains_for is not None else None
+        valid = request is not None and request.doc["status"] in VALID_DRAIN
+        if member["status"] == "draining" and not valid and not broken("unhealthy_member_not_reported"):
             h.set_member("member.reconcile/member", row.key, "unhealthy", accepting_new_tasks=False)
         member = h.member(row.key)
         if member["status"] == "unhealthy" and not broken("reconcile_skips_outbox"):
             flagged = [
-                t.key
-                for t in h.storage.scan("task")
-                if t.doc["status"] == "needs_inspection" and t.doc["owner_id"] == row.key
+                t.key for t in h.storage.scan_status("task", ("needs_inspection",)) if t.doc["owner_id"] == row.key
             ]
             h.members.owe_lost("member.reconcile/outbox", member, flagged)
+        elif member["status"] == "stopped" and member["shutdown_request_id"] is None:
+            _owe_lost_notice(h, member)
+
+
+def _owe_lost_notice(h: Harness, member: Document) -> None:
+    """SHD-8 after a crash between ``member.exit/stopped`` and ``member.exit/outbox``: a member
+    stopped without a shutdown request and never lost (no ``member_lost`` of its incarnation)
+    stopped on its own signal, and its ``shutdown_notice`` is owed. What the notice said is gone
+    with the process; the reconciled notice says so. Owed under the notice's stable id, so a
+    notice that was owed (and perhaps sent) stays as it was."""
+    lost = h.outbox.member_lost(member, [])["message_id"]
+    if h.storage.read("outbox_entry", lost) is not None or broken("signal_notice_not_recovered"):
+        return
+    pid = protocol_id(member["member_id"], f"incarnation-{member['incarnation']}", "shutdown_notice")
+    body = {"reason_text": "signal", "summary": "stopped on a signal; notice recovered by reconciliation"}
+    notice = h.envelope("shutdown_notice", pid, "notice", member["member_id"], "team", body, 60.0)
+    if h.storage.read("outbox_entry", notice["message_id"]) is None:
+        h.outbox.owe("member.reconcile/outbox", notice)
 
 
 def _claims(h: Harness) -> None:
@@ -136,7 +197,7 @@ def _claims(h: Harness) -> None:
 
 
 def _claimed(h: Harness) -> list[Document]:
-    return [task.doc for task in h.storage.scan("task") if task.doc["status"] == "claimed"]
+    return [task.doc for task in h.storage.scan_status("task", ("claimed",))]
 
 
 def _claim_repair(member: Document, claimed: list[Document]) -> tuple[str | None] | None:
@@ -157,9 +218,18 @@ def _claim_repair(member: Document, claimed: list[Document]) -> tuple[str | None
 def _suspended(h: Harness) -> None:
     if broken("reconcile_skips_outbox"):
         return
-    for row in h.storage.scan("task"):
-        if row.doc["status"] == "suspended":
-            h.outbox.owe("task.reconcile/outbox", h.outbox.task_suspended(row.doc, claims_of(row.doc)))
+    for row in h.storage.scan_status("task", ("suspended",)):
+        h.outbox.owe("task.reconcile/outbox", h.outbox.task_suspended(row.doc, claims_of(row.doc)))
 
 
-__all__ = ["reconcile_team"]
+def _audit_shutdowns(h: Harness) -> None:
+    """AUD-5 after a crash between a request's write and its log entry: append what the log
+    misses, for the requests written since their last entry (``Storage.unlogged``) — a final
+    request can miss its entry too (cancel, expiry), and is found there, not in the history."""
+    if broken("reconcile_skips_audit"):
+        return
+    rows = [h.storage.read("shutdown_request", pid) for pid in h.storage.unlogged("shutdown_request")]
+    _audit.catch_up(h.storage, "shutdown.reconcile/audit", "shutdown_request", [r.doc for r in rows if r])
+
+
+__all__ = ["RECOVERY_STEPS", "reconcile_team"]

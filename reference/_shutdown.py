@@ -3,18 +3,21 @@ monitor, forced termination, and reconciliation of members, tasks and shutdowns 
 
 Write steps, in order (the model's names, ``spec.model.OPERATIONS``):
 
-- request:     ``shutdown.request/record`` → ``shutdown.request/message`` (Lead only, SHD-1)
-- cancel:      ``shutdown.cancel/record``
+- request:     ``shutdown.request/record`` → ``shutdown.request/message`` → ``shutdown.request/audit``
+               (Lead only, SHD-1)
+- cancel:      ``shutdown.cancel/record`` → ``shutdown.cancel/audit``
 - begin drain: ``shutdown.begin_drain/record`` → ``shutdown.begin_drain/member`` →
                ``shutdown.begin_drain/cancel_requests`` (XPR-2) → ``shutdown.begin_drain/message``
-               (the delivery's recorded result, last: MSG-5). A refused request (stale
-               incarnation, past its deadline, member not running) writes only the message step.
+               (the delivery's recorded result: MSG-5) → ``shutdown.begin_drain/audit``. A refused
+               request (stale incarnation, past its deadline, member not running) writes only the
+               message step.
 - drain jobs:  ``shutdown.drain_jobs/jobs`` (cancel_requested; then the runner signals the job)
                → ``shutdown.drain_jobs/record`` (the job ids waited for)
 - release:     ``shutdown.release_task/task`` (pending, keeping checkpoint and history) →
                ``shutdown.release_task/member`` → ``shutdown.release_task/record``
 - finish:      ``shutdown.finish/record`` (completed) → ``shutdown.finish/member`` (stopped) →
-               ``shutdown.finish/outbox`` (``shutdown_ack`` owed) → ``shutdown.finish/message``
+               ``shutdown.finish/outbox`` (``shutdown_ack`` owed) → ``shutdown.finish/message`` →
+               ``shutdown.finish/audit``
 - force:       ``shutdown.force_terminate/jobs`` → ``/task`` (needs_inspection) → ``/member``
                (unhealthy) → ``/outbox`` (one ``member_lost``)
 - monitor:     ``shutdown.expire/record`` (requested → expired, draining → timed_out, SHD-6) →
@@ -22,6 +25,12 @@ Write steps, in order (the model's names, ``spec.model.OPERATIONS``):
                the whole pass is the model's one step ``monitor.pass/records``
                (:meth:`reference.Harness.monitor_pass`), idempotent, re-run after a crash
 - reconcile:   ``shutdown.reconcile/*``, ``member.reconcile/*``, ``task.reconcile/outbox``
+
+Every status change of a request is a decision, appended to the team log (AUD-5) as the
+operation's last write, under its ``/audit`` step (``shutdown.expire/audit`` for the monitor,
+``member.inspect/audit`` for an inspection, ``shutdown.reconcile/audit`` for reconciliation), as
+the approvals do: a crash at any model step then leaves at most the log entry to append, which
+reconciliation does (``reference._recovery``).
 """
 
 from __future__ import annotations
@@ -32,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 import spec
 from spec.ids import message_id, protocol_id
 
+from . import _audit
 from ._errors import AlreadyExists
 from ._jobs import BUSY
 from ._mutants import broken
@@ -47,12 +57,12 @@ ACTIVE = ("requested", "draining", "timed_out")
 SHUTDOWN_STEPS = tuple(
     f"shutdown.{op}/{step}"
     for op, steps in (
-        ("request", ("record", "message")),
-        ("cancel", ("record",)),
-        ("begin_drain", ("record", "member", "cancel_requests", "message")),
+        ("request", ("record", "message", "audit")),
+        ("cancel", ("record", "audit")),
+        ("begin_drain", ("record", "member", "cancel_requests", "message", "audit")),
         ("drain_jobs", ("jobs", "record")),
         ("release_task", ("task", "member", "record")),
-        ("finish", ("record", "member", "outbox", "message")),
+        ("finish", ("record", "member", "outbox", "message", "audit")),
         ("force_terminate", ("jobs", "task", "member", "outbox")),
     )
     for step in steps
@@ -71,7 +81,7 @@ class ShutdownProtocol:
         if actor_id != self.h.lead_id and not broken("shutdown_by_anyone"):
             raise NotLead(actor_id, self.h.lead_id, f"request a shutdown of {target_id}")
         pid = protocol_id(actor_id, request_key, KIND)
-        existing = self.h.storage.read(KIND, pid)
+        existing, created = self.h.storage.read(KIND, pid), False
         if existing is None:
             target = self.h.member(target_id)
             if target["status"] != "running":
@@ -96,12 +106,15 @@ class ShutdownProtocol:
             }
             try:
                 existing = self.h.storage.insert("shutdown.request/record", KIND, pid, doc)
+                created = True
             except AlreadyExists:
                 existing = self.require(pid)
         elif existing.doc["target_id"] != target_id:
             raise ShutdownRefused(f"request {request_key}", f"it targets {existing.doc['target_id']}; use a new key")
         if existing.doc["status"] == "requested":
             self.post_request(existing.doc)
+        if created:
+            self._audit("shutdown.request/audit", existing.doc)
         return pid
 
     @staticmethod
@@ -121,7 +134,9 @@ class ShutdownProtocol:
         stored = self.require(pid)
         if stored.doc["status"] != "requested":
             raise ShutdownRefused(f"cancel of {pid}", f"it is {stored.doc['status']}; only a requested one")
-        self._move("shutdown.cancel/record", stored, "cancelled", actor_id, reason="cancelled")
+        self._move(
+            "shutdown.cancel/record", stored, "cancelled", actor_id, audit="shutdown.cancel/audit", reason="cancelled"
+        )
 
     # ---- SHD-2: the target member handles the delivered request --------------------------------
     def begin_drain(self, member_id: str, message_id_: str) -> dict[str, Any]:
@@ -145,7 +160,10 @@ class ShutdownProtocol:
             if refusal is None:
                 self._begin(sd, member)
             result = {"outcome": "refused", "reason": refusal} if refusal else {"outcome": "draining"}
-            return self._deliver(message_id_, result)
+            recorded = self._deliver(message_id_, result)
+            if refusal is None and sd.doc["status"] == "requested":
+                self._audit("shutdown.begin_drain/audit", self.require(sd.key).doc)
+            return recorded
 
     def _drain_refusal(self, sd: Document, member: Document) -> str | None:
         """SHD-2 and XPR-1; None when the drain may begin (or resume after a crash)."""
@@ -277,6 +295,7 @@ class ShutdownProtocol:
             if broken("clean_exit_member_lost"):
                 self.h.members.owe_lost("shutdown.finish/outbox", self.h.member(member_id), [])
             self._acknowledge(sd.key)
+            self._audit("shutdown.finish/audit", self.require(sd.key).doc)
 
     def drain_pass(self, member_id: str, state: Any = None) -> dict[str, Any]:
         """One pass of SHD-3: cancel jobs; not ready while any runs; else release and finish."""
@@ -302,10 +321,13 @@ class ShutdownProtocol:
     def complete(self, step: str, pid: str, sources: tuple[str, ...]) -> None:
         """The request completes (if in ``sources``) and its ``shutdown_ack`` is owed."""
         stored = self.require(pid)
-        if stored.doc["status"] in sources:
+        moved = stored.doc["status"] in sources
+        if moved:
             stored = self._move(step, stored, "completed", "lead")
         if stored.doc["status"] == "completed":
             self.h.outbox.owe(step, self.h.outbox.shutdown_ack(stored.doc))
+        if moved:
+            self._audit(f"{step.split('/')[0]}/audit", stored.doc)
 
     # ---- SHD-6, SHD-7: the deadline monitor and the last rung ------------------------------
     def expire_due(self) -> list[str]:
@@ -314,11 +336,32 @@ class ShutdownProtocol:
             if now <= stored.doc["deadline"]:
                 continue
             if stored.doc["status"] == "requested":
-                self._move("shutdown.expire/record", stored, "expired", "monitor", reason="expired")
+                self._move(
+                    "shutdown.expire/record",
+                    stored,
+                    "expired",
+                    "monitor",
+                    audit="shutdown.expire/audit",
+                    reason="expired",
+                )
             elif stored.doc["status"] == "draining" and broken("timed_out_as_completed"):
-                self._move("shutdown.expire/record", stored, "completed", "monitor", reason="timed_out")
+                self._move(
+                    "shutdown.expire/record",
+                    stored,
+                    "completed",
+                    "monitor",
+                    audit="shutdown.expire/audit",
+                    reason="timed_out",
+                )
             elif stored.doc["status"] == "draining":
-                self._move("shutdown.expire/record", stored, "timed_out", "monitor", reason="timed_out")
+                self._move(
+                    "shutdown.expire/record",
+                    stored,
+                    "timed_out",
+                    "monitor",
+                    audit="shutdown.expire/audit",
+                    reason="timed_out",
+                )
             else:
                 continue
             moved.append(stored.key)
@@ -353,11 +396,24 @@ class ShutdownProtocol:
             self.h.members.owe_lost("shutdown.force_terminate/outbox", self.h.member(member_id), flagged)
 
     # ---- helpers -----------------------------------------------------------------------------
-    def _move(self, step: str, stored: Stored, target: str, actor: str, **changes: Any) -> Stored:
+    def _move(
+        self, step: str, stored: Stored, target: str, actor: str, audit: str | None = None, **changes: Any
+    ) -> Stored:
+        """The request moves to ``target`` with its event; with ``audit``, the decision is logged
+        at once under that step (where it is the operation's last write)."""
         spec.ensure_transition(KIND, stored.doc["status"], target)
         events = [*stored.doc["events"], self.h.event(actor, target)]
         doc = {**stored.doc, **changes, "status": target, "events": events}
-        return self.h.storage.update(step, KIND, stored.key, doc, stored.version)
+        moved = self.h.storage.update(step, KIND, stored.key, doc, stored.version)
+        if audit is not None:
+            self._audit(audit, doc)
+        return moved
+
+    def _audit(self, step: str, doc: Document) -> None:
+        """The decision just written, in the team log too (AUD-5); a crash before this leaves it
+        in the record only, and reconciliation appends it (``reference._recovery``)."""
+        if not broken("shutdown_not_audited"):
+            _audit.log_event(self.h.storage, step, KIND, doc, doc["events"][-1])
 
     def require(self, pid: str) -> Stored:
         stored = self.h.storage.read(KIND, pid)

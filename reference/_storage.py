@@ -37,6 +37,25 @@ from ._mutants import broken
 
 Document = dict[str, Any]
 
+AUDITED_TABLES = ("operation_approval", "shutdown_request", "plan_approval")
+"""Protocol records whose decisions the team log holds (``reference._audit.AUDITED``)."""
+UNLOGGED = "~unlogged"
+"""A storage-internal table (no record kind, in no snapshot): ``<table>/<key>`` of every audited
+record written since the last audit entry about it, kept by the backend in the same atomic write
+as the record's or the entry's. Reconciliation reads it instead of the whole history: every
+operation on an audited record ends with its audit entry, so a record marked here is one whose
+operation a crash cut short (:meth:`Storage.unlogged`)."""
+
+
+def _mark_unlogged(rows: dict[tuple[str, str], tuple[int, str]], table: str, key: str, text: str) -> None:
+    """The memory backend's half of :data:`UNLOGGED`, called under its lock with each write."""
+    if table in AUDITED_TABLES:
+        rows[(UNLOGGED, f"{table}/{key}")] = (1, "{}")
+    elif table == "audit_entry":
+        subject = json.loads(text).get("subject_id") if text.startswith("{") else None
+        for kind in AUDITED_TABLES:
+            rows.pop((UNLOGGED, f"{kind}/{subject}"), None)
+
 
 @dataclass(frozen=True)
 class Stored:
@@ -131,6 +150,24 @@ class Storage:
     def scan(self, table: str) -> list[Stored]:
         return [Stored(key, version, _validate(table, key, text)) for key, version, text in self._scan(table)]
 
+    def scan_status(self, table: str, statuses: tuple[str, ...]) -> list[Stored]:
+        """The records of ``table`` whose ``status`` is one of ``statuses``, in key order: what
+        recovery reads, so that its cost follows the active records, not the history (REC, bench
+        ``bench/reconcile.py``). SQLite answers it from an index on the status."""
+        rows = self._scan_status(table, statuses)
+        return [Stored(key, version, _validate(table, key, text)) for key, version, text in rows]
+
+    def unlogged(self, table: str) -> list[str]:
+        """Keys of ``table``'s records written since the team log's last entry about them (see
+        :data:`UNLOGGED`): the records whose operation may have been cut short by a crash."""
+        prefix = f"{table}/"
+        return [key[len(prefix) :] for key, _, _ in self._scan(UNLOGGED) if key.startswith(prefix)]
+
+    def audit_entries(self, subject_id: str) -> list[Stored]:
+        """The team log's entries about ``subject_id``, in log order (SQLite: from an index)."""
+        rows = self._audit_entries(subject_id)
+        return [Stored(key, version, _validate("audit_entry", key, text)) for key, version, text in rows]
+
     def last(self, table: str) -> Stored | None:
         """The record with the greatest key (for append-only tables keyed by sequence)."""
         row = self._last(table)
@@ -176,6 +213,12 @@ class Storage:
         rows = self._scan(table)
         return rows[-1] if rows else None
 
+    def _scan_status(self, table: str, statuses: tuple[str, ...]) -> list[tuple[str, int, str]]:
+        return [row for row in self._scan(table) if json.loads(row[2]).get("status") in statuses]
+
+    def _audit_entries(self, subject_id: str) -> list[tuple[str, int, str]]:
+        return [row for row in self._scan("audit_entry") if json.loads(row[2]).get("subject_id") == subject_id]
+
     def _insert(self, table: str, key: str, text: str) -> int:
         raise NotImplementedError
 
@@ -210,6 +253,7 @@ class MemoryStorage(Storage):
             if (table, key) in self._rows:
                 raise AlreadyExists(table, key)
             self._rows[(table, key)] = (1, text)
+            _mark_unlogged(self._rows, table, key, text)
             return 1
 
     def _update(self, table: str, key: str, text: str, expected_version: int) -> int:
@@ -218,6 +262,7 @@ class MemoryStorage(Storage):
             if current is None or current[0] != expected_version:
                 raise VersionConflict(table, key, expected_version, current and current[0])
             self._rows[(table, key)] = (expected_version + 1, text)
+            _mark_unlogged(self._rows, table, key, text)
             return expected_version + 1
 
     def _update_guarded(self, table: str, key: str, text: str, expected_version: int, guard: Guard) -> int:
@@ -235,6 +280,7 @@ class MemoryStorage(Storage):
             if current is None or current[0] != expected_version:
                 raise VersionConflict(table, key, expected_version, current and current[0])
             self._rows[(table, key)] = (expected_version + 1, text)
+            _mark_unlogged(self._rows, table, key, text)
             return expected_version + 1
 
     def corrupt(self, table: str, key: str, text: str) -> None:
@@ -257,6 +303,29 @@ class SQLiteStorage(Storage):
         "CREATE TABLE IF NOT EXISTS records (tbl TEXT NOT NULL, key TEXT NOT NULL, version INTEGER NOT NULL, "
         "doc TEXT NOT NULL, PRIMARY KEY (tbl, key)) WITHOUT ROWID"
     )
+    STATUS = "(CASE WHEN json_valid(doc) THEN json_extract(doc, '$.status') END)"
+    STATUS_INDEX = f"CREATE INDEX IF NOT EXISTS records_status ON records (tbl, {STATUS}, key)"
+    SUBJECT = "(CASE WHEN json_valid(doc) THEN json_extract(doc, '$.subject_id') END)"
+    SUBJECT_INDEX = f"CREATE INDEX IF NOT EXISTS records_subject ON records ({SUBJECT}, key) WHERE tbl = 'audit_entry'"
+    AUDITED = ", ".join(f"'{table}'" for table in AUDITED_TABLES)
+    MARK = (
+        f"BEGIN INSERT OR REPLACE INTO records (tbl, key, version, doc) "
+        f"VALUES ('{UNLOGGED}', new.tbl || '/' || new.key, 1, '{{}}'); END"
+    )
+    TRIGGERS = (
+        f"CREATE TRIGGER IF NOT EXISTS unlogged_insert AFTER INSERT ON records WHEN new.tbl IN ({AUDITED}) {MARK}",
+        f"CREATE TRIGGER IF NOT EXISTS unlogged_update AFTER UPDATE ON records WHEN new.tbl IN ({AUDITED}) {MARK}",
+        "CREATE TRIGGER IF NOT EXISTS unlogged_cleared AFTER INSERT ON records "
+        "WHEN new.tbl = 'audit_entry' AND json_valid(new.doc) BEGIN "
+        f"DELETE FROM records WHERE tbl = '{UNLOGGED}' AND key IN "
+        + "("
+        + ", ".join(f"'{table}/' || json_extract(new.doc, '$.subject_id')" for table in AUDITED_TABLES)
+        + "); END",
+    )
+    """:data:`UNLOGGED`, kept by triggers: in the statement (the transaction) of the write itself."""
+    """Recovery reads the active records by status (:meth:`Storage.scan_status`), not the history.
+    A row that is not JSON has no status in the index (it stays writable, and is reported by
+    :meth:`Storage.read` and :meth:`Storage.scan`, STO-3)."""
 
     def __init__(self, path: str | Path) -> None:
         super().__init__()
@@ -266,6 +335,10 @@ class SQLiteStorage(Storage):
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=FULL")
             self._db.execute(self.SCHEMA)
+            self._db.execute(self.STATUS_INDEX)
+            self._db.execute(self.SUBJECT_INDEX)
+            for trigger in self.TRIGGERS:
+                self._db.execute(trigger)
         except sqlite3.Error as error:
             raise StorageUnavailable(f"cannot open {self.path}: {error}") from None
         self._lock = threading.Lock()
@@ -284,6 +357,22 @@ class SQLiteStorage(Storage):
     def _scan(self, table: str) -> list[tuple[str, int, str]]:
         rows = self._query("SELECT key, version, doc FROM records WHERE tbl = ? ORDER BY key", (table,))
         return [(str(key), int(version), str(doc)) for key, version, doc in rows]
+
+    def _scan_status(self, table: str, statuses: tuple[str, ...]) -> list[tuple[str, int, str]]:
+        marks = ", ".join("?" for _ in statuses)
+        sql = (
+            "SELECT key, version, doc FROM records INDEXED BY records_status WHERE tbl = ? "
+            f"AND {self.STATUS} IN ({marks}) ORDER BY key"
+        )
+        rows = self._query(sql, (table, *statuses))
+        return [(str(key), int(version), str(doc)) for key, version, doc in rows]
+
+    def _audit_entries(self, subject_id: str) -> list[tuple[str, int, str]]:
+        sql = (
+            "SELECT key, version, doc FROM records INDEXED BY records_subject "
+            f"WHERE tbl = 'audit_entry' AND {self.SUBJECT} = ? ORDER BY key"
+        )
+        return [(str(k), int(v), str(d)) for k, v, d in self._query(sql, (subject_id,))]
 
     def _last(self, table: str) -> tuple[str, int, str] | None:
         rows = self._query("SELECT key, version, doc FROM records WHERE tbl = ? ORDER BY key DESC LIMIT 1", (table,))

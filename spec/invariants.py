@@ -422,11 +422,13 @@ def _diff_kinds(a: Snapshot, b: Snapshot) -> list[str]:
     return [kind for kind in a if a[kind] != b.get(kind)]
 
 
-_AUDITED = {"operation_approval": "approval"}
+_AUDITED = {"operation_approval": "approval", "shutdown_request": "shutdown"}
 """Protocol records whose events the team audit log must hold, with the prefix of the log's event
-names. Plans and shutdowns join as the reference writes their log (Reference II-III). The abstract
-model keeps no events of approvals (it abstracts the log away), so on its snapshots this holds
-trivially; it is the reference's and a foreign implementation's check."""
+names (the reference's ``reference._audit.AUDITED``). Every status change of an approval or a
+shutdown request is a decision (AUD-2: "every legal transition and its time"); plan approvals join
+as ``"plan_approval": "plan"`` once the reference logs them. The abstract model keeps no events of
+these records (it abstracts the log away), so on its snapshots this holds trivially; it is the
+reference's and a foreign implementation's check."""
 
 
 def decisions_audited(snap: Snapshot) -> list[str]:
@@ -442,7 +444,7 @@ def decisions_audited(snap: Snapshot) -> list[str]:
         log[entry["subject_id"]].append((entry["actor"], entry["event"], entry["summary"], entry["at"]))
     problems = []
     for kind, prefix in _AUDITED.items():
-        for record in snap[kind]:
+        for record in snap.get(kind, []):
             expected = [(e["actor"], f"{prefix}.{e['event']}", e["summary"], e["at"]) for e in record["events"]]
             found = log.pop(record["protocol_id"], [])
             if found != expected:

@@ -1,0 +1,230 @@
+"""Recovery converges from every crash prefix of every operation (REC-1, REC-2, issue 14 item 5).
+
+For every write step the reference registers (every ``*_STEPS`` tuple ``reference`` exports) that
+the model names too (``spec.model.WRITE_STEPS``): reach the step's operation by the shortest path
+the model knows (one breadth-first search of the model, shared by every step), replay that path
+on the reference (``model_tests.replay.Replayer``), crash right after the step, restart a new
+harness over the same storage and reconcile. Then every ``spec.invariants`` state predicate holds,
+the reference refines the model's own restart, and reconciling again changes nothing — on the
+memory and the SQLite backend.
+
+Generic: an operation joins when the reference registers its steps and the replayer drives it
+(plans: ``PLAN_STEPS`` and the replayer's plan operations); nothing here names an operation.
+A reference step the model does not name fails :func:`test_every_reference_step_is_the_models`
+unless it is one of the reference's own, listed with the reason in :data:`REFERENCE_ONLY`.
+
+Clause: STO-1, REC-1, REC-2, REC-3, INV-7.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections import deque
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import reference as r
+from model_tests.replay import Replayer, project
+from spec import invariants
+from spec.model import OPERATIONS, WRITE_STEPS, Action, Model, State, parse_config, snapshot
+from spec.model._reconcile import reconcile as model_reconcile
+
+REFERENCE_ONLY = {
+    "member.exit": "SHD-8: a member's own exit on a signal (the model has no signals; tests/test_signal_exit.py)",
+    "member.heartbeat": "SHD-10: the heartbeat (the model abstracts time since the last beat)",
+    "task.checkpoint": "TSK-2: checkpoint data (the model abstracts task data)",
+}
+"""Operations only the reference has, and why the model leaves them out. Every step ending in
+``/audit`` is the reference's too: the team log (AUD-5), which the model abstracts away."""
+
+
+def registered_steps() -> tuple[str, ...]:
+    """Every write step the reference registers: the union of the ``*_STEPS`` it exports."""
+    names = [name for name in r.__all__ if name.endswith("_STEPS")]
+    return tuple(dict.fromkeys(step for name in names for step in getattr(r, name)))
+
+
+def reference_only(step: str) -> bool:
+    return step.endswith("/audit") or step.rsplit("/", 1)[0] in REFERENCE_ONLY
+
+
+STEPS = tuple(step for step in WRITE_STEPS if step in registered_steps())
+"""The model's write steps the reference implements, in the model's order."""
+
+
+def search_config() -> Any:
+    """Small, with every feature the registered steps need (plans only once the reference has them)."""
+    plans = any(step.startswith("plan.") for step in STEPS)
+    return parse_config(
+        "convergence",
+        {
+            "description": "the shortest way to every operation (tests/test_convergence.py)",
+            "members": 1,
+            "tasks": 1,
+            "approvals": 1,
+            "plans": int(plans),
+            "shutdowns": 1,
+            "max_ticks": 3,
+            "ttl_ticks": 1,
+            "unit_ticks": 2,
+            "plan_steps": 1,
+            "crashes": False,
+            "jobs": True,
+            "lapses": True,
+            "max_incarnation": 2,
+            "profile_changes": 1,
+            "max_retractions": 1,
+            "symmetry": False,
+            "liveness": False,
+            "require_coverage": False,
+        },
+    )
+
+
+Path_ = list[tuple[Action, State]]
+
+
+@functools.cache
+def shortest_paths() -> dict[str, tuple[Path_, Action]]:
+    """For each step, a shortest path of the model to a state where an operation writing that
+    step is enabled, and that operation (one breadth-first search for them all). An operation
+    whose step changes something is preferred: a crash after a step that wrote nothing is the
+    crash before it."""
+    model = Model(search_config(), reduce=True)
+    start = model.initial()
+    parent: dict[State, tuple[State, Action] | None] = {start: None}
+    queue = deque([start])
+    found: dict[str, tuple[State, Action]] = {}  # the first operation whose step changes the state
+    fallback: dict[str, tuple[State, Action]] = {}  # … or only writes it (no change to make)
+    explored, budget = 0, None  # once every step has a way there, a bounded look for better ones
+    while queue and len(found) < len(STEPS) and (budget is None or explored < budget):
+        state, explored = queue.popleft(), explored + 1
+        if budget is None and len(fallback) == len(STEPS):
+            budget = 2 * explored
+        for action, steps in model.operations(state):
+            after = state
+            for name, apply in steps:
+                before, after = after, apply(after)
+                if name in STEPS:
+                    fallback.setdefault(name, (state, action))
+                    if after != before:
+                        found.setdefault(name, (state, action))
+            if after not in parent:
+                parent[after] = (state, action)
+                queue.append(after)
+    chosen = {**fallback, **found}
+    return {step: (_path(parent, state), action) for step, (state, action) in chosen.items()}
+
+
+def _path(parent: dict[State, tuple[State, Action] | None], state: State) -> Path_:
+    path: Path_ = []
+    while (link := parent[state]) is not None:
+        path.append((link[1], state))
+        state = link[0]
+    return path[::-1]
+
+
+def trace(model: Model, path: Path_) -> dict[str, Any]:
+    config = model.config
+    states = [model.initial(), *(state for _, state in path)]
+    actions: list[Action | None] = [None, *(action for action, _ in path)]
+    return {
+        "steps": [
+            {"action": None if a is None else a.to_json(), "snapshot": snapshot(s, config)}
+            for a, s in zip(actions, states, strict=True)
+        ]
+    }
+
+
+def model_crash(model: Model, state: State, action: Action, step: str) -> State:
+    """The model's state after ``action`` crashed right after ``step``, then its restart."""
+    for candidate, steps in model.operations(state):
+        if candidate == action:
+            for name, apply in steps:
+                state = apply(state)
+                if name == step:
+                    return model_reconcile(model, replace(state, crashed=False))
+    raise AssertionError(f"{action} is not enabled where the search found it")
+
+
+def make_storage(backend: str, folder: Path) -> r.Storage:
+    return r.MemoryStorage() if backend == "memory" else r.SQLiteStorage(folder / "team.db")
+
+
+@pytest.mark.clause("REC-2", "STO-1")
+def test_every_reference_step_is_the_models() -> None:
+    """A reference operation the model has writes only steps the model names (its team-log
+    appends aside); an operation the model lacks is listed, with the reason, in REFERENCE_ONLY."""
+    unnamed = [s for s in registered_steps() if s not in WRITE_STEPS and not reference_only(s)]
+    assert not unnamed, f"write steps the model does not name: {unnamed}"
+    own = {s.rsplit("/", 1)[0] for s in registered_steps() if s.rsplit("/", 1)[0] in REFERENCE_ONLY}
+    assert not own & set(OPERATIONS), "an operation listed as the reference's own is the model's"
+    assert len(STEPS) >= 40, "the reference registers fewer steps than it did (approvals and team)"
+
+
+@pytest.mark.clause("REC-2")
+def test_every_step_has_a_way_there() -> None:
+    missing = [step for step in STEPS if step not in shortest_paths()]
+    assert not missing, f"the model reaches no operation writing {missing}"
+
+
+def model_step_before(step: str) -> str:
+    """The last step the model names that the reference writes before ``step`` in its operation."""
+    registered = registered_steps()
+    op = step.rsplit("/", 1)[0]
+    earlier = [s for s in registered[: registered.index(step)] if s.startswith(op + "/") and s in WRITE_STEPS]
+    return earlier[-1]
+
+
+LOG_STEPS = tuple(s for s in registered_steps() if s.endswith("/audit") and s.rsplit("/", 1)[0] in OPERATIONS)
+"""The team-log appends of the model's operations (AUD-5): the model, which has no log, sees a
+crash after one as a crash after the model step written before it."""
+
+
+@pytest.mark.clause("REC-1", "REC-2", "REC-3", "INV-7", "STO-1")
+@pytest.mark.parametrize("backend", ["memory", "sqlite"])
+@pytest.mark.parametrize("step", STEPS)
+def test_a_crash_after_each_step_converges(step: str, backend: str, tmp_path: Path) -> None:
+    """Crash after ``step``, restart, reconcile: every invariant holds, the reference refines the
+    model's restart, and a second reconcile changes nothing (REC-1)."""
+    converges(step, step, backend, tmp_path)
+
+
+@pytest.mark.clause("REC-2", "AUD-5")
+@pytest.mark.parametrize("backend", ["memory", "sqlite"])
+@pytest.mark.parametrize("step", LOG_STEPS)
+def test_a_crash_after_each_log_append_converges(step: str, backend: str, tmp_path: Path) -> None:
+    converges(step, model_step_before(step), backend, tmp_path)
+
+
+def converges(step: str, model_step: str, backend: str, tmp_path: Path) -> None:
+    path, action = shortest_paths()[model_step]
+    model = Model(search_config(), reduce=True)
+    storage = make_storage(backend, tmp_path)
+    try:
+        config = model.config
+        replayer = Replayer(trace(model, path), config.ttl_ticks, storage, unit_seconds=config.unit_ticks)
+        for number, entry in enumerate(replayer.trace["steps"][1:], start=1):
+            replayer.apply(entry["action"], entry["snapshot"])
+            assert project(replayer.harness.snapshot()) == project(entry["snapshot"]), f"prefix step {number}"
+        state = path[-1][1] if path else model.initial()
+        restarted = model_crash(model, state, action, model_step)
+        crashed = replace(action, crash_after=step).to_json()
+        replayer.apply(crashed, snapshot(restarted, config))
+        assert storage.faults.fired == [("after", step)], f"{action} never wrote {step}"
+        crashed_snapshot = replayer.harness.snapshot()
+        replayer.apply(Action("restart").to_json(), snapshot(restarted, config))
+        first = replayer.harness.snapshot()
+        checks = invariants.check_state(first) + invariants.check_step(crashed_snapshot, first)
+        problems = [f"{inv.clause} {inv.name}: {text}" for inv, text in checks]
+        assert problems == [], problems
+        assert project(first) == project(snapshot(restarted, config)), "the reference's restart is not the model's"
+        assert r.verify_audit_log(storage).ok
+        replayer.harness = replayer._harness()
+        replayer.harness.reconcile()
+        assert invariants.reconcile_is_idempotent(first, replayer.harness.snapshot()) == []
+    finally:
+        storage.close()

@@ -1,0 +1,154 @@
+"""The rows of PROTOCOL §5 the shortest crash paths of tests/test_convergence.py do not reach,
+each from the very prefix a crash leaves, and the team log of shutdown decisions (AUD-5).
+
+Clause: REC-1, REC-2, REC-3, XPR-2, SHD-8, SHD-10, AUD-5.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import reference as r
+from reference._member_process import MemberProcess
+from reference._runtime import ScriptedModel, Turn
+from spec import invariants
+from spec.ids import message_id, protocol_id
+from tests.conftest import Team
+
+ARGS = {"path": "srv/app"}
+
+
+def reconciled(team: Team) -> Team:
+    """Restart, reconcile; every invariant holds and a second reconcile changes nothing (REC-1)."""
+    team = team.restart()
+    first = team.harness.snapshot()
+    assert invariants.check_state(first) == []
+    team.harness.reconcile()
+    assert team.harness.snapshot() == first, "reconcile is not idempotent"
+    return team
+
+
+def crash_drain_after(team: Team, step: str) -> str:
+    """m0 has an approval requested; the Lead asks it to stop; its drain dies after ``step``."""
+    h = team.harness
+    h.approvals.request(team.ctx(), "deploy", ARGS)
+    pid = h.shutdowns.request("lead", "m0", "stop-m0")
+    h.storage.faults.crash_after.add(step)
+    with pytest.raises(r.Crash):
+        h.shutdowns.begin_drain("m0", message_id(pid, "request"))
+    return pid
+
+
+def own_requests(team: Team) -> list[tuple[str, str | None]]:
+    rows = team.harness.storage.scan("operation_approval")
+    return [(row.doc["status"], row.doc["reason"]) for row in rows if row.doc["requester_id"] == "m0"]
+
+
+@pytest.mark.clause("REC-2", "XPR-2")
+@pytest.mark.parametrize("step", ["shutdown.begin_drain/record", "shutdown.begin_drain/member"])
+def test_a_drain_cut_short_is_finished_and_its_requests_cancelled(team: Team, step: str) -> None:
+    """§5 "shutdown draining while the member is still running: finish the member's half" and
+    "shutdown draining: resume the drain, first applying XPR-2 again"."""
+    pid = crash_drain_after(team, step)
+    assert own_requests(team) == [("requested", None)]
+    team = reconciled(team)
+    member = team.harness.member("m0")
+    assert (member["status"], member["accepting_new_tasks"], member["shutdown_request_id"]) == ("draining", False, pid)
+    assert own_requests(team) == [("cancelled", "member_draining")]
+
+
+@pytest.mark.clause("REC-2", "SHD-10")
+def test_a_member_draining_without_its_request_is_reported_unhealthy(team: Team) -> None:
+    """§5 "member draining without its shutdown request: mark it unhealthy and tell the Lead"."""
+    team.harness.set_member("member.exit/member", "m0", "draining", accepting_new_tasks=False)
+    team = reconciled(team)
+    assert team.harness.member("m0")["status"] == "unhealthy"
+    lost = team.harness.outbox.member_lost(team.harness.member("m0"), [])["message_id"]
+    assert team.harness.outbox.owed() == [lost]
+
+
+def signal_exit(team: Team, crash_after: str | None) -> None:
+    """m0 stops on SIGTERM (SHD-8), dying right after ``crash_after`` if given."""
+    process = MemberProcess(team.harness, "m0", 1, ScriptedModel([Turn(done=True)]), max_wait_seconds=0.1)
+    process.shutdown.set("SIGTERM")
+    if crash_after is None:
+        process.exit_on_signal()
+        return
+    team.storage.faults.crash_after.add(crash_after)
+    with pytest.raises(r.Crash):
+        process.exit_on_signal()
+
+
+def notices(team: Team) -> list[dict[str, object]]:
+    entries = team.harness.storage.scan("outbox_entry")
+    return [row.doc["message"] for row in entries if row.doc["message"]["message_type"] == "shutdown_notice"]
+
+
+NOTICE = message_id(protocol_id("m0", "incarnation-1", "shutdown_notice"), "notice")
+
+
+@pytest.mark.clause("SHD-8", "REC-3", "REC-2")
+def test_the_notice_of_a_signal_exit_cut_before_it_was_owed_is_owed_on_restart(team: Team) -> None:
+    """A crash between ``member.exit/stopped`` and ``member.exit/outbox``: no record owed the
+    ``shutdown_notice``; reconciliation owes it under its stable id, once."""
+    signal_exit(team, "member.exit/stopped")
+    assert notices(team) == []
+    team = reconciled(team)
+    [notice] = notices(team)
+    assert (notice["message_id"], notice["sender"], notice["target"]) == (NOTICE, "m0", "team")
+
+
+@pytest.mark.clause("SHD-8", "REC-1")
+def test_a_notice_owed_before_the_crash_is_kept_as_it_was(team: Team) -> None:
+    signal_exit(team, "member.exit/outbox")
+    [before] = notices(team)
+    team = reconciled(team)
+    assert notices(team) == [before]
+
+
+@pytest.mark.clause("SHD-10", "REC-2")
+def test_a_lost_and_inspected_member_owes_no_shutdown_notice(team: Team) -> None:
+    """Stopped without a shutdown request, but lost first: the team was told by member_lost."""
+    team.harness.members.lapse("m0")
+    team.harness.members.inspect("m0")
+    team = reconciled(team)
+    assert notices(team) == []
+
+
+def audited_events(team: Team, pid: str) -> list[str]:
+    return [row.doc["event"] for row in team.harness.storage.scan("audit_entry") if row.doc["subject_id"] == pid]
+
+
+@pytest.mark.clause("AUD-5", "AUD-1", "SHD-5", "SHD-6")
+def test_every_shutdown_decision_is_in_the_team_log(team: Team) -> None:
+    """Request, drain, finish; cancel; expiry of a requested and time-out of a draining request:
+    each is in the log as it is decided, before any reconciliation."""
+    h = team.harness
+    done = h.shutdowns.request("lead", "m0", "stop-m0")
+    h.shutdowns.begin_drain("m0", message_id(done, "request"))
+    h.shutdowns.drain_pass("m0")
+    cancelled = h.shutdowns.request("lead", "m1", "stop-m1")
+    h.shutdowns.cancel("lead", cancelled)
+    expired = h.shutdowns.request("lead", "m1", "stop-m1-again", ttl_seconds=5)
+    h.add_member("m2", ["deploy"])
+    late = h.shutdowns.request("lead", "m2", "stop-m2", ttl_seconds=5)
+    h.shutdowns.begin_drain("m2", message_id(late, "request"))
+    team.clock.advance(6)
+    h.monitor_pass()
+    assert invariants.decisions_audited(h.snapshot()) == []
+    assert audited_events(team, done) == ["shutdown.requested", "shutdown.draining", "shutdown.completed"]
+    assert audited_events(team, cancelled) == ["shutdown.requested", "shutdown.cancelled"]
+    assert audited_events(team, expired) == ["shutdown.requested", "shutdown.expired"]
+    assert audited_events(team, late) == ["shutdown.requested", "shutdown.draining", "shutdown.timed_out"]
+    assert r.verify_audit_log(team.storage).ok
+
+
+@pytest.mark.clause("AUD-5", "REC-2")
+def test_reconciliation_logs_a_final_shutdown_decision_a_crash_left_out(team: Team) -> None:
+    pid = team.harness.shutdowns.request("lead", "m0", "stop-m0")
+    team.storage.faults.crash_before.add("shutdown.cancel/audit")
+    with pytest.raises(r.Crash):
+        team.harness.shutdowns.cancel("lead", pid)
+    assert invariants.decisions_audited(team.harness.snapshot())
+    team = reconciled(team)
+    assert audited_events(team, pid) == ["shutdown.requested", "shutdown.cancelled"]
