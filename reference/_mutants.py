@@ -52,6 +52,8 @@ MUTANTS: dict[str, str] = {
     "audit_hash_omits_time": "AUD-5: an audit entry's time is outside its hash",
     "audit_link_unchecked": "AUD-5: the verifier does not check that each entry links to the one before",
     "reconcile_skips_audit": "AUD-5, REC-2: reconciliation does not append the decisions the log misses",
+    "audit_out_of_record_order": "AUD-5: an operation appends only its own event, so two processes "
+    "deciding on one record log in the order they append, and a reconciliation beside them logs an event twice",
     "defaults_override": "APR-2: a tool's defaults override the values the caller gave",
     "every_string_a_path": "APR-2: path normalisation applied to every string argument, not the path fields",
     "numbers_conflated": "APR-2: the digest reads numbers as JavaScript does (1 and 1.0 are one argument)",
