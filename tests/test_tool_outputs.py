@@ -124,8 +124,11 @@ def test_the_recording_tool_keeps_every_call() -> None:
 
 
 @pytest.mark.clause("APR-2", "APR-8")
-@pytest.mark.parametrize("world", [r.RecordingTool(), r.IdempotentTool()], ids=["recording", "idempotent"])
-def test_a_test_tool_normalises_its_path_and_answers_lookups(world: r.RecordingTool | r.IdempotentTool) -> None:
+@pytest.mark.parametrize("kind", [r.RecordingTool, r.IdempotentTool], ids=["recording", "idempotent"])
+def test_a_test_tool_normalises_its_path_and_answers_lookups(kind: type[r.RecordingTool | r.IdempotentTool]) -> None:
+    """A fresh tool per run: a module-level instance would keep its calls from one run of the test
+    to the next in one process (as mutmut's workers run it), and fail there for no mutant's sake."""
+    world = kind()
     tool = world.tool()
     assert (tool.name, tool.protected) == ("deploy", True)
     assert tool.digest({"path": "srv/./app"}) == tool.digest({"path": "srv/app"})
