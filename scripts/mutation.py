@@ -9,8 +9,9 @@ Prints, per module, the mutants killed, the survivors and the score, then every 
 diff; writes the survivors to ``mutation/survivors.json``. A survivor is either killed by a new
 test or listed in ``mutation/equivalent.json`` with the reason it cannot change what any caller
 sees; ``tests/test_mutation_record.py`` keeps the two files in step with each other and with the
-source. Mutants that only rename the switch of a named reference mutant (``broken("name")``) are
-not counted: they test ``reference._mutants``, not the protocol. Needs ``pip install mutmut`` (3.x);
+source. Mutants that only rename the switch of a named reference mutant (``broken("name")``), or
+only switch it off for good (``(broken("name")) and False``), are not counted: they test
+``reference._mutants``, not the protocol; the report gives their number. Needs ``pip install mutmut`` (3.x);
 CPU-heavy: it runs niced, with at most ``--max-children`` workers. Not run in CI.
 
 Honest verdicts. mutmut counts as killed, besides a failing test (exit 1), a pytest internal error
@@ -169,6 +170,17 @@ def only_renames_a_switch(change: str) -> bool:
     return bool(removed) and strip(removed) == strip(added)
 
 
+DISABLED = re.compile(r"""\((broken\((["'])[^"']*\2\))\) and False""")
+
+
+def only_disables_a_switch(change: str) -> bool:
+    """The mutant turned ``broken("…")`` into ``(broken("…")) and False`` and changed nothing else:
+    it switches a named reference mutant off for good, and every test run has it off anyway."""
+    removed = [line[1:] for line in change.splitlines() if line.startswith("-")]
+    added = [DISABLED.sub(r"\1", line[1:]) for line in change.splitlines() if line.startswith("+")]
+    return bool(removed) and removed == added and any(DISABLED.search(line) for line in change.splitlines())
+
+
 def summarise(module: str, statuses: dict[str, str]) -> dict[str, Any]:
     survivors: list[dict[str, Any]] = []
     unresolved: list[str] = []
@@ -188,7 +200,7 @@ def summarise(module: str, statuses: dict[str, str]) -> dict[str, Any]:
             unresolved.append(name)
             continue
         change = diff(name)
-        if only_renames_a_switch(change):
+        if only_renames_a_switch(change) or only_disables_a_switch(change):
             switches += 1
             continue
         survivors.append(
@@ -237,7 +249,8 @@ def main() -> int:
             f"{report['module']}: {report['checked']} of {report['mutants']} mutants checked, "
             f"{report['killed']} killed, {report['survived']} survived ({report['equivalent']} equivalent), "
             f"{len(report['unresolved'])} unresolved (timeouts after a recheck, not counted as killed), "
-            f"{report['switch_renames_not_counted']} switch renames not counted: score {report['score']} %, "
+            f"{report['switch_renames_not_counted']} switch renames or disablings not counted: "
+            f"score {report['score']} %, "
             f"{report['score_without_equivalent']} % without the equivalent ones"
         )
         for name in report["unresolved"]:
