@@ -183,16 +183,16 @@ def test_a_guarded_update_checks_its_guard_in_the_same_step(storage: Storage) ->
     storage.insert("test/insert", "task", "t1", {**TASK, "status": "pending"})
     storage.insert("test/insert", "task", "t2", {**TASK, "task_id": "t2", "owner_id": "m1", "status": "claimed"})
     claim = {**TASK, "status": "claimed"}
-    refused = [
-        (Guard(unchanged=(("member", "m1", 2),)), ("member", "m1")),
-        (Guard(unchanged=(("member", "m2", 1),)), ("member", "m2")),
-        (Guard(none_match=(("task", (("owner_id", "m1"),), ("claimed",)),)), ("task", "t2")),
+    refused = [  # the guard, and the row that fails it: table, key, version asked for, version found
+        (Guard(unchanged=(("member", "m1", 2),)), ("member", "m1", 2, 1)),
+        (Guard(unchanged=(("member", "m2", 1),)), ("member", "m2", 1, None)),
+        (Guard(none_match=(("task", (("owner_id", "m1"),), ("claimed",)),)), ("task", "t2", 1, 1)),
     ]
-    for guard, (table, key) in refused:
+    for guard, failed in refused:
         with pytest.raises(VersionConflict) as caught:
             storage.update("test/claim", "task", "t1", claim, 1, guard)
         if isinstance(storage, MemoryStorage):  # SQLite's one statement cannot tell which condition failed
-            assert (caught.value.table, caught.value.key) == (table, key)
+            assert (caught.value.table, caught.value.key, caught.value.expected, caught.value.actual) == failed
         assert caught.value.definite and storage.read("task", "t1").doc["status"] == "pending"
     with pytest.raises(VersionConflict):
         storage.update("test/claim", "task", "t1", claim, 2, Guard(unchanged=(("member", "m1", 1),)))
