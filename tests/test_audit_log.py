@@ -308,3 +308,17 @@ def test_an_appender_that_keeps_losing_gives_up(storage: r.Storage) -> None:
         append_events(storage, "test/audit", "a1", "approval", _events("requested"))
     assert not caught.value.definite
     assert str(caught.value) == "audit log: 100 appends in a row for a1 did not catch up"
+
+
+@pytest.mark.clause("AUD-5")
+def test_a_harness_audit_entry_goes_after_the_last_one(storage: r.Storage) -> None:
+    """``Harness.audit`` (one entry, not a record's events) chains each entry to the one before."""
+    h = r.Harness(storage, r.ManualClock(5.0))
+    h.audit("test/audit", "lead", "note.first", "s1", "one")
+    h.audit("test/audit", "lead", "note.second", "s1", "two")
+    log = entries(storage)
+    assert [(e["sequence"], e["event"], e["summary"], e["at"]) for e in log] == [
+        (0, "note.first", "one", 5.0),
+        (1, "note.second", "two", 5.0),
+    ]
+    assert log[1]["previous_hash"] == log[0]["hash"] and r.verify_audit_log(storage).ok
