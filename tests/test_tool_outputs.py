@@ -136,3 +136,15 @@ def test_a_test_tool_normalises_its_path_and_answers_lookups(kind: type[r.Record
     tool.run("k", {})
     assert tool.lookup("k") is not None
     assert world.tool(lambda arguments: {}).digest({"path": "a"}) == world.tool(lambda arguments: {}).digest({})
+
+
+@pytest.mark.clause("APR-2")
+@pytest.mark.parametrize("arguments", [["srv/app"], "srv/app", None, 1])
+def test_arguments_that_are_not_an_object_are_refused_typed(arguments: object) -> None:
+    """A tool's arguments are a JSON object: anything else is a definite, typed refusal naming the
+    tool and what was expected, never a digest and never a TypeError from deeper down."""
+    tool = r.RecordingTool().tool()
+    with pytest.raises(r.BadArguments) as caught:
+        tool.digest(arguments)  # type: ignore[arg-type]
+    assert str(caught.value).startswith("the arguments of deploy must be a JSON object (a dict), not ")
+    assert caught.value.definite
