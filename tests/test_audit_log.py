@@ -322,3 +322,22 @@ def test_a_harness_audit_entry_goes_after_the_last_one(storage: r.Storage) -> No
         (1, "note.second", "two", 5.0),
     ]
     assert log[1]["previous_hash"] == log[0]["hash"] and r.verify_audit_log(storage).ok
+
+
+@pytest.mark.clause("AUD-5", "AUD-1")
+def test_the_next_decision_on_a_record_logs_what_a_crash_left_out_first(storage: r.Storage) -> None:
+    """One process dies between a review's record and its log entry; before any reconciliation,
+    another (here: a new harness) cancels the approval. The cancel's appender brings the log up to
+    the record — approved, then cancelled — so the record's order holds without recovery, and a
+    later reconciliation adds nothing."""
+    team = Team(storage)
+    pid = team.harness.approvals.call(team.ctx(), "deploy", ARGS)["protocol_id"]
+    storage.faults.crash_after.add("approval.review/record")
+    with pytest.raises(r.Crash):
+        team.harness.approvals.review("lead", pid, "approved", "ok")
+    other = r.Harness(storage, team.clock, [team.world.tool()])
+    other.approvals.cancel(team.ctx(), pid)
+    logged = [(e["subject_id"], e["event"]) for e in entries(storage)]
+    assert logged == [(pid, "approval.requested"), (pid, "approval.approved"), (pid, "approval.cancelled")]
+    other.reconcile()
+    assert len(entries(storage)) == 3 and invariants.decisions_audited(other.snapshot()) == []
