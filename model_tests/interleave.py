@@ -425,9 +425,10 @@ AUDIT_CONTENT = ("actor", "event", "subject_id", "summary", "at")
 def comparable(snapshot: dict[str, Any], calls: list[Any]) -> str:
     """The final state as linearizability compares it: the snapshot and the external calls, with
     the audit log taken as the multiset of its entries' contents. An entry is appended in a write
-    of its own after its record's (STO-1), so two concurrent operations may log in the other
-    order than they decided (review||cancel: requested, cancelled, approved); PROTOCOL AUD-5
-    asks for one unbroken chain, checked on every final state, not for decision order."""
+    of its own after its record's (STO-1), so the entries of *different* records may sit in the
+    chain in another order than a serial run puts them; AUD-5 fixes the order of one record's
+    entries (its events' order, checked by ``decisions_audited`` on every final state) and asks
+    for one unbroken chain (verified on every final state), not for one order across records."""
     audit = sorted(tuple(entry[field] for field in AUDIT_CONTENT) for entry in snapshot["audit_entry"])
     return _canonical({"snapshot": {**snapshot, "audit_entry": audit}, "calls": calls})
 
@@ -579,30 +580,18 @@ class RawConflict(AssertionError):
 
 
 class ReconcileRace(AssertionError):
-    """Known defect 2 (found here; PROTOCOL §5 leaves multi-process recovery open): a
-    reconciliation run by one process takes another process's *live* operation for a crash
-    prefix. It appends the audit entry the operation is about to append (a duplicate), and looks
-    up a call that is about to happen, recording it as "never happened" (APR-8)."""
-
-
-class AuditOrder(AssertionError):
-    """Known defect 3 (found here): an operation appends its audit entry in a write of its own
-    after its record's (STO-1), so two processes deciding on one record can log in the other
-    order than they decided (review||cancel logs requested, cancelled, approved), and
-    ``spec.invariants.decisions_audited``, which asks for the record's order, fails."""
+    """Known defect 2 (found here; docs/protocol.md §5 leaves multi-process recovery open): a
+    reconciliation run by one process takes another process's *live* consumption for a crash
+    prefix. It records a call that is about to happen as "never happened" (APR-8), or writes the
+    execution record the consumption is about to write, so the consumer is refused; or it delivers
+    a live request's message before that request's own process does, stamped with its own clock
+    (seen in the Hypothesis programs, where the processes' clocks differ). (Its other
+    half, appending an audit entry the live operation appends too, is gone: AUD-5's append rule,
+    ``reference._audit.append_events``.)"""
 
 
 def reconciles(scenario: Scenario) -> bool:
     return any(operation.name == "reconcile" for program in scenario.programs for operation in program)
-
-
-def classify_problems(scenario: Scenario, problems: Sequence[str]) -> type[AssertionError]:
-    """Which known defect explains these invariant violations of a final state, or ``AssertionError``:
-    only ``decisions_audited`` fails — :class:`ReconcileRace` when a reconciliation ran (it appended
-    an entry twice), else :class:`AuditOrder`."""
-    if not problems or not all("decisions_audited:" in problem for problem in problems):
-        return AssertionError
-    return ReconcileRace if reconciles(scenario) else AuditOrder
 
 
 def raw_conflict(outcome: Outcome) -> bool:
@@ -617,9 +606,14 @@ rest of the state must be some serial order's."""
 
 
 def _without(state: str, sections: Sequence[str]) -> str:
+    """The state without ``sections`` and the external calls, and with every message's timestamp
+    blanked: a reconciliation that re-delivers a live request before its process posts it stamps
+    the message with its own clock (another process's, in a program with two clocks)."""
     document = json.loads(state)
     for section in sections:
         document["snapshot"].pop(section, None)
+    for row in document["snapshot"].get("message", []):
+        row["message"]["timestamp"] = None
     document.pop("calls")
     return _canonical(document)
 

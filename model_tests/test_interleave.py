@@ -35,18 +35,12 @@ XFAIL = {
         reason="known defect 1 (issue 17 item 6, h17 fixes it in reference/_approval.py): the loser of a "
         "compare-and-set race gets a raw VersionConflict instead of the typed refusal a serial order gives",
     ),
-    interleave.AuditOrder: pytest.mark.xfail(
-        raises=interleave.AuditOrder,
-        strict=True,
-        reason="known defect 3 (found by this explorer): two processes deciding on one record append their "
-        "audit entries in the other order than they decided; decisions_audited asks for the record's order",
-    ),
     interleave.ReconcileRace: pytest.mark.xfail(
         raises=interleave.ReconcileRace,
         strict=True,
-        reason="known defect 2 (found by this explorer; PROTOCOL section 5 leaves it open): a reconciliation "
-        "takes another process's live operation for a crash prefix (duplicate audit entry; a call about "
-        "to happen recorded as never happened, APR-8)",
+        reason="known defect 2 (found by this explorer; docs/protocol.md section 5 leaves it open): a "
+        "reconciliation takes another process's live consumption for a crash prefix (a call about to happen "
+        "recorded as never happened, APR-8; the consumer refused); its audit half is fixed by AUD-5",
     ),
 }
 
@@ -67,23 +61,23 @@ CLAUSES = {
     "claim||request_shutdown": ("STO-4", "MEM-1", "SHD-1", "INV-2"),
     "release||reconcile": ("STO-4", "SHD-3", "REC-2", "TSK-3"),
 }
-RAW, RACE, ORDER = interleave.RawConflict, interleave.ReconcileRace, interleave.AuditOrder
+RACE = interleave.ReconcileRace
 Defect = type[AssertionError] | None
 KNOWN_DEFECT: dict[str, tuple[Defect, Defect, Defect]] = {
     # pair: the defect (or None) that the outcome test, the final-state test and the invariants
     # test expect
     "consume||consume": (None, None, None),
     "consume||cancel": (None, None, None),
-    "review||expire_due": (None, None, ORDER),
+    "review||expire_due": (None, None, None),  # AUD-5's append rule (was known defect 3)
     "expire_due||expire_due": (None, None, None),
     "consume||expire_due": (None, None, None),
     "cancel||expire_due": (None, None, None),
-    "review||cancel": (None, None, ORDER),
+    "review||cancel": (None, None, None),  # AUD-5's append rule (was known defect 3)
     "claim||claim": (None, None, None),
     "finish||reconcile": (None, None, None),
     "claim||reconcile": (None, None, None),
-    "request||reconcile": (RACE, RACE, RACE),
-    "consume||reconcile": (RACE, RACE, RACE),
+    "request||reconcile": (None, None, None),  # AUD-5's append rule (was known defect 2's audit half)
+    "consume||reconcile": (RACE, RACE, None),  # the execution half of known defect 2 is open
     "claim||begin_drain": (None, None, None),
     "claim||request_shutdown": (None, None, None),
     "release||reconcile": (None, None, None),
@@ -133,13 +127,8 @@ def test_every_interleaving_keeps_every_invariant(pair: str, backend: str) -> No
     assert len(result.found.ends) >= 2, "a race with one possible end explores nothing"
     assert [problem for serial in result.serials for problem in serial.problems] == []
     failing = [outcome for outcome in result.found.outcomes if outcome.problems]
-    kinds = {interleave.classify_problems(PAIRS[pair], outcome.problems) for outcome in failing}
     shown = "\n".join(f"{o.problems}\n{interleave.describe(PAIRS[pair], backend, o)}" for o in failing[:3])
-    if AssertionError in kinds or len(kinds) > 1:
-        raise AssertionError(f"{len(failing)} final state(s) break an invariant:\n{shown}")
-    if kinds:
-        defect = kinds.pop()
-        raise defect(f"{defect.__doc__}\n{shown}")
+    assert not failing, f"{len(failing)} final state(s) break an invariant:\n{shown}"
 
 
 @pytest.mark.parametrize(("pair", "backend"), cases(None))
@@ -276,7 +265,7 @@ def _serials(names: tuple[tuple[str, ...], ...], clocks: tuple[float, ...], back
 )
 @given(case=programs())
 def test_longer_programs_under_a_chosen_schedule(backend: str, case: Program) -> None:
-    """Every invariant holds and the outcome is some serial order's, or one of the known
+    """Every invariant holds, and the outcome is some serial order's or one of the known
     defects explains it (``interleave.classify``; counted as an event, so the statistics show how
     often). Replay a failure: ``interleave.run(program(names, clocks), interleave.backend(backend),
     schedule)`` with the three values of the printed ``case``."""
@@ -290,10 +279,7 @@ def test_longer_programs_under_a_chosen_schedule(backend: str, case: Program) ->
     finally:
         store.close()
     detail = interleave.describe(scenario, backend, outcome)
-    if outcome.problems:
-        defect = interleave.classify_problems(scenario, outcome.problems)
-        assert defect is not AssertionError, f"{outcome.problems}\n{detail}"
-        event(f"an invariant fails, explained by known defect {defect.__name__}")
+    assert not outcome.problems, f"{outcome.problems}\n{detail}"
     if outcome.key in {serial.key for serial in serials}:
         event("serialisable")
         return

@@ -295,7 +295,10 @@ class ApprovalComparison(RuleBasedStateMachine):
         slot = data.draw(st.sampled_from(self.slots("approved", "approved", "consumed", "expired")))
         requester = self.state.approvals[slot].requester
         member = 1 - requester if other_member == 0 else requester
-        changed = changed == 0  # type: ignore[assignment]
+        self.consume_slot(slot, member, crash, changed=changed == 0)
+
+    def consume_slot(self, slot: int, member: int, crash: str | None, changed: bool = False) -> None:
+        """``member`` calls the tool with the approval of ``slot``, under its current context."""
         pid = self._pid(slot)
         args = CHANGED if changed else SAME
         action = Action("approval.consume", (("changed_arguments", changed), ("member", member), ("slot", slot)))
@@ -747,6 +750,51 @@ class TeamComparison(ApprovalComparison):
             check()
         if slot is not None:
             self.begin_drain(slot, None)
+
+    @rule(member=member_index(), crash=crash_points("approval.consume/"))
+    def approval_across_restart(self, member: int, crash: str | None) -> None:
+        """XPR-1, INV-11 (issue 17): an approval is made for one incarnation and approved; the member
+        is lost, inspected and restarted; the Lead gives its task back and the new incarnation
+        claims it; then the new incarnation calls with the old approval. Its own context is current
+        and it holds the task; requester, task, tool, digest, profile and deadline all match — only
+        the approval's own incarnation binding can refuse the call, and it must (the model does).
+        Each operation is a step of its own."""
+        check = self.refines_the_model_and_every_invariant_holds
+        if self.state.members[member].status != "running" or self._hold_a_task(member) is None:
+            return
+        slot, task = self.free_slot(), self.state.members[member].task
+        self.request_and_approve(member)
+        check()
+        if slot is None or self.state.approvals[slot].status != "approved":
+            return
+        for name, call in (
+            ("member.lapse", self.harness.members.lapse),
+            ("member.inspect", self.harness.members.inspect),
+            ("member.restart", self.harness.members.restart),
+        ):
+            if name == "member.restart" and self.state.members[member].incarnation >= self.config.max_incarnation:
+                return
+            self._act(name, lambda c=call: c(f"m{member}"), member=member)
+            check()
+        self.lead_moves_task(task, "pending")
+        check()
+        self.claim(member, task, None)
+        check()
+        if self.state.members[member].task != task or self.state.approvals[slot].status != "approved":
+            return
+        note("approval_across_restart: the new incarnation calls with the old approval")
+        self.consume_slot(slot, member, crash)
+        assert self.state.approvals[slot].status == "approved", "XPR-1: an older incarnation's approval was consumed"
+
+    def _hold_a_task(self, member: int) -> int | None:
+        """The task the member holds, claiming the first pending one if it holds none."""
+        if self.model.holds(self.state, member) < 0:
+            free = [t for t, task in enumerate(self.state.tasks) if task.status == "pending"]
+            if free:
+                self.claim(member, free[0], None)
+                self.refines_the_model_and_every_invariant_holds()
+        task = self.model.holds(self.state, member)
+        return task if task >= 0 else None
 
     @rule(
         member=member_index(),
@@ -1461,3 +1509,26 @@ def test_every_model_write_step_was_crashed() -> None:
     missing = [s for s in WRITE_STEPS if s not in CRASHED and s.rsplit("/", 1)[0] not in NEVER_CRASHED_OUTSIDE_PLANS]
     assert not missing, f"never crashed after: {missing}"
     assert set(r.PLAN_STEPS) <= CRASHED
+
+
+@pytest.mark.clause("XPR-1", "INV-11", "APR-5")
+@pytest.mark.parametrize("backend", ["memory", "sqlite"])
+def test_an_older_incarnations_approval_is_refused_after_a_restart(backend: str) -> None:
+    """The rule ``approval_across_restart`` as a scripted program, on both backends: it reaches the
+    decisive call whatever Hypothesis draws — the restarted member (incarnation 2) holds the task
+    again, its context is current, and the approval it calls with was made for incarnation 1.
+    The call is refused (the model agrees), the tool never runs, and the approval stays approved."""
+    machine = TeamComparison() if backend == "memory" else SqliteTeamComparison()
+    machine.scripted = True
+    try:
+        machine.approval_across_restart(0, None)
+        member, approval = machine.state.members[0], machine.state.approvals[0]
+        assert (member.status, member.incarnation, machine.model.holds(machine.state, 0)) == ("running", 2, 0)
+        assert (approval.status, approval.incarnation) == ("approved", 1)
+        assert machine.world.calls == []
+        stored = machine.harness.read("operation_approval", machine._pid(0))
+        assert stored is not None and stored.doc["status"] == "approved"
+        with pytest.raises(r.StaleIncarnation, match="incarnation"):
+            machine.harness.approvals.call(machine.ctx(0, 0), "deploy", SAME, machine._pid(0))
+    finally:
+        machine.teardown()

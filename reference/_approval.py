@@ -457,8 +457,9 @@ class ApprovalProtocol:
             elif doc["status"] == "consumed":
                 self._look_up_outcome(doc)
             if key in unlogged and not broken("reconcile_skips_audit"):
-                for event in doc["events"][len(storage.audit_entries(key)) :]:
-                    self._audit_event(doc, event, "approval.reconcile/audit")
+                _audit.append_events(
+                    self.h.storage, "approval.reconcile/audit", doc["protocol_id"], "approval", doc["events"]
+                )
 
     def _look_up_outcome(self, approval: Document) -> None:
         """APR-8: never re-approve, never repeat the call blindly: ask the tool by key."""
@@ -499,20 +500,23 @@ class ApprovalProtocol:
             )
 
     def _audit_last(self, doc: Document, step: str) -> None:
-        """Append the record's newest event to the team log (AUD-5). A crash before this leaves
-        the event in the record only; reconciliation appends what the log is missing."""
-        self._audit_event(doc, doc["events"][-1], step)
-
-    def _audit_event(self, doc: Document, event: Document, step: str) -> None:
-        _audit.append(
-            self.h.storage,
-            step,
-            event["actor"],
-            f"approval.{event['event']}",
-            doc["protocol_id"],
-            event["summary"],
-            event["at"],
-        )
+        """AUD-5: bring the team log up to the record as this operation wrote it — its newest event
+        and any earlier one the log still misses, in the record's order (another process may have
+        decided on it meanwhile, or a crash cut an earlier operation before its entry).
+        Reconciliation does the same for every record."""
+        if broken("audit_out_of_record_order"):  # mutant: append just this operation's own event
+            event = doc["events"][-1]
+            _audit.append(
+                self.h.storage,
+                step,
+                event["actor"],
+                f"approval.{event['event']}",
+                doc["protocol_id"],
+                event["summary"],
+                event["at"],
+            )
+            return
+        _audit.append_events(self.h.storage, step, doc["protocol_id"], "approval", doc["events"])
 
     # ---- helpers -----------------------------------------------------------------------------
     def _require(self, pid: str) -> Stored:

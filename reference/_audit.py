@@ -15,6 +15,7 @@ from ._storage import Storage
 
 GENESIS = "0" * 64
 TABLE = "audit_entry"
+Entry = dict[str, Any]
 
 
 def entry_hash(entry: dict[str, Any]) -> str:
@@ -32,28 +33,58 @@ APPEND_ATTEMPTS = 100
 """How many concurrent appends one append may lose before it gives up (TigerBeetle: bound every loop)."""
 
 
+def _entry(last: dict[str, Any] | None, actor: str, event: str, subject_id: str, summary: str, at: float) -> Entry:
+    entry: Entry = {
+        "sequence": 0 if last is None else last["sequence"] + 1,
+        "previous_hash": GENESIS if last is None else last["hash"],
+        "actor": actor,
+        "event": event,
+        "subject_id": subject_id,
+        "summary": redact(summary),
+        "at": at,
+    }
+    entry["hash"] = entry_hash(entry)
+    return entry
+
+
 def append(storage: Storage, step: str, actor: str, event: str, subject_id: str, summary: str, at: float) -> None:
     """Append one entry chained to the last; a concurrent append makes us retry on the next slot."""
     for _ in range(APPEND_ATTEMPTS):
         stored = storage.last(TABLE)
-        last = None if stored is None else stored.doc
-        sequence = 0 if last is None else last["sequence"] + 1
-        entry = {
-            "sequence": sequence,
-            "previous_hash": GENESIS if last is None else last["hash"],
-            "actor": actor,
-            "event": event,
-            "subject_id": subject_id,
-            "summary": redact(summary),
-            "at": at,
-        }
-        entry["hash"] = entry_hash(entry)
+        entry = _entry(None if stored is None else stored.doc, actor, event, subject_id, summary, at)
         try:
-            storage.insert(step, TABLE, _key(sequence), entry)
+            storage.insert(step, TABLE, _key(entry["sequence"]), entry)
             return
         except AlreadyExists:
             continue
     raise StorageUnavailable(f"audit log: {APPEND_ATTEMPTS} appends in a row lost to concurrent writers")
+
+
+def append_events(storage: Storage, step: str, subject_id: str, prefix: str, events: list[dict[str, Any]]) -> int:
+    """AUD-5: bring the log up to a record. Append, oldest first, each of the record's ``events``
+    (AUD-1; as the caller wrote or read the record) that the log does not hold yet under
+    ``subject_id``, each into the next free slot; a slot another appender took means: read the log
+    again. The events of a record only grow (each write extends the list it read), so the log's
+    entries of a record stay a prefix of its events, in its order, none twice — whoever appends:
+    two processes deciding on one record, or a reconciliation beside a live operation.
+    Returns how many entries this call appended."""
+    appended = 0
+    for _ in range(APPEND_ATTEMPTS):
+        # The tail first, then the subject's entries (an index, never the whole history): an entry
+        # appended after the tail was read takes the slot this append aims at, which then fails.
+        tail = storage.last(TABLE)
+        held = len(storage.audit_entries(subject_id))
+        if held >= len(events):
+            return appended
+        event = events[held]
+        last = None if tail is None else tail.doc
+        entry = _entry(last, event["actor"], f"{prefix}.{event['event']}", subject_id, event["summary"], event["at"])
+        try:
+            storage.insert(step, TABLE, _key(entry["sequence"]), entry)
+            appended += 1
+        except AlreadyExists:
+            continue
+    raise StorageUnavailable(f"audit log: {APPEND_ATTEMPTS} appends in a row for {subject_id} did not catch up")
 
 
 @dataclass(frozen=True)

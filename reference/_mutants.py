@@ -64,6 +64,8 @@ MUTANTS: dict[str, str] = {
     "reconcile_reowes_sent_outbox": "REC-1, REC-3: reconciliation marks a sent outbox entry owed again",
     "shutdown_not_audited": "AUD-5: a shutdown request's decisions (request, drain, completion, expiry, "
     "cancellation) are kept in its record only, never in the team log",
+    "audit_out_of_record_order": "AUD-5: an operation appends only its own event, so two processes "
+    "deciding on one record log in the order they append, and a reconciliation beside them logs an event twice",
     "defaults_override": "APR-2: a tool's defaults override the values the caller gave",
     "every_string_a_path": "APR-2: path normalisation applied to every string argument, not the path fields",
     "numbers_conflated": "APR-2: the digest reads numbers as JavaScript does (1 and 1.0 are one argument)",

@@ -231,3 +231,113 @@ def test_an_append_that_keeps_losing_gives_up(storage: r.Storage) -> None:
         r.Harness(storage, r.ManualClock(0.0)).audit("test/append", "m0", "x", "s")
     assert tries == 100 and not caught.value.definite
     assert str(caught.value) == "audit log: 100 appends in a row lost to concurrent writers"
+
+
+def _events(*names: str) -> list[dict[str, Any]]:
+    return [
+        {"actor": "m0" if i == 0 else "lead", "event": name, "summary": f"s{i}", "at": float(i)}
+        for i, name in enumerate(names)
+    ]
+
+
+def _subject_log(storage: r.Storage) -> list[tuple[str, str, str, float]]:
+    return [(e["subject_id"], e["event"], e["summary"], e["at"]) for e in entries(storage)]
+
+
+@pytest.mark.clause("AUD-5")
+def test_an_appender_brings_the_log_up_to_the_record_in_its_order(storage: r.Storage) -> None:
+    """AUD-5's rule: whoever appends for a record appends every event of it the log misses, oldest
+    first, and nothing it holds already; another record's entries are left as they are."""
+    from reference._audit import append_events
+
+    assert append_events(storage, "test/audit", "a1", "approval", _events("requested")) == 1
+    assert append_events(storage, "test/audit", "a2", "approval", _events("requested", "cancelled")) == 2
+    # a process that wrote a1's review appends it; one that read a later version appends the rest
+    assert append_events(storage, "test/audit", "a1", "approval", _events("requested", "approved", "consumed")) == 2
+    assert append_events(storage, "test/audit", "a1", "approval", _events("requested", "approved")) == 0
+    assert _subject_log(storage) == [
+        ("a1", "approval.requested", "s0", 0.0),
+        ("a2", "approval.requested", "s0", 0.0),
+        ("a2", "approval.cancelled", "s1", 1.0),
+        ("a1", "approval.approved", "s1", 1.0),
+        ("a1", "approval.consumed", "s2", 2.0),
+    ]
+    assert r.verify_audit_log(storage).ok
+
+
+@pytest.mark.clause("AUD-5", "STO-4")
+def test_an_appender_that_loses_its_slot_reads_the_log_again(storage: r.Storage) -> None:
+    """Another process takes the slot between this appender's read and its insert — with an entry
+    of the same record (then it is not appended twice) or of another one (then it goes after)."""
+    from reference._audit import append_events
+
+    append_events(storage, "test/audit", "a1", "approval", _events("requested"))
+    for ours, racer in (("a1", "a1"), ("a3", "a2")):
+
+        class Racing(r.FaultPlan):
+            def before(self, step: str, racer: str = racer) -> None:
+                if step == "test/audit":
+                    storage.faults = r.FaultPlan()
+                    append_events(storage, "test/racer", racer, "approval", _events("requested", "approved"))
+
+        storage.faults = Racing()
+        assert append_events(storage, "test/audit", ours, "approval", _events("requested", "approved")) == (
+            0 if ours == racer else 2
+        )
+    assert _subject_log(storage) == [
+        ("a1", "approval.requested", "s0", 0.0),
+        ("a1", "approval.approved", "s1", 1.0),  # the racer's; ours lost the slot and found it there
+        ("a2", "approval.requested", "s0", 0.0),  # the second racer's, in the slot ours lost …
+        ("a2", "approval.approved", "s1", 1.0),
+        ("a3", "approval.requested", "s0", 0.0),  # … so ours go after
+        ("a3", "approval.approved", "s1", 1.0),
+    ]
+    assert r.verify_audit_log(storage).ok
+
+
+@pytest.mark.clause("AUD-5", "STO-4")
+def test_an_appender_that_keeps_losing_gives_up(storage: r.Storage) -> None:
+    from reference._audit import append_events
+
+    class Taken(r.FaultPlan):
+        def before(self, step: str) -> None:
+            raise r.AlreadyExists("audit_entry", "taken")
+
+    storage.faults = Taken()
+    with pytest.raises(r.StorageUnavailable) as caught:
+        append_events(storage, "test/audit", "a1", "approval", _events("requested"))
+    assert not caught.value.definite
+    assert str(caught.value) == "audit log: 100 appends in a row for a1 did not catch up"
+
+
+@pytest.mark.clause("AUD-5")
+def test_a_harness_audit_entry_goes_after_the_last_one(storage: r.Storage) -> None:
+    """``Harness.audit`` (one entry, not a record's events) chains each entry to the one before."""
+    h = r.Harness(storage, r.ManualClock(5.0))
+    h.audit("test/audit", "lead", "note.first", "s1", "one")
+    h.audit("test/audit", "lead", "note.second", "s1", "two")
+    log = entries(storage)
+    assert [(e["sequence"], e["event"], e["summary"], e["at"]) for e in log] == [
+        (0, "note.first", "one", 5.0),
+        (1, "note.second", "two", 5.0),
+    ]
+    assert log[1]["previous_hash"] == log[0]["hash"] and r.verify_audit_log(storage).ok
+
+
+@pytest.mark.clause("AUD-5", "AUD-1")
+def test_the_next_decision_on_a_record_logs_what_a_crash_left_out_first(storage: r.Storage) -> None:
+    """One process dies between a review's record and its log entry; before any reconciliation,
+    another (here: a new harness) cancels the approval. The cancel's appender brings the log up to
+    the record — approved, then cancelled — so the record's order holds without recovery, and a
+    later reconciliation adds nothing."""
+    team = Team(storage)
+    pid = team.harness.approvals.call(team.ctx(), "deploy", ARGS)["protocol_id"]
+    storage.faults.crash_after.add("approval.review/record")
+    with pytest.raises(r.Crash):
+        team.harness.approvals.review("lead", pid, "approved", "ok")
+    other = r.Harness(storage, team.clock, [team.world.tool()])
+    other.approvals.cancel(team.ctx(), pid)
+    logged = [(e["subject_id"], e["event"]) for e in entries(storage)]
+    assert logged == [(pid, "approval.requested"), (pid, "approval.approved"), (pid, "approval.cancelled")]
+    other.reconcile()
+    assert len(entries(storage)) == 3 and invariants.decisions_audited(other.snapshot()) == []

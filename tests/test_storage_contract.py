@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from reference import AlreadyExists, CorruptRecord, Crash, SQLiteStorage, Storage, VersionConflict
+from reference import AlreadyExists, CorruptRecord, Crash, MemoryStorage, SQLiteStorage, Storage, VersionConflict
 from spec.schemas._examples import example_record
 
 TASK = example_record("task")
@@ -103,3 +103,124 @@ def test_sqlite_uses_wal_and_full_sync(tmp_path: Path) -> None:
     assert storage._db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert storage._db.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
     storage.close()
+
+
+# ---- issue 17 (mutation score): what every write and read hands back, on both backends ---------
+
+
+@pytest.mark.clause("STO-1")
+def test_writes_hand_back_the_key_version_and_document_they_stored(storage: Storage) -> None:
+    """``insert`` and ``update`` return the stored record as a read would: its key, its version,
+    its document; every write is counted and named once, in order."""
+    first = storage.insert("test/insert", "task", "t1", TASK)
+    assert (first.key, first.version, first.doc) == ("t1", 1, TASK)
+    changed = {**TASK, "status": "completed"}
+    second = storage.update("test/update", "task", "t1", changed, 1)
+    assert (second.key, second.version, second.doc) == ("t1", 2, changed)
+    assert storage.read("task", "t1") == second
+    assert (storage.writes, storage.steps_written) == (2, ["test/insert", "test/update"])
+
+
+@pytest.mark.clause("STO-1")
+def test_scan_is_in_key_order_and_last_is_the_greatest_key(storage: Storage) -> None:
+    """Keys inserted out of order come back sorted; ``last`` is the greatest key, whole; another
+    table's rows never show."""
+    assert storage.last("task") is None and storage.scan("task") == []
+    for key in ("t2", "t10", "t1"):
+        storage.insert("test/insert", "task", key, {**TASK, "task_id": key})
+    storage.insert("test/insert", "member", "m1", _member("m1"))
+    assert [row.key for row in storage.scan("task")] == ["t1", "t10", "t2"]
+    last = storage.last("task")
+    assert last is not None and (last.key, last.version, last.doc["task_id"]) == ("t2", 1, "t2")
+    storage.update("test/update", "task", "t2", {**TASK, "task_id": "t2", "status": "completed"}, 1)
+    last = storage.last("task")
+    assert last is not None and (last.version, last.doc["status"]) == (2, "completed")
+    assert [row.key for row in storage.scan("member")] == ["m1"]
+
+
+def _member(member_id: str) -> dict[str, object]:
+    from spec.schemas._examples import example_record
+
+    return {**example_record("member"), "member_id": member_id}
+
+
+@pytest.mark.clause("STO-4")
+def test_an_update_of_a_missing_record_is_a_definite_conflict(storage: Storage) -> None:
+    with pytest.raises(VersionConflict) as caught:
+        storage.update("test/update", "task", "t9", TASK, 1)
+    assert (caught.value.table, caught.value.key, caught.value.expected, caught.value.actual) == ("task", "t9", 1, None)
+    assert caught.value.definite and storage.read("task", "t9") is None and storage.writes == 0
+
+
+@pytest.mark.clause("STO-1")
+def test_a_crash_names_its_step_and_side_and_fires_once(storage: Storage) -> None:
+    storage.faults.crash_before.add("test/insert")
+    with pytest.raises(Crash) as caught:
+        storage.insert("test/insert", "task", "t1", TASK)
+    assert (caught.value.step, caught.value.when, str(caught.value)) == (
+        "test/insert",
+        "before",
+        "crash before test/insert",
+    )
+    assert storage.faults.crash_before == set()
+    storage.insert("test/insert", "task", "t1", TASK)  # fired once: the same step goes through now
+    storage.faults.crash_after.add("test/update")
+    with pytest.raises(Crash) as caught:
+        storage.update("test/update", "task", "t1", {**TASK, "status": "failed"}, 1)
+    assert (caught.value.step, caught.value.when) == ("test/update", "after")
+    assert storage.faults.crash_after == set()
+    assert storage.update("test/update", "task", "t1", TASK, 2).version == 3
+
+
+@pytest.mark.clause("STO-4", "MEM-1")
+def test_a_guarded_update_checks_its_guard_in_the_same_step(storage: Storage) -> None:
+    """``unchanged``: another row must still be at its version; ``none_match``: no row of a table
+    with these field values has one of these statuses. Failing either is a definite conflict
+    (in memory naming the row that failed it) and nothing is written; passing both writes."""
+    from reference import Guard
+
+    storage.insert("test/insert", "member", "m1", _member("m1"))
+    storage.insert("test/insert", "task", "t1", {**TASK, "status": "pending"})
+    storage.insert("test/insert", "task", "t2", {**TASK, "task_id": "t2", "owner_id": "m1", "status": "claimed"})
+    claim = {**TASK, "status": "claimed"}
+    refused = [  # the guard, and the row that fails it: table, key, version asked for, version found
+        (Guard(unchanged=(("member", "m1", 2),)), ("member", "m1", 2, 1)),
+        (Guard(unchanged=(("member", "m2", 1),)), ("member", "m2", 1, None)),
+        (Guard(none_match=(("task", (("owner_id", "m1"),), ("claimed",)),)), ("task", "t2", 1, 1)),
+    ]
+    for guard, failed in refused:
+        with pytest.raises(VersionConflict) as caught:
+            storage.update("test/claim", "task", "t1", claim, 1, guard)
+        if isinstance(storage, MemoryStorage):  # SQLite's one statement cannot tell which condition failed
+            assert (caught.value.table, caught.value.key, caught.value.expected, caught.value.actual) == failed
+        assert caught.value.definite and storage.read("task", "t1").doc["status"] == "pending"
+    with pytest.raises(VersionConflict):
+        storage.update("test/claim", "task", "t1", claim, 2, Guard(unchanged=(("member", "m1", 1),)))
+    passing = Guard(
+        unchanged=(("member", "m1", 1),),
+        none_match=(
+            ("task", (("owner_id", "m1"),), ("failed",)),
+            ("task", (("owner_id", "m2"),), ("claimed",)),
+        ),
+    )
+    stored = storage.update("test/claim", "task", "t1", claim, 1, passing)
+    assert (stored.key, stored.version, storage.read("task", "t1").doc["status"]) == ("t1", 2, "claimed")
+    assert storage.steps_written[-1] == "test/claim" and storage.writes == 4
+
+
+@pytest.mark.clause("STO-3")
+def test_a_closed_sqlite_store_fails_typed_naming_the_file(tmp_path: Path) -> None:
+    """I/O failures are :class:`StorageUnavailable`: definite for a read, indefinite for a write,
+    naming the file (and the record written); an unopenable path too."""
+    from reference import StorageUnavailable
+
+    storage = SQLiteStorage(tmp_path / "db")
+    storage.insert("test/insert", "task", "t1", TASK)
+    storage.close()
+    with pytest.raises(StorageUnavailable, match=str(tmp_path / "db")):
+        storage.read("task", "t1")
+    with pytest.raises(StorageUnavailable, match="write of task/t2 failed") as caught:
+        storage.insert("test/insert", "task", "t2", TASK)
+    assert str(tmp_path / "db") in str(caught.value)
+    with pytest.raises(StorageUnavailable, match="cannot open"):
+        SQLiteStorage(tmp_path / "no such folder" / "db")

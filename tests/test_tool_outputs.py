@@ -124,8 +124,11 @@ def test_the_recording_tool_keeps_every_call() -> None:
 
 
 @pytest.mark.clause("APR-2", "APR-8")
-@pytest.mark.parametrize("world", [r.RecordingTool(), r.IdempotentTool()], ids=["recording", "idempotent"])
-def test_a_test_tool_normalises_its_path_and_answers_lookups(world: r.RecordingTool | r.IdempotentTool) -> None:
+@pytest.mark.parametrize("kind", [r.RecordingTool, r.IdempotentTool], ids=["recording", "idempotent"])
+def test_a_test_tool_normalises_its_path_and_answers_lookups(kind: type[r.RecordingTool | r.IdempotentTool]) -> None:
+    """A fresh tool per run: a module-level instance would keep its calls from one run of the test
+    to the next in one process (as mutmut's workers run it), and fail there for no mutant's sake."""
+    world = kind()
     tool = world.tool()
     assert (tool.name, tool.protected) == ("deploy", True)
     assert tool.digest({"path": "srv/./app"}) == tool.digest({"path": "srv/app"})
@@ -133,3 +136,15 @@ def test_a_test_tool_normalises_its_path_and_answers_lookups(world: r.RecordingT
     tool.run("k", {})
     assert tool.lookup("k") is not None
     assert world.tool(lambda arguments: {}).digest({"path": "a"}) == world.tool(lambda arguments: {}).digest({})
+
+
+@pytest.mark.clause("APR-2")
+@pytest.mark.parametrize("arguments", [["srv/app"], "srv/app", None, 1])
+def test_arguments_that_are_not_an_object_are_refused_typed(arguments: object) -> None:
+    """A tool's arguments are a JSON object: anything else is a definite, typed refusal naming the
+    tool and what was expected, never a digest and never a TypeError from deeper down."""
+    tool = r.RecordingTool().tool()
+    with pytest.raises(r.BadArguments) as caught:
+        tool.digest(arguments)  # type: ignore[arg-type]
+    assert str(caught.value).startswith("the arguments of deploy must be a JSON object (a dict), not ")
+    assert caught.value.definite
