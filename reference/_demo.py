@@ -20,20 +20,13 @@ state changes nothing (``reconcile_is_idempotent``), and every step above happen
 
 from __future__ import annotations
 
-import argparse
-import json
 import re
 import shlex
-import shutil
 import signal
 import subprocess
-import sys
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-
-from rich.console import Console
 
 import spec.invariants
 from spec.errors import ProtocolError
@@ -250,59 +243,6 @@ def run_demo(workdir: Path) -> dict[str, Any]:
         "scenario_failures": failures,
         "invariants_checked": [inv.name for inv in spec.invariants.STATE_INVARIANTS] + ["reconcile_is_idempotent"],
     }
-
-
-def _print(report: dict[str, Any], console: Console, kept: str | None) -> None:
-    for event in report["events"]:
-        subject = f" [dim]{event['subject']}[/dim]" if event["subject"] else ""
-        console.print(f"{event['at']:8.3f}s  {event['actor']:<8} {event['event']}{subject}", highlight=False)
-    for line in report["invariant_violations"] + report["scenario_failures"]:
-        console.print(f"[red]FAILED[/red] {line}")
-    held = len(report["invariants_checked"])
-    verdict = "[green]every invariant held[/green]" if report["ok"] else "[red]the demo failed[/red]"
-    console.print(f"{verdict} on the final snapshot ({held} checked, reconciliation included)")
-    if kept:
-        console.print(f"database kept in {kept}/team.db")
-
-
-def _demo(args: argparse.Namespace, console: Console) -> int:
-    try:
-        workdir = _workdir(args.keep)
-    except DemoRefused as refused:
-        print(f"error ({refused.kind}): {refused}", file=sys.stderr)  # one line, whatever the width
-        return 2
-    try:
-        report = run_demo(workdir)
-    finally:
-        if not args.keep:
-            shutil.rmtree(workdir, ignore_errors=True)
-    report["database"] = str(workdir / "team.db") if args.keep else None
-    if args.json:
-        json.dump(report, sys.stdout, indent=2, sort_keys=True)
-        sys.stdout.write("\n")
-    else:
-        _print(report, console, args.keep)
-    return 0 if report["ok"] else 1
-
-
-def _workdir(keep: str | None) -> Path:
-    """The folder the demo runs in: ``--keep DIR`` (new or empty of team.db), else a temporary one."""
-    if not keep:
-        return Path(tempfile.mkdtemp(prefix="teamproto-demo-"))
-    workdir = Path(keep)
-    if (workdir / "team.db").exists():
-        raise DemoRefused(f"{workdir}/team.db exists; pass an empty or new folder to --keep")
-    if workdir.exists() and not workdir.is_dir():
-        raise DemoRefused(f"{workdir} is a file; pass a folder to --keep")
-    workdir.mkdir(parents=True, exist_ok=True)
-    return workdir
-
-
-def register(commands: Any) -> Callable[[argparse.Namespace, Console], int]:
-    parser = commands.add_parser("demo", help="a Lead and two members as real OS processes over one SQLite file")
-    parser.add_argument("--json", action="store_true", help="print the events and the verdict as JSON")
-    parser.add_argument("--keep", metavar="DIR", help="run in DIR and leave team.db (and the logs) there")
-    return _demo
 
 
 __all__ = ["Demo", "run_demo", "scripts"]

@@ -12,6 +12,6 @@ extra_command("mutants")(_mutants_cli.register)
 from conformance._cli import register as _conformance  # noqa: E402
 
 extra_command("conformance")(_conformance)
-from reference import _demo  # noqa: E402
+from . import _demo_cli  # noqa: E402
 
-extra_command("demo")(_demo.register)
+extra_command("demo")(_demo_cli.register)

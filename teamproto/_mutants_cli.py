@@ -1,9 +1,12 @@
 """``teamproto mutants``: run the model tests once per reference mutant and tabulate who caught it.
 
 Each mutant runs in its own subprocess with ``TEAMPROTO_MUTANT`` set, so nothing in the working
-tree is edited. A mutant is *caught* when the model tests fail; the table names the first
-invariant or check the failure message mentions, the number of passing examples Hypothesis ran
-before the failure, and the length of the shrunk program it printed.
+tree is edited. A mutant is *caught* when a test fails under it: first the tests declared to
+catch it run alone (``reference._mutant_tests.CAUGHT_BY``, with ``-x``), and only if they all pass
+the whole selection (the model tests, then the example tests). Afterwards every test that caught a
+mutant runs once without any mutant; a mutant whose test fails there too is not counted as caught.
+The table names the first invariant or check the failure message mentions, the number of passing
+examples Hypothesis ran before the failure, and the length of the shrunk program it printed.
 """
 
 from __future__ import annotations
@@ -22,8 +25,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from reference._mutant_tests import CAUGHT_BY
 from reference._mutants import MUTANTS
-from reference._process_mutants import CAUGHT_BY
 from spec.invariants import INVARIANTS
 
 from ._cli import UsageError
@@ -61,56 +64,90 @@ CHECK_NAMES = [inv.name for inv in INVARIANTS] + [
 enabledness (the reference ran or refused an operation that the model did not)."""
 
 
-def run_mutant(name: str, root: Path) -> dict[str, Any]:
-    env = {**os.environ, "TEAMPROTO_MUTANT": name, "HYPOTHESIS_PROFILE": os.environ.get("HYPOTHESIS_PROFILE", "ci")}
-    started = time.perf_counter()
+def _pytest(mutant: str | None, tests: list[str], root: Path, stop_at_first: bool = True) -> tuple[int | None, str]:
+    """Run ``tests`` in a fresh process, with ``mutant`` switched on (or none): (exit code, output);
+    the exit code is None when the run passed :data:`TIMEOUT_SECONDS`."""
+    env = {key: value for key, value in os.environ.items() if key != "TEAMPROTO_MUTANT"}
+    env["HYPOTHESIS_PROFILE"] = os.environ.get("HYPOTHESIS_PROFILE", "ci")
+    if mutant:
+        env["TEAMPROTO_MUTANT"] = mutant
+    flags = ["-x"] if stop_at_first else []
+    command = [sys.executable, "-m", "pytest", *flags, "-q", "-p", "no:cacheprovider", "--hypothesis-show-statistics"]
     try:
         result = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "pytest",
-                "-x",
-                "-q",
-                "-p",
-                "no:cacheprovider",
-                "--hypothesis-show-statistics",
-                *CAUGHT_BY.get(name, [*TESTS, *EXAMPLE_TESTS]),
-            ],
-            cwd=root,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=TIMEOUT_SECONDS,
+            [*command, *tests], cwd=root, env=env, capture_output=True, text=True, timeout=TIMEOUT_SECONDS
         )
-    except subprocess.TimeoutExpired:  # neither caught nor cleared: it survives, and the row says why
-        return {
-            "mutant": name,
-            "breaks": MUTANTS[name],
-            "caught": False,
-            "by": f"timeout ({TIMEOUT_SECONDS} s)",
-            "test": "",
-            "examples_until_caught": None,
-            "shrunk_program_steps": None,
-            "seconds": round(time.perf_counter() - started, 1),
-        }
-    output = result.stdout + result.stderr
-    caught = result.returncode != 0
-    by = next((check for check in CHECK_NAMES if check in output), "test failure" if caught else "")
-    test = next(iter(re.findall(r"FAILED (\S+)", output)), "")
+    except subprocess.TimeoutExpired:
+        return None, ""
+    return result.returncode, result.stdout + result.stderr
+
+
+def selections(name: str) -> list[tuple[str, list[str]]]:
+    """What ``teamproto mutants`` runs for mutant ``name``, in order, until a test fails: first the
+    tests :data:`reference._mutant_tests.CAUGHT_BY` declares for it (if any), then the whole
+    selection (:data:`TESTS`, :data:`EXAMPLE_TESTS` and the declared tests' files)."""
+    declared = list(CAUGHT_BY.get(name, ()))
+    files = [test.split("::")[0] for test in declared]
+    wide = [*TESTS, *EXAMPLE_TESTS, *(f for f in dict.fromkeys(files) if f not in EXAMPLE_TESTS)]
+    return ([("declared", declared)] if declared else []) + [("all", wide)]
+
+
+def run_mutant(name: str, root: Path) -> dict[str, Any]:
+    """Run the mutant's selections in order; it is caught when a test fails under it."""
+    started = time.perf_counter()
+    ran: list[str] = []
+    code: int | None = 0
+    output = ""
+    for label, tests in selections(name):
+        ran.append(label)
+        code, output = _pytest(name, tests, root)
+        if code != 0:  # failed (caught) or timed out (neither caught nor cleared): stop here
+            break
+    row: dict[str, Any] = {"mutant": name, "breaks": MUTANTS[name], "selection": ", then ".join(ran)}
+    seconds = round(time.perf_counter() - started, 1)
+    if code is None:  # it survives, and the row says why
+        by = f"timeout ({TIMEOUT_SECONDS} s)"
+        return {**row, "caught": False, "by": by, "test": "", "examples_until_caught": None,
+                "shrunk_program_steps": None, "seconds": seconds}  # fmt: skip
+    caught = code == 1  # a test failed (other codes: an error in collection, a test not found, …)
+    by = next((check for check in CHECK_NAMES if check in output), "test failure") if caught else ""
+    if code not in (0, 1):
+        by = f"pytest exited with {code}: no test failed"
+    test = next(iter(_failed_tests(output)), "")
     passing = re.findall(r"(\d+) passing, (\d+) failing", output)
     program = re.findall(r"^E?\s*state\.\w+\(", output, re.M)
     return {
-        "mutant": name,
-        "breaks": MUTANTS[name],
+        **row,
         "caught": caught,
         "by": by,
         "test": test,
         # Hypothesis's statistics of the test that failed; the explorer's tests have none.
         "examples_until_caught": int(passing[0][0]) + 1 if caught and passing and "test_stateful" in test else None,
         "shrunk_program_steps": len([p for p in program if "invariant" not in p and "teardown" not in p]) or None,
-        "seconds": round(time.perf_counter() - started, 1),
+        "seconds": seconds,
     }
+
+
+def _failed_tests(output: str) -> list[str]:
+    """The node ids pytest's summary names as failed or in error."""
+    return re.findall(r"^(?:FAILED|ERROR) (\S+)", output, re.M)
+
+
+def check_baseline(rows: list[dict[str, Any]], root: Path) -> list[str]:
+    """A caught mutant counts only if the test that failed under it passes without any mutant:
+    run every such test once, unmutated, and turn the rows of those that fail anyway (or do not
+    finish) into survivors. Returns the tests that failed without a mutant."""
+    tests = sorted({row["test"] for row in rows if row["caught"] and row["test"]})
+    if not tests:
+        return []
+    code, output = _pytest(None, tests, root, stop_at_first=False)
+    bad = [] if code == 0 else [t for t in tests if t in _failed_tests(output)] if code is not None else tests
+    if code not in (0, None) and not bad:
+        bad = tests  # it failed, but named no test: none of the verdicts can be trusted
+    for row in rows:
+        if row["caught"] and row["test"] in bad:
+            row["caught"], row["by"] = False, f"{row['test']} fails without the mutant too"
+    return bad
 
 
 def command(args: argparse.Namespace, console: Console) -> int:
@@ -128,13 +165,17 @@ def command(args: argparse.Namespace, console: Console) -> int:
     # the order of the names, whatever order the processes end in.
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
         rows = list(pool.map(run, names))
+    if not args.json and not args.no_baseline and any(row["caught"] and row["test"] for row in rows):
+        console.print("[dim]running the tests that caught a mutant without one …[/dim]", highlight=False)
+    if not args.no_baseline:
+        check_baseline(rows, root)
     survived = [row["mutant"] for row in rows if not row["caught"]]
     if args.json:
         json.dump({"mutants": rows, "survived": survived, "ok": not survived}, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
         table = Table(title="reference mutants")
-        for column in ("mutant", "caught", "by", "examples", "program steps", "seconds"):
+        for column in ("mutant", "caught", "by", "examples", "program steps", "ran", "seconds"):
             table.add_column(column)
         for row in rows:
             table.add_row(
@@ -143,6 +184,7 @@ def command(args: argparse.Namespace, console: Console) -> int:
                 row["by"],
                 str(row["examples_until_caught"] or ""),
                 str(row["shrunk_program_steps"] or ""),
+                row.get("selection", ""),
                 str(row["seconds"]),
             )
         console.print(table)
@@ -187,6 +229,12 @@ def register(commands: Any) -> Any:
         default=os.cpu_count() or 1,
         metavar="N",
         help="mutants tested at once, each in its own process (default: one per processor)",
+    )
+    parser.add_argument(
+        "--no-baseline",
+        action="store_true",
+        help="do not run the tests that caught a mutant again without one (only where they just passed "
+        "in this tree, as in .ci/run after its pytest step)",
     )
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     return command

@@ -79,4 +79,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "clause(*ids): the docs/protocol.md clauses this test checks")
+    if config.getoption("--clause-report") and getattr(config.option, "numprocesses", None):
+        # pytest-xdist's workers each see a part of the tests: the report needs one process.
+        raise pytest.UsageError("--clause-report needs one process: leave out -n")
     config.pluginmanager.register(ClauseReporter(config.getoption("--clause-report")), "clause-reporter")

@@ -1,0 +1,85 @@
+"""Which tests catch each reference mutant, so ``teamproto mutants`` runs those first.
+
+``CAUGHT_BY[name]`` lists pytest node ids (``path::test``, ``path::Class`` or a parametrized
+``path::test[id]``). ``teamproto mutants`` runs them alone with the mutant switched on and ``-x``;
+if none fails it runs the whole selection as for a mutant with no entry (the model tests, then the
+example tests), so a wrong or stale entry costs time, never a verdict. A mutant counts as caught
+only when a test fails under it, and every test that caught one is run again without any mutant:
+a test that fails there too catches nothing. A new mutant needs no entry; add one (the test that
+``teamproto mutants --only NAME`` reports) when its run is slow. ``tests/test_mutant_selection.py``
+checks that every entry names a mutant and tests that pytest collects.
+"""
+
+from __future__ import annotations
+
+from ._process_mutants import CAUGHT_BY as PROCESS_CAUGHT_BY
+
+STATEFUL = "model_tests/test_stateful.py"
+APPROVAL = f"{STATEFUL}::TestApprovalProtocol"
+TEAM = f"{STATEFUL}::TestTeamProtocol"
+
+INTERLEAVE = "model_tests/test_interleave.py::test_every_interleaving_keeps_every_invariant"
+BINDING = "tests/test_binding.py"
+
+CAUGHT_BY: dict[str, list[str]] = {
+    **{
+        name: [APPROVAL]
+        for name in (
+            "skip_digest_check",
+            "skip_deadline_on_consume",
+            "skip_ownership_check",
+            "consume_twice",
+            "message_before_record",
+            "unstable_message_id",
+            "dedup_disabled",
+            "reconcile_skips_redelivery",
+            "secret_not_redacted",
+            "profile_version_ignored",
+            "cancel_after_consume",
+            "recovery_repeats_call",
+            "cancel_ignores_incarnation",
+            "approval_incarnation_ignored",
+            "idempotency_key_is_tool_call_id",
+            "expiry_not_audited",
+            "reconcile_skips_audit",
+            "anyone_may_reject",
+            "review_closed_at_deadline",
+            "consume_closed_at_deadline",
+            "monitor_expires_at_deadline",
+            "result_not_redacted",
+        )
+    },
+    **{
+        name: [TEAM]
+        for name in (
+            "claim_while_draining",
+            "claim_ignores_shutdown_request",
+            "release_before_jobs_settle",
+            "drain_completes_task",
+            "ack_before_record",
+            "stale_incarnation_accepted",
+            "stale_claim_token_accepted",
+            "lapse_twice",
+            "clean_exit_member_lost",
+            "timed_out_as_completed",
+            "signal_non_cancellable",
+            "drain_keeps_requests",
+            "reconcile_skips_outbox",
+        )
+    },
+    # two instances over one store (DESIGN rule 9): the interleaving explorer, and the races
+    "sqlite_cas_check_then_act": [INTERLEAVE],
+    "consume_rereads_before_cas": [INTERLEAVE],
+    "claim_repair_reads_tasks_first": ["model_tests/test_interleave.py::test_every_final_state_is_some_serial_orders"],
+    "version_conflict_escapes": ["tests/test_races.py"],
+    "execution_overwritten": ["tests/test_races.py::test_the_execution_key_is_the_second_guard"],
+    # what the model abstracts away: the audit chain's verifier, the arguments' digest
+    "audit_hash_omits_time": ["tests/test_audit_log.py"],
+    "audit_link_unchecked": ["tests/test_audit_log.py"],
+    "defaults_override": [f"{BINDING}::test_defaults_never_override_what_the_caller_gave"],
+    "every_string_a_path": [f"{BINDING}::test_only_the_documented_fields_are_paths"],
+    "numbers_conflated": [f"{BINDING}::test_one_one_point_oh_true_and_the_string_one_are_four_arguments"],
+    "list_order_ignored": [f"{BINDING}::test_any_undocumented_change_changes_the_digest"],
+    **PROCESS_CAUGHT_BY,  # the real-process mutants: only these tests can catch them
+}
+"""Mutant → the tests that caught it, run first by ``teamproto mutants``."""
