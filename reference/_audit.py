@@ -121,9 +121,11 @@ approvals and shutdowns do."""
 
 
 def log_event(storage: Storage, step: str, kind: str, doc: dict[str, Any], event: dict[str, Any]) -> None:
-    """Append one event of protocol record ``doc`` (of ``kind``) to the team log (AUD-5)."""
-    subject = doc["protocol_id"]
-    append(storage, step, event["actor"], f"{AUDITED[kind]}.{event['event']}", subject, event["summary"], event["at"])
+    """Bring the team log up to ``event`` of protocol record ``doc`` (of ``kind``): every earlier
+    event the log misses first, none twice, whoever else appends (AUD-5, :func:`append_events`)."""
+    events = doc["events"]
+    upto = max(i for i, e in enumerate(events) if e == event) + 1
+    append_events(storage, step, doc["protocol_id"], AUDITED[kind], events[:upto])
 
 
 def catch_up(storage: Storage, step: str, kind: str, docs: list[dict[str, Any]]) -> None:
@@ -132,6 +134,4 @@ def catch_up(storage: Storage, step: str, kind: str, docs: list[dict[str, Any]])
     records :meth:`reference.Storage.unlogged` names: their entries are counted from the log's
     index of subjects, so the cost follows them, not the log's length."""
     for doc in docs:
-        done = len(storage.audit_entries(doc["protocol_id"]))
-        for event in doc["events"][done:]:
-            log_event(storage, step, kind, doc, event)
+        append_events(storage, step, doc["protocol_id"], AUDITED[kind], doc["events"])

@@ -12,7 +12,19 @@ checks that every entry names a mutant and tests that pytest collects.
 
 from __future__ import annotations
 
+from ._plan_mutants import PLAN_CAUGHT_BY
 from ._process_mutants import CAUGHT_BY as PROCESS_CAUGHT_BY
+
+RECOVERY_CAUGHT_BY: dict[str, list[str]] = {
+    "reconcile_keeps_half_drain": ["tests/test_recovery_rows.py", "tests/test_convergence.py"],
+    "resumed_drain_keeps_requests": ["tests/test_recovery_rows.py"],
+    "unhealthy_member_not_reported": ["tests/test_recovery_rows.py"],
+    "signal_notice_not_recovered": ["tests/test_recovery_rows.py"],
+    "reconcile_reowes_sent_outbox": ["tests/test_convergence.py"],
+    "shutdown_not_audited": ["tests/test_recovery_rows.py"],
+}
+"""Recovery and audit mutants → the quick example tests that catch them (``teamproto mutants`` runs
+these instead of the model tests, as for the process mutants)."""
 
 STATEFUL = "model_tests/test_stateful.py"
 APPROVAL = f"{STATEFUL}::TestApprovalProtocol"
@@ -76,10 +88,13 @@ CAUGHT_BY: dict[str, list[str]] = {
     # what the model abstracts away: the audit chain's verifier, the arguments' digest
     "audit_hash_omits_time": ["tests/test_audit_log.py"],
     "audit_link_unchecked": ["tests/test_audit_log.py"],
+    "audit_out_of_record_order": ["tests/test_audit_log.py"],
     "defaults_override": [f"{BINDING}::test_defaults_never_override_what_the_caller_gave"],
     "every_string_a_path": [f"{BINDING}::test_only_the_documented_fields_are_paths"],
     "numbers_conflated": [f"{BINDING}::test_one_one_point_oh_true_and_the_string_one_are_four_arguments"],
     "list_order_ignored": [f"{BINDING}::test_any_undocumented_change_changes_the_digest"],
     **PROCESS_CAUGHT_BY,  # the real-process mutants: only these tests can catch them
+    **PLAN_CAUGHT_BY,  # plans: the plan machine and the plan examples
+    **RECOVERY_CAUGHT_BY,
 }
 """Mutant → the tests that caught it, run first by ``teamproto mutants``."""

@@ -12,8 +12,8 @@ from typing import Any
 
 from spec.ids import canonical_json
 
-from ._plan_mutants import PLAN_CAUGHT_BY, PLAN_MUTANTS
-from ._process_mutants import CAUGHT_BY, PROCESS_MUTANTS
+from ._plan_mutants import PLAN_MUTANTS
+from ._process_mutants import PROCESS_MUTANTS
 
 MUTANTS: dict[str, str] = {
     "skip_digest_check": "APR-5: consume accepts changed arguments",
@@ -84,19 +84,7 @@ MUTANTS: dict[str, str] = {
 
 MUTANTS.update(PROCESS_MUTANTS)  # caught by the real-process tests (reference._process_mutants)
 MUTANTS.update(PLAN_MUTANTS)  # plans (reference._plan_mutants): the plan model and example tests
-CAUGHT_BY.update(PLAN_CAUGHT_BY)
 
-RECOVERY_CAUGHT_BY: dict[str, list[str]] = {
-    "reconcile_keeps_half_drain": ["tests/test_recovery_rows.py", "tests/test_convergence.py"],
-    "resumed_drain_keeps_requests": ["tests/test_recovery_rows.py"],
-    "unhealthy_member_not_reported": ["tests/test_recovery_rows.py"],
-    "signal_notice_not_recovered": ["tests/test_recovery_rows.py"],
-    "reconcile_reowes_sent_outbox": ["tests/test_convergence.py"],
-    "shutdown_not_audited": ["tests/test_recovery_rows.py"],
-}
-"""Recovery and audit mutants → the quick example tests that catch them (``teamproto mutants`` runs
-these instead of the model tests, as for the process mutants)."""
-CAUGHT_BY.update(RECOVERY_CAUGHT_BY)
 
 ACTIVE = os.environ.get("TEAMPROTO_MUTANT", "")
 if ACTIVE and ACTIVE not in MUTANTS:
