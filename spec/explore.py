@@ -712,8 +712,10 @@ def _search(
     fingerprints: bool = False,
     resume: dict[str, Any] | None = None,
     checkpoint: Callable[[Callable[[], dict[str, Any]], bool], None] | None = None,
+    plain: bool = False,
 ) -> _Search:
-    """As :func:`explore`, returning the whole search (its states too, without fingerprints)."""
+    """As :func:`explore`, returning the whole search (its states too, without fingerprints).
+    ``plain`` runs every check on every snapshot, unmemoised: the contract the tests compare with."""
     if fingerprints and model.config.liveness:
         raise ValueError(
             f"{model.config.name}: the liveness check needs every state and edge; it cannot run with fingerprints"
@@ -723,6 +725,7 @@ def _search(
     search = _Search(model, stop_on, max_states, progress, fingerprints)
     search.out_of_time = out_of_time
     search.checkpoint = checkpoint
+    search.plain = plain
     if dead_data is not None:
         search.dead_data = dead_data
     if resume is not None:
