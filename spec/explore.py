@@ -235,6 +235,10 @@ def changed_mask(old: tuple[int, ...], new: tuple[int, ...]) -> int:
     return mask
 
 
+MEMO_LIMIT = 1_000_000
+"""The memo forgets its results beyond this many (a simulation also its numbers)."""
+
+
 class StateMemo:
     """The invariant checks of one search, memoised on the state's numbers instead of its snapshot.
 
@@ -245,8 +249,6 @@ class StateMemo:
     before builds the snapshot and runs the predicate. ``model_tests/test_state_memo.py`` shows
     that searches checked this way and checked on every snapshot find the same.
     """
-
-    LIMIT = 1_000_000
 
     def __init__(self) -> None:
         self.results: dict[Any, list[str]] = {}
@@ -269,7 +271,7 @@ class StateMemo:
     def check_state(self, view: _View, reconciled: bool) -> list[tuple[invariants.Invariant, str]]:
         """As :func:`spec.invariants.check_state` on the view's snapshot."""
         out: list[tuple[invariants.Invariant, str]] = []
-        if len(self.results) > self.LIMIT:
+        if len(self.results) > MEMO_LIMIT:
             self.results.clear()
         parent = view.parent
         changed = -1 if parent is None else changed_mask(parent.numbers, view.numbers)
@@ -349,7 +351,7 @@ class StateMemo:
         old, new = before.numbers, after.numbers
         changed = changed_mask(old, new)
         results = self.results
-        if len(results) > self.LIMIT:
+        if len(results) > MEMO_LIMIT:
             results.clear()
         for inv, index, get, keyed, quiet, mask in self.step_checks:
             if inv.by_section is not None:
@@ -451,6 +453,7 @@ class _Search:
         self.memo = StateMemo()  # checks memoised on the states' numbers
         self.plain = False  # run every check on every snapshot, unmemoised (the contract, for tests)
         self.last: _View | None = None  # the view of the state last taken, for add()
+        self.settled: set[tuple[int, ...]] = set()  # the numbers of restarted states that reconcile to themselves
         self.first: dict[str, tuple[int, Action]] = {}  # behaviour key -> the first move that showed it
         self.edges_known = 0  # how many edges the edge log held after the last move
 
@@ -491,8 +494,8 @@ class _Search:
     def forget_if_large(self) -> None:
         """For a search that keeps no states (a simulation): drop the numbers and the memo when
         they grow large (the numbers key the memo, so both go together)."""
-        if len(self.codec.values) + len(self.memo.results) > StateMemo.LIMIT:
-            self.codec, self.memo, self.last = _Codec(), StateMemo(), None
+        if len(self.codec.values) + len(self.memo.results) > MEMO_LIMIT:
+            self.codec, self.memo, self.last, self.settled = _Codec(), StateMemo(), None, set()
 
     def add(self, state: State, parent: int, action: Action | None) -> tuple[int, bool]:
         """Number ``state`` unless its key is known; returns (its number, whether it is new). With
@@ -872,8 +875,11 @@ def _check_step(search: _Search, number: int, steps: list[tuple[Action, State]],
     for inv, message in problems:
         search.violate(inv.clause, inv.name, message, search.trace(number, *steps))
     if action.name == "restart":
+        if after.numbers in search.settled:
+            return  # reconciling this very state again was found to change nothing before
         again_state = reconcile(search.model, after_state)
         if again_state == after_state:
+            search.settled.add(after.numbers)
             return  # the same state, so the same snapshot: reconciling again changed nothing
         again = snapshot(again_state, search.config)
         for message in invariants.reconcile_is_idempotent(after.snapshot(), again):
