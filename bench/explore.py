@@ -14,22 +14,136 @@ completes in neither; then the figures are the states reached, the depth complet
 and the ratio is of rates, not of wall times.
 Run: ``python bench/explore.py [--json] [--seconds N] [CONFIG ...]`` (default: the default suite,
 then ``standard``).
+
+First (issue 18 item 3) it prints the engine against the engine of :data:`BASELINE` (the explorer
+before the state-keyed invariant memo and the numbered visited set), side by side: each explores
+``--engine-configs`` (default ``pair_crashes``) in a fresh process, the baseline from that git
+revision's ``spec/`` unpacked into a temporary folder, alternately ``--rounds`` times; the figures
+are distinct states and transitions per CPU-second of the process, and the ratio is this tree's
+transitions per CPU-second over the baseline's (best round of each; both take the same
+transitions). A configuration never explored to completion (``standard``, ``everything``) is
+simulated as ``teamproto check`` does, with :data:`WALKS` walks. Target: ≥ 10×. ``--engine-only``
+stops after it. Both run interpreted (``TEAMPROTO_PURE=1``) unless ``--compiled``: then this
+tree runs its build (made by ``scripts/compile.py``) and the baseline is compiled in its
+temporary folder first (~40 s of CPU).
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import io
 import json
+import os
 import resource
+import subprocess
 import sys
+import tarfile
+import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 from spec import _compiled
 from spec.check import default_suite
 from spec.explore import explore
 from spec.model import Model, load_config
+
+ROOT = Path(__file__).resolve().parents[1]
+BASELINE = "d13c6b54d7986bea7ff9daed2b0e543538ce9d85"
+"""main before the faster engine (issue 18 item 3): today's engine, the oracle of the ratio."""
+
+WALKS = 300
+"""Walks of a simulated configuration (``standard``, ``everything``: ``teamproto check`` runs 3,000)."""
+
+CHILD = """
+import json, sys, time
+from spec import _compiled
+from spec.explore import explore
+from spec.model import Model, load_config, manifest
+model = Model(load_config(sys.argv[1]))
+started = time.process_time()
+if manifest()[sys.argv[1]]["states"] is None:  # never explored to completion: simulated, as check does
+    from spec.simulate import Plan, simulate
+    report = simulate(model, Plan(walks=int(sys.argv[2])))
+else:
+    report = explore(model)
+cpu = time.process_time() - started
+print(json.dumps({"states": report.states, "transitions": report.transitions, "cpu": cpu,
+                  "violations": sorted(report.violations), "compiled": _compiled.ACTIVE}))
+"""
+
+
+def unpack(revision: str, folder: Path) -> None:
+    """The revision's ``spec/``, ``scripts/`` and ``pyproject.toml`` into ``folder`` (``git archive``)."""
+    data = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", "--format=tar", revision, "spec", "scripts", "pyproject.toml"],
+        check=True,
+        capture_output=True,
+    ).stdout
+    with tarfile.open(fileobj=io.BytesIO(data)) as archive:
+        archive.extractall(folder, filter="data")
+
+
+def child_run(root: Path, name: str, compiled: bool) -> dict[str, Any]:
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    env.pop("TEAMPROTO_PURE", None)
+    if not compiled:
+        env["TEAMPROTO_PURE"] = "1"
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD, name, str(WALKS)], env=env, cwd=root, check=True, capture_output=True, text=True
+    )
+    result: dict[str, Any] = json.loads(out.stdout)
+    result["states_per_cpu_second"] = result["states"] / result["cpu"]
+    result["transitions_per_cpu_second"] = result["transitions"] / result["cpu"]
+    return result
+
+
+def engine_against_baseline(names: list[str], revision: str, rounds: int, compiled: bool) -> dict[str, Any]:
+    """This tree's engine against ``revision``'s, alternately in fresh processes (see the docstring)."""
+    results: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="teamproto-baseline-") as temporary:
+        baseline = Path(temporary)
+        unpack(revision, baseline)
+        if compiled:
+            subprocess.run([sys.executable, str(baseline / "scripts" / "compile.py")], check=True, cwd=baseline)
+        for name in names:
+            print(f"{name}: this engine against {revision[:12]}, {rounds} round(s) …", file=sys.stderr, flush=True)
+            mine, theirs = [], []
+            for _ in range(rounds):
+                theirs.append(child_run(baseline, name, compiled))
+                mine.append(child_run(ROOT, name, compiled))
+            best_mine = max(mine, key=lambda r: r["transitions_per_cpu_second"])
+            best_theirs = max(theirs, key=lambda r: r["transitions_per_cpu_second"])
+            same = all(
+                (r["states"], r["transitions"], r["violations"])
+                == (theirs[0]["states"], theirs[0]["transitions"], theirs[0]["violations"])
+                for r in mine + theirs
+            )
+            results[name] = {
+                "engine": best_mine,
+                "baseline": best_theirs,
+                "ratio": best_mine["transitions_per_cpu_second"] / best_theirs["transitions_per_cpu_second"],
+                "same_counts": same,
+            }
+    return results
+
+
+def print_engine(results: dict[str, Any], revision: str) -> None:
+    print(
+        f"{'config':<14} {'engine':<10} {'states':>8} {'transitions':>12} {'CPU s':>7} {'states/CPU-s':>12} "
+        f"{'trans./CPU-s':>12}"
+    )
+    for name, result in results.items():
+        for kind, label in (("baseline", revision[:10]), ("engine", "this tree")):
+            r = result[kind]
+            print(
+                f"{name:<14} {label:<10} {r['states']:>8,} {r['transitions']:>12,} {r['cpu']:>7.1f} "
+                f"{r['states_per_cpu_second']:>12,.0f} {r['transitions_per_cpu_second']:>12,.0f}"
+                + ("  (compiled)" if r["compiled"] else "")
+            )
+        agree = "same states, transitions and findings" if result["same_counts"] else "COUNTS DIFFER"
+        print(f"{name:<14} this tree / baseline, per CPU-second: {result['ratio']:.2f}x ({agree})")
 
 
 def run(name: str, naive: bool, budget: float) -> dict[str, Any]:
@@ -58,7 +172,19 @@ def main() -> None:
     parser.add_argument("configs", nargs="*", help="configurations (default: the default suite, then standard)")
     parser.add_argument("--seconds", type=float, default=120.0, help="bound of every run (default 120)")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
+    parser.add_argument("--engine-configs", nargs="+", default=["pair_crashes"], help="engine against baseline")
+    parser.add_argument("--baseline", default=BASELINE, help="the git revision of today's engine")
+    parser.add_argument("--rounds", type=int, default=2, help="alternate runs of each engine (best counts)")
+    parser.add_argument("--compiled", action="store_true", help="compare the compiled builds")
+    parser.add_argument("--engine-only", action="store_true", help="only the engine against the baseline")
     args = parser.parse_args()
+    engine = engine_against_baseline(args.engine_configs, args.baseline, args.rounds, args.compiled)
+    if args.engine_only:
+        if args.json:
+            print(json.dumps({"engine": engine}, indent=2))
+        else:
+            print_engine(engine, args.baseline)
+        return
     budget = args.seconds
     results: dict[str, dict[str, Any]] = {}
     for name in args.configs or [*default_suite(), "standard"]:
@@ -72,8 +198,13 @@ def main() -> None:
             results[name]["rate_ratio_reduced_over_naive"] = reduced["states_per_second"] / naive["states_per_second"]
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     if args.json:
-        print(json.dumps({"configs": results, "peak_memory_mib": peak, "compiled": _compiled.ACTIVE}, indent=2))
+        print(
+            json.dumps(
+                {"engine": engine, "configs": results, "peak_memory_mib": peak, "compiled": _compiled.ACTIVE}, indent=2
+            )
+        )
         return
+    print_engine(engine, args.baseline)
     print(
         f"{'config':<14} {'search':<8} {'states':>10} {'transitions':>12} {'depth':>5} {'seconds':>8} {'states/s':>9}"
     )

@@ -25,6 +25,7 @@ import gc
 from array import array
 from collections import deque
 from collections.abc import Callable
+from operator import itemgetter
 from typing import Any
 
 from mypy_extensions import mypyc_attr
@@ -38,7 +39,7 @@ from .model._dead import erase
 from .model._model import Action, Model
 from .model._ops import CRASH_POINTS, WRITE_STEPS
 from .model._reconcile import reconcile
-from .model._snapshot import snapshot
+from .model._snapshot import SECTION_INPUTS, snapshot
 from .model._state import State
 from .model._symmetry import Interner, canonical_key
 
@@ -112,6 +113,49 @@ class _Codec:
             self.by_id[id(value)] = known
         return known
 
+    def signature(self, s: State) -> tuple[int, ...]:
+        """The state as a tuple of numbers: the clock, the number of each of its tuples of records
+        (:data:`CODEC_FIELDS`), then its flags. Two states have equal tuples exactly when they are
+        equal; the tuple hashes and compares far faster than the state."""
+        number = self.number
+        return (
+            s.clock,
+            number(s.members),
+            number(s.tasks),
+            number(s.jobs),
+            number(s.approvals),
+            number(s.executions),
+            number(s.plans),
+            number(s.runs),
+            number(s.shutdowns),
+            number(s.bus),
+            number(s.outbox),
+            int(s.monitor_done),
+            int(s.crashed),
+            s.profile_changes,
+        )
+
+    def interned(self, s: State, numbers: tuple[int, ...]) -> State:
+        """``s`` built from the kept tuples (its ``numbers``): states that share a tuple share it
+        by identity, so numbering their successors mostly finds their tuples by identity."""
+        v = self.values
+        return State(
+            s.clock,
+            v[numbers[1]],
+            v[numbers[2]],
+            v[numbers[3]],
+            v[numbers[4]],
+            v[numbers[5]],
+            v[numbers[6]],
+            v[numbers[7]],
+            v[numbers[8]],
+            v[numbers[9]],
+            v[numbers[10]],
+            s.monitor_done,
+            s.crashed,
+            s.profile_changes,
+        )
+
     def encode(self, s: State) -> bytes:
         numbers = [s.clock, int(s.monitor_done), int(s.crashed), s.profile_changes]
         numbers += [self.number(getattr(s, name)) for name in CODEC_FIELDS]
@@ -137,6 +181,227 @@ class _Codec:
             bool(numbers[2]),
             numbers[3],
         )
+
+
+_POSITION = {"clock": 0, **{name: i + 1 for i, name in enumerate(CODEC_FIELDS)}}
+SECTION_POSITIONS: dict[str, tuple[int, ...]] = {
+    section: tuple(_POSITION[name] for name in inputs) for section, inputs in SECTION_INPUTS.items()
+}
+"""Each snapshot section → the positions in :meth:`_Codec.signature` of the fields it is built from."""
+
+
+class _View:
+    """A state as the checks see it: its numbers (:meth:`_Codec.signature`), and its snapshot,
+    built only when a check must run on it."""
+
+    def __init__(self, state: State, numbers: tuple[int, ...], config: Config) -> None:
+        self.state = state
+        self.numbers = numbers
+        self.config = config
+        self.snap: dict[str, Any] | None = None
+        self.parent: _View | None = None  # a state it was reached from: checks of unchanged sections agree
+        self.found: dict[Any, list[str]] = {}  # its state checks' results, and their sections' shares
+        self.stutter: dict[int, list[str]] = {}  # step checks' results where their sections do not change
+
+    def snapshot(self) -> dict[str, Any]:
+        snap = self.snap
+        if snap is None:
+            snap = self.snap = snapshot(self.state, self.config)
+        return snap
+
+
+def _getter(positions: tuple[int, ...]) -> Callable[[tuple[int, ...]], Any]:
+    """The numbers at ``positions`` (one number, or a tuple of them): a memo key's part."""
+    return itemgetter(*positions) if positions else _nothing
+
+
+def _nothing(numbers: tuple[int, ...]) -> Any:
+    return ()
+
+
+def _mask(positions: tuple[int, ...]) -> int:
+    mask = 0
+    for position in positions:
+        mask |= 1 << position
+    return mask
+
+
+def changed_mask(old: tuple[int, ...], new: tuple[int, ...]) -> int:
+    """The positions (as bits) of the numbers that differ between two states' signatures."""
+    mask = 0
+    for position in range(11):
+        if old[position] != new[position]:
+            mask |= 1 << position
+    return mask
+
+
+MEMO_LIMIT = 1_000_000
+"""The memo forgets its results beyond this many (a simulation also its numbers)."""
+
+
+class StateMemo:
+    """The invariant checks of one search, memoised on the state's numbers instead of its snapshot.
+
+    Every check stays the snapshot predicate of :mod:`spec.invariants` (the contract): a check's
+    result is a function of the sections it ``reads``, and a section of the fields of the state
+    it is built from (:data:`SECTION_INPUTS`), so a result is keyed by the numbers of those fields
+    (:meth:`_Codec.signature`; the configuration is fixed within a search). Only a key not seen
+    before builds the snapshot and runs the predicate. ``model_tests/test_state_memo.py`` shows
+    that searches checked this way and checked on every snapshot find the same.
+    """
+
+    def __init__(self) -> None:
+        self.results: dict[Any, list[str]] = {}
+        self.state_checks = [self._plan(i, inv) for i, inv in enumerate(invariants.STATE_INVARIANTS)]
+        self.step_checks = [self._plan(i, inv) for i, inv in enumerate(invariants.STEP_INVARIANTS)]
+        self.sections = {
+            inv.name: [
+                (name, _getter(SECTION_POSITIONS[name]), _mask(SECTION_POSITIONS[name]))
+                for name in inv.reads or SECTION_INPUTS
+            ]
+            for inv in invariants.INVARIANTS
+        }
+
+    @staticmethod
+    def _plan(index: int, inv: invariants.Invariant) -> tuple[Any, ...]:
+        positions = tuple(sorted({p for section in inv.reads for p in SECTION_POSITIONS[section]}))
+        quiet = tuple(sorted({p for section in inv.quiet_unless for p in SECTION_POSITIONS[section]}))
+        return inv, index, _getter(positions), bool(inv.reads), _mask(quiet), _mask(positions)
+
+    def check_state(self, view: _View, reconciled: bool) -> list[tuple[invariants.Invariant, str]]:
+        """As :func:`spec.invariants.check_state` on the view's snapshot."""
+        out: list[tuple[invariants.Invariant, str]] = []
+        if len(self.results) > MEMO_LIMIT:
+            self.results.clear()
+        parent = view.parent
+        changed = -1 if parent is None else changed_mask(parent.numbers, view.numbers)
+        view.parent = None  # the parent's results are taken now: let it go
+        for inv, index, get, keyed, _, mask in self.state_checks:
+            if not reconciled and inv.after_reconcile:
+                continue
+            for problem in self._state_result(view, inv, index, get, keyed, parent, changed, mask):
+                out.append((inv, problem))
+        return out
+
+    def _state_result(
+        self,
+        view: _View,
+        inv: invariants.Invariant,
+        index: int,
+        get: Callable[[tuple[int, ...]], Any],
+        keyed: bool,
+        parent: _View | None,
+        changed: int,
+        mask: int,
+    ) -> list[str]:
+        """One state check on ``view``: its parent's result when no section it reads changed."""
+        found = view.found.get(index)
+        if found is not None:
+            return found
+        if parent is not None and keyed and not mask & changed:
+            found = self._state_result(parent, inv, index, get, keyed, None, -1, mask)
+        elif inv.by_section is not None:
+            found = self._state_sections(view, inv, index, parent, changed)
+        elif not keyed:
+            found = inv.check(view.snapshot())
+        else:
+            key = ("s", index, get(view.numbers))
+            known = self.results.get(key)
+            if known is None:
+                known = self.results[key] = inv.check(view.snapshot())
+            found = known
+        view.found[index] = found
+        return found
+
+    def _state_sections(
+        self, view: _View, inv: invariants.Invariant, index: int, parent: _View | None, changed: int
+    ) -> list[str]:
+        """A state check that decomposes by section: each section's share memoised, and taken
+        from the parent when the section's inputs did not change."""
+        assert inv.by_section is not None
+        problems: list[str] = []
+        for name, get, mask in self.sections[inv.name]:
+            memo = (index, name)
+            share = view.found.get(memo)
+            if share is None:
+                if parent is not None and not mask & changed:
+                    share = self._state_sections_share(parent, inv, index, name, get)
+                else:
+                    share = self._state_sections_share(view, inv, index, name, get)
+            problems += share
+        return problems
+
+    def _state_sections_share(
+        self, view: _View, inv: invariants.Invariant, index: int, name: str, get: Callable[[tuple[int, ...]], Any]
+    ) -> list[str]:
+        assert inv.by_section is not None
+        memo = (index, name)
+        share = view.found.get(memo)
+        if share is None:
+            key = ("p", "state", index, name, get(view.numbers))
+            share = self.results.get(key)
+            if share is None:
+                share = self.results[key] = inv.by_section(name, view.snapshot()[name])
+            view.found[memo] = share
+        return share
+
+    def check_step(self, before: _View, after: _View) -> list[tuple[invariants.Invariant, str]]:
+        """As :func:`spec.invariants.check_step` on the views' snapshots."""
+        out: list[tuple[invariants.Invariant, str]] = []
+        old, new = before.numbers, after.numbers
+        changed = changed_mask(old, new)
+        results = self.results
+        if len(results) > MEMO_LIMIT:
+            results.clear()
+        for inv, index, get, keyed, quiet, mask in self.step_checks:
+            if inv.by_section is not None:
+                found = self._by_section(inv, index, (before, after), changed)
+            elif keyed and not mask & changed:
+                found = self._stutter(before, inv, index, get)
+            elif keyed:
+                key = ("t", index, get(old), get(new))
+                known = results.get(key)
+                if known is None:
+                    known = results[key] = inv.check(before.snapshot(), after.snapshot())
+                found = known
+            elif quiet and not quiet & changed:
+                continue  # Invariant.quiet_unless: none of its sections changed
+            else:
+                found = inv.check(before.snapshot(), after.snapshot())
+            for problem in found:
+                out.append((inv, problem))
+        return out
+
+    def _stutter(
+        self, before: _View, inv: invariants.Invariant, index: int, get: Callable[[tuple[int, ...]], Any]
+    ) -> list[str]:
+        """A step check in a step that changes none of its sections: a function of ``before``."""
+        found = before.stutter.get(index)
+        if found is None:
+            part = get(before.numbers)
+            key = ("t", index, part, part)
+            found = self.results.get(key)
+            if found is None:
+                snap = before.snapshot()
+                found = self.results[key] = inv.check(snap, snap)
+            before.stutter[index] = found
+        return found
+
+    def _by_section(self, inv: invariants.Invariant, index: int, views: tuple[_View, ...], changed: int) -> list[str]:
+        """A step check that decomposes by section (``Invariant.by_section``), each share
+        memoised; only the sections whose inputs changed (the others hold the same documents)."""
+        assert inv.by_section is not None
+        problems: list[str] = []
+        results = self.results
+        for name, get, mask in self.sections[inv.name]:
+            if not mask & changed:
+                continue  # the very same documents before and after: nothing to find
+            key = ("p", "step", index, name, tuple(get(view.numbers) for view in views))
+            known = results.get(key)
+            if known is None:
+                known = results[key] = inv.by_section(name, *(view.snapshot()[name] for view in views))
+            problems += known
+        return problems
 
 
 SAVED_FORMAT = "teamproto-search/2"  # /2: the witnesses of the behaviour reached (spec.drift)
@@ -170,7 +435,7 @@ class _Search:
         self.report.fingerprints = fingerprints
         self.fingerprints = fingerprints  # hash compaction: keep 64-bit hashes of keys, not states
         self.count = 0
-        self.index: dict[Any, int] = {}  # State, or its canonical key under symmetry
+        self.index: dict[Any, int] = {}  # the numbers of the dead-data class, or its canonical key under symmetry
         self.seen = _Fingerprints(16 if fingerprints else 1)  # with fingerprints: the hashes of the keys
         self.states: list[State] = []  # without fingerprints: every state reached
         self.queue: deque[int] = deque()  # without fingerprints: the numbers of the states not yet expanded
@@ -182,10 +447,13 @@ class _Search:
         self.successors: list[list[int]] = []  # crash edges (crash + restart) are stored as -target - 1
         self.keep_graph = model.config.liveness  # the edges are kept only for the liveness check
         self.intern = Interner()
-        self.stored: dict[State, int] = {}  # under symmetry: each stored state itself -> its number
+        self.stored: dict[tuple[int, ...], int] = {}  # the numbers of each stored state -> its number
         self.actions: dict[Action, Action] = {}
         self.crash_prefix: dict[State, State] = {}  # restarted state -> the crashed prefix it came from
-        self.memo = invariants.Memo()  # model snapshots share their documents: checks are memoised
+        self.memo = StateMemo()  # checks memoised on the states' numbers
+        self.plain = False  # run every check on every snapshot, unmemoised (the contract, for tests)
+        self.last: _View | None = None  # the view of the state last taken, for add()
+        self.settled: set[tuple[int, ...]] = set()  # the numbers of restarted states that reconcile to themselves
         self.first: dict[str, tuple[int, Action]] = {}  # behaviour key -> the first move that showed it
         self.edges_known = 0  # how many edges the edge log held after the last move
 
@@ -215,30 +483,52 @@ class _Search:
         actions.reverse()
         return actions
 
+    def view(self, state: State) -> _View:
+        """The state's view (its numbers, its snapshot on demand)."""
+        last = self.last
+        if last is not None and last.state is state:
+            return last
+        view = self.last = _View(state, self.codec.signature(state), self.config)
+        return view
+
+    def forget_if_large(self) -> None:
+        """For a search that keeps no states (a simulation): drop the numbers and the memo when
+        they grow large (the numbers key the memo, so both go together)."""
+        if len(self.codec.values) + len(self.memo.results) > MEMO_LIMIT:
+            self.codec, self.memo, self.last, self.settled = _Codec(), StateMemo(), None, set()
+
     def add(self, state: State, parent: int, action: Action | None) -> tuple[int, bool]:
         """Number ``state`` unless its key is known; returns (its number, whether it is new). With
         fingerprints a known state's number is not kept: it is -1."""
-        if self.symmetry and not self.fingerprints:
-            # Most duplicates are the very state stored, not a renaming of it: look that up first
-            # and compute the canonical key (the costly part) only for the rest.
-            known = self.stored.get(state)
+        numbers = self.view(state).numbers
+        if not self.fingerprints:
+            # Most duplicates are the very state stored, not another of its class: look that up
+            # first and compute the class's key (under symmetry the costly part) only for the rest.
+            known = self.stored.get(numbers)
             if known is not None:
                 return known, False
-        alike = erase(state) if self.dead_data else state  # one state per dead-data class
-        key: Any = canonical_key(alike) if self.symmetry else alike
+        key: Any = numbers
+        classed = self.dead_data or self.symmetry  # the key is of a class of states, not of one
+        if classed:
+            alike = erase(state) if self.dead_data else state  # one state per dead-data class
+            if self.symmetry:
+                key = canonical_key(alike)
+            elif alike is not state:
+                key = self.codec.signature(alike)
         number = self.count
         if self.fingerprints:
             if not self.seen.add(hash(key)):
                 return -1, False
             self.queued.append(self.codec.encode(state))
         else:
-            known = self.index.get(key)
-            if known is not None:
-                return known, False
-            if self.symmetry:
-                self.stored[state] = number
-            self.index[self.intern(key) if self.symmetry else key] = number
-            self.states.append(state)
+            if classed:
+                known = self.index.get(key)
+                if known is not None:
+                    self.stored[numbers] = known  # found again: no class key to compute then
+                    return known, False
+                self.index[self.intern(key) if self.symmetry else key] = number
+            self.stored[numbers] = number
+            self.states.append(self.codec.interned(state, numbers))
             self.queue.append(number)
         self.count += 1
         self.parent.append(parent)
@@ -425,8 +715,10 @@ def _search(
     fingerprints: bool = False,
     resume: dict[str, Any] | None = None,
     checkpoint: Callable[[Callable[[], dict[str, Any]], bool], None] | None = None,
+    plain: bool = False,
 ) -> _Search:
-    """As :func:`explore`, returning the whole search (its states too, without fingerprints)."""
+    """As :func:`explore`, returning the whole search (its states too, without fingerprints).
+    ``plain`` runs every check on every snapshot, unmemoised: the contract the tests compare with."""
     if fingerprints and model.config.liveness:
         raise ValueError(
             f"{model.config.name}: the liveness check needs every state and edge; it cannot run with fingerprints"
@@ -436,6 +728,7 @@ def _search(
     search = _Search(model, stop_on, max_states, progress, fingerprints)
     search.out_of_time = out_of_time
     search.checkpoint = checkpoint
+    search.plain = plain
     if dead_data is not None:
         search.dead_data = dead_data
     if resume is not None:
@@ -472,15 +765,16 @@ def _bfs(search: _Search) -> None:
     model, report = search.model, search.report
     if search.count == 0:
         initial = model.initial()
+        view = search.view(initial)
         start, _ = search.add(initial, -1, None)
-        _check_state(search, start, initial, snapshot(initial, search.config))
+        _check_state(search, start, initial, view)
     while search.waiting() and not search.stopped():
         if search.max_states is not None and search.count >= search.max_states:
             _stop(search)
             return
         number, state = search.take()
         report.expanded_through = search.depth[number] - 1
-        before = snapshot(state, search.config)
+        before = search.view(state)
         outgoing = 0
         for action, after_state in model.successors(state):
             if isinstance(after_state, IllegalTransition):
@@ -489,7 +783,7 @@ def _bfs(search: _Search) -> None:
             outgoing += 1
             taken, after, crashed = _take(search, number, action, after_state, before)
             search.note(number, action)
-            if taken is None:
+            if taken is None or after is None:
                 continue
             after_state = taken
             target, new = search.add(after_state, number, action)
@@ -522,60 +816,73 @@ def _stop(search: _Search) -> None:
 
 
 def _take(
-    search: _Search, number: int, action: Action, after_state: State, before: dict[str, Any]
-) -> tuple[State | None, Any, State | None]:
+    search: _Search, number: int, action: Action, after_state: State, before: _View
+) -> tuple[State | None, _View | None, State | None]:
     """Take one transition from state ``number`` and check the step; a crashed state is checked
-    and restarted at once. Returns the state reached, its snapshot and the crashed state it went
+    and restarted at once. Returns the state reached, its view and the crashed state it went
     through (or ``None``); the state is ``None`` when the restart broke its table."""
     search.report.transitions += 1
-    after = snapshot(after_state, search.config)
+    after = search.view(after_state)
+    after.parent = before
     _check_step(search, number, [(action, after_state)], before, after)
     if not after_state.crashed:
         return after_state, after, None
-    restarted, restarted_snap = _restart(search, number, action, after_state, after)
-    return restarted, restarted_snap, after_state
+    restarted, restarted_view = _restart(search, number, action, after_state, after)
+    return restarted, restarted_view, after_state
 
 
 def _restart(
-    search: _Search, number: int, action: Action, crashed: State, crashed_snap: dict[str, Any]
-) -> tuple[Any, Any]:
+    search: _Search, number: int, action: Action, crashed: State, crashed_view: _View
+) -> tuple[State | None, _View | None]:
     """A crashed state is transient: check it, then take its only move, the restart (REC-2).
 
     Crashed states are not stored; the state after the restart is, and its trace shows both.
     """
     search.report.crashed_at.add(action.crash_after)
     prefix = [(action, crashed)]
-    for inv, message in search.memo.check_state(crashed_snap, reconciled=False):
+    for inv, message in _state_problems(search, crashed_view, False):
         search.violate(inv.clause, inv.name, message, search.trace(number, *prefix))
     for restart, restarted in search.model.successors(crashed):
         if isinstance(restarted, IllegalTransition):
             search.violate("INV-3", "transitions_follow_tables", str(restarted), search.trace(number, *prefix))
             return None, None
         search.report.transitions += 1
-        restarted_snap = snapshot(restarted, search.config)
+        restarted_view = search.view(restarted)
+        restarted_view.parent = crashed_view
         steps = [*prefix, (restart, restarted)]
-        _check_step(search, number, steps, crashed_snap, restarted_snap)
-        return restarted, restarted_snap
+        _check_step(search, number, steps, crashed_view, restarted_view)
+        return restarted, restarted_view
     raise AssertionError("a crashed state must have its restart")
 
 
-def _check_state(search: _Search, number: int, state: State, snap: dict[str, Any]) -> None:
-    for inv, message in search.memo.check_state(snap, reconciled=not state.crashed):
+def _state_problems(search: _Search, view: _View, reconciled: bool) -> list[tuple[invariants.Invariant, str]]:
+    if search.plain:
+        return invariants.check_state(view.snapshot(), reconciled=reconciled)
+    return search.memo.check_state(view, reconciled)
+
+
+def _check_state(search: _Search, number: int, state: State, view: _View) -> None:
+    for inv, message in _state_problems(search, view, not state.crashed):
         search.violate(inv.clause, inv.name, message, search.trace(number))
 
 
-def _check_step(
-    search: _Search, number: int, steps: list[tuple[Action, State]], before: dict[str, Any], after: dict[str, Any]
-) -> None:
+def _check_step(search: _Search, number: int, steps: list[tuple[Action, State]], before: _View, after: _View) -> None:
     action, after_state = steps[-1]
-    for inv, message in search.memo.check_step(before, after):
+    if search.plain:
+        problems = invariants.check_step(before.snapshot(), after.snapshot())
+    else:
+        problems = search.memo.check_step(before, after)
+    for inv, message in problems:
         search.violate(inv.clause, inv.name, message, search.trace(number, *steps))
     if action.name == "restart":
+        if after.numbers in search.settled:
+            return  # reconciling this very state again was found to change nothing before
         again_state = reconcile(search.model, after_state)
         if again_state == after_state:
+            search.settled.add(after.numbers)
             return  # the same state, so the same snapshot: reconciling again changed nothing
         again = snapshot(again_state, search.config)
-        for message in invariants.reconcile_is_idempotent(after, again):
+        for message in invariants.reconcile_is_idempotent(after.snapshot(), again):
             search.violate("INV-7", "reconcile_is_idempotent", message, search.trace(number, *steps))
 
 

@@ -33,7 +33,6 @@ from .explore import Report, Violation, _check_state, _Search, _take
 from .model import _model
 from .model._dead import erase
 from .model._model import Action, Model
-from .model._snapshot import snapshot
 from .model._state import State, replace
 from .model._symmetry import canonical_key
 
@@ -169,7 +168,8 @@ def _one_walk(walk: _Walk, choose: Chooser, depth_limit: int, seen: set[int]) ->
     model, report = walk.model, walk.report
     state = model.initial()
     walk.start(state)
-    before = snapshot(state, walk.config)
+    walk.forget_if_large()
+    before = walk.view(state)
     if _first_visit(model, state, seen):
         _check_state(walk, 0, state, before)
     for depth in range(depth_limit):
@@ -194,7 +194,7 @@ def _one_walk(walk: _Walk, choose: Chooser, depth_limit: int, seen: set[int]) ->
             walk.violate("INV-3", "transitions_follow_tables", str(after_state), walk.trace(depth), action)
             return depth
         taken, after, crashed = _take(walk, depth, action, after_state, before)
-        if taken is None:
+        if taken is None or after is None:
             return depth
         after_state = taken
         walk.extend(action, after_state, crashed)

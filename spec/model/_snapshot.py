@@ -334,6 +334,27 @@ def _outbox_record(entry: Owed, source: Any, steps: int) -> dict[str, Any]:
     return {"message_id": doc["message_id"], "status": entry.status, "message": doc}
 
 
+SECTION_INPUTS: dict[str, tuple[str, ...]] = {
+    "clock": ("clock",),
+    "member": ("members",),
+    "capability_profile": ("members",),
+    "task": ("tasks",),
+    "job": ("jobs",),
+    "operation_approval": ("approvals",),
+    "tool_execution": ("executions", "approvals"),
+    "plan_approval": ("plans",),
+    "plan_execution": ("runs", "plans"),
+    "shutdown_request": ("shutdowns",),
+    "message": ("bus", "approvals", "plans", "shutdowns"),
+    "outbox_entry": ("outbox", "approvals", "plans", "shutdowns"),
+    "audit_entry": (),
+}
+"""Each section of :func:`snapshot`, in its order, and the fields of the state it is built from
+(with the configuration): states equal in those fields have equal sections. The explorer keys its
+invariant memo on them, so a check runs on a snapshot only for inputs it has not seen
+(``model_tests/test_state_memo.py`` checks the declaration against :func:`snapshot`)."""
+
+
 _SECTIONS: dict[tuple[Any, ...], tuple[tuple[Any, ...], list[dict[str, Any]]]] = {}
 """(section, ids of its inputs) → (the inputs, the section's documents). States share unchanged
 record tuples, so most sections of a snapshot are the list made for an earlier state; the entry
