@@ -93,10 +93,11 @@ MUTANTS = [
     ("reconcile_skips_redelivery", "REC-2", {"sections": ("vectors",), "configs": ("tiny",)}),
     ("timed_out_as_completed", "SHD-6", {"sections": ("vectors",), "configs": ("monitor",), "clauses": ("SHD-6",)}),
     ("shutdown_by_anyone", "SHD-1", {"sections": ("bad input",), "clauses": ("SHD-1",)}),
+    ("retraction_after_delivery", "PLN-6", {"sections": ("bad input",), "clauses": ("PLN-6",)}),
 ]
 
 
-@pytest.mark.clause("APR-5", "APR-6", "MSG-5", "REC-2", "SHD-6", "SHD-1")
+@pytest.mark.clause("APR-5", "APR-6", "MSG-5", "REC-2", "SHD-6", "SHD-1", "PLN-6")
 @pytest.mark.parametrize(("mutant", "clause", "options"), MUTANTS, ids=[m[0] for m in MUTANTS])
 def test_a_reference_mutant_is_caught_through_the_driver(
     mutant: str, clause: str, options: dict[str, object], monkeypatch: pytest.MonkeyPatch
