@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 Snapshot = dict[str, Any]
@@ -65,9 +66,78 @@ def shutdown_labels(snap: Snapshot) -> dict[str, str]:
     return out
 
 
+def plan_labels(snap: Snapshot) -> dict[str, str]:
+    """Each plan's id → ``<requester>#<its incarnation>/plan/<k>``: who drafted it, ``k`` counting
+    that member incarnation's plans in the order they were drafted (``created_at``, then revision;
+    every pinned configuration drafts at most one)."""
+    rows = sorted(snap.get("plan_approval", []), key=lambda p: (p["created_at"], p.get("revision", 1)))
+    seen: Counter[str] = Counter()
+    out = {}
+    for plan in rows:
+        who = f"{plan['requester_id']}#{plan['requester_incarnation']}"
+        out[plan["protocol_id"]] = f"{who}/plan/{seen[who]}"
+        seen[who] += 1
+    return out
+
+
+def approved_by(doc: dict[str, Any]) -> str:
+    """The actor of the plan approval that stands (none after a retraction or another decision)."""
+    actor = ""
+    for event in doc.get("events", []):
+        if event["event"] == "approved":
+            actor = event["actor"]
+        elif event["event"] in ("rejected", "needs_revision", "retracted"):
+            actor = ""
+    return actor
+
+
+def _same(pid: str) -> str:
+    return pid
+
+
+def project_plans(snap: Snapshot, name: Callable[[str], str] = _same) -> dict[str, Any]:
+    """What plan approval and plan execution decide (PLN-1 … PLN-11): each plan's status, requester
+    and its incarnation, task, reason, whether its decision was delivered, who approved it (the
+    approval that stands) and its revision; each execution's status, executed step ids and
+    deadline; the delivery status of each plan request and decision (by plan and sequence).
+    Plans are named by ``name``: their ids as they are in the model tests (the reference computes
+    them by the model's formula), their labels (:func:`plan_labels`) in the conformance suite.
+    Deadlines of plans, bodies and free text are the implementation's own."""
+    return {
+        "plans": sorted(
+            [
+                name(p["protocol_id"]),
+                p["status"],
+                p["requester_id"],
+                p["requester_incarnation"],
+                p["task_id"],
+                p.get("reason"),
+                p.get("decision_delivered"),
+                approved_by(p),
+                p.get("revision", 1),
+            ]
+            for p in snap.get("plan_approval", [])
+        ),
+        "runs": sorted(
+            [name(x["plan_id"]), x["status"], list(x["executed_step_ids"]), x["deadline"]]
+            for x in snap.get("plan_execution", [])
+        ),
+        "plan_messages": sorted(
+            [
+                name(m["message"]["correlation_id"]),
+                m["message"]["message_type"],
+                m["message"].get("body", {}).get("sequence", 0),
+                m["status"],
+            ]
+            for m in snap.get("message", [])
+            if m["message"]["message_type"] in _PLAN_DECIDED
+        ),
+    }
+
+
 def message_label(message: dict[str, Any], labels: dict[str, str]) -> str:
-    """What a message is about, in caller-chosen names: its request's label (approvals and
-    shutdowns, by ``correlation_id``), the lost member's incarnation, the suspended task's holder."""
+    """What a message is about, in caller-chosen names: its request's label (approvals, shutdowns
+    and plans, by ``correlation_id``), the lost member's incarnation, the suspended task's holder."""
     body = message.get("body", {})
     if message["message_type"] == "member_lost":
         return f"{body.get('member_id')}#{body.get('incarnation')}"
@@ -76,7 +146,8 @@ def message_label(message: dict[str, Any], labels: dict[str, str]) -> str:
     return labels.get(message["correlation_id"], "?")
 
 
-_PLAN_MESSAGES = ("plan_request", "plan_decision", "plan_completion", "plan_abandoned")
+_PLAN_DECIDED = ("plan_request", "plan_decision")
+"""Plan messages whose delivery status the model decides (in :func:`project_plans`)."""
 _STATUS_SEEN = ("shutdown_request",)
 """Message types whose delivery status the model decides (a drain's request is delivered once,
 acknowledged by the finish, expired by the monitor); other statuses are the implementation's own."""
@@ -87,8 +158,8 @@ def _messages(snap: Snapshot, labels: dict[str, str]) -> list[list[Any]]:
     for record in snap.get("message", []):
         message = record["message"]
         kind = message["message_type"]
-        if kind in _PLAN_MESSAGES:
-            continue  # plans join the abstraction with the plan operations
+        if kind in _PLAN_DECIDED:
+            continue  # in project_plans, with their sequence and status
         status = record["status"] if kind in _STATUS_SEEN else ""
         counted[(kind, message_label(message, labels), status)] += 1
     return sorted([kind, label, status, count] for (kind, label, status), count in counted.items())
@@ -98,7 +169,6 @@ def _outbox(snap: Snapshot, labels: dict[str, str]) -> list[list[Any]]:
     counted: Counter[tuple[str, str, str]] = Counter(
         (o["message"]["message_type"], message_label(o["message"], labels), o["status"])
         for o in snap.get("outbox_entry", [])
-        if o["message"]["message_type"] not in _PLAN_MESSAGES
     )
     return sorted([kind, label, status, count] for (kind, label, status), count in counted.items())
 
@@ -111,7 +181,8 @@ def abstract(snap: Snapshot) -> dict[str, Any]:
     label ``?``; the model never produces one, so it differs."""
     labels = approval_labels(snap)
     drains = shutdown_labels(snap)
-    every = {**labels, **drains}
+    plans = plan_labels(snap)
+    every = {**labels, **drains, **plans}
     return {
         "approvals": sorted(
             [
@@ -162,6 +233,7 @@ def abstract(snap: Snapshot) -> dict[str, Any]:
             ]
             for sd in snap.get("shutdown_request", [])
         ),
+        **project_plans(snap, lambda pid: plans.get(pid, "?")),
     }
 
 
@@ -213,4 +285,15 @@ def differences(expected: dict[str, Any], actual: dict[str, Any]) -> list[str]:
     return out
 
 
-__all__ = ["abstract", "approval_labels", "canonical_ids", "differences", "message_label", "project", "shutdown_labels"]
+__all__ = [
+    "abstract",
+    "approval_labels",
+    "approved_by",
+    "canonical_ids",
+    "differences",
+    "message_label",
+    "plan_labels",
+    "project",
+    "project_plans",
+    "shutdown_labels",
+]

@@ -11,12 +11,12 @@ from typing import Any
 
 from spec.ids import canonical_json
 
-from ._abstract import approval_labels
+from ._abstract import approval_labels, plan_labels
 from ._cases import Case, Session
 from ._client import Crashed
 from ._replay import missing_capabilities
 from ._schema_src import MAX_ARGUMENTS_BYTES, MAX_LINE_BYTES
-from ._translate import CHANGED, SAME
+from ._translate import CHANGED, SAME, plan_document
 
 TEAM = {
     "type": "init",
@@ -29,6 +29,7 @@ TEAM = {
     "config": {"name": "bad-input"},
 }
 BASE_OPS = ["task.claim", "approval.request", "approval.review"]
+PLAN_OPS = ("plan.draft", "plan.submit", "plan.decide", "plan.deliver_decision", "plan.retract")
 
 
 def call(member: str, slot: int, task: str, incarnation: int = 1) -> dict[str, Any]:
@@ -174,6 +175,18 @@ CASES: tuple[Bad, ...] = (
         "shutdown",
     ),
     Bad(
+        "retract-after-delivery",
+        "the Lead retracts m1's plan approval after its decision was delivered",
+        ("PLN-6",),
+        ("plan_status_conflict",),
+        lambda s, p: s.call(
+            {"type": "plan.retract", "actor": {"member_id": "lead"}, "plan_id": s.plan_id, "to": "rejected"}  # type: ignore[attr-defined]
+        ),
+        ("plan_delivered",),
+        PLAN_OPS,
+        "plan approval",
+    ),
+    Bad(
         "changed-arguments",
         "the approved call with other arguments",
         ("APR-2", "APR-5"),
@@ -291,6 +304,8 @@ def _set_up(session: Session, bad: Bad, caps: dict[str, Any]) -> str:
             session.call(consume(pid))
         elif step == "drain":
             _drain(session, "m1", "t1")
+        elif step == "plan_delivered":
+            session.plan_id = _delivered_plan(session, "m1", "t1")  # type: ignore[attr-defined]
         elif step == "deliver":
             session.snapshot()
             session.first_delivery = _deliver_twice(session, pid)  # type: ignore[attr-defined]
@@ -302,6 +317,22 @@ def _shutdown(member: str) -> dict[str, Any]:
     """The Lead's request to shut ``member`` down (the fields after ``type``)."""
     lead = {"actor": {"member_id": "lead"}, "request_key": f"shutdown-{member}", "reason_text": "scale down"}
     return {"member_id": member, **lead, "ttl_seconds": 60}
+
+
+def _delivered_plan(session: Session, member: str, task: str) -> str:
+    """``member`` drafts and submits a plan for ``task``; the Lead approves it and the decision is
+    delivered (PLN-3): from then on the approval cannot be retracted (PLN-6). Returns the plan's id."""
+    actor = {"member_id": member, "incarnation": 1}
+    document = plan_document(0, int(member[1:]), 1, 60)
+    reply = session.call(
+        {"type": "plan.draft", "actor": actor, "task_id": task, "plan_key": "plan-0", "plan": document}
+    )
+    plan_id: str = reply.get("result", {}).get("plan_id") or next(iter(plan_labels(session.snapshot())), "")
+    session.call({"type": "plan.submit", "actor": actor, "task_id": task, "plan_id": plan_id})
+    lead = {"actor": {"member_id": "lead"}, "plan_id": plan_id}
+    session.call({"type": "plan.decide", **lead, "decision": "approved"})
+    session.call({"type": "plan.deliver_decision", "member_id": member, "plan_id": plan_id, "sequence": 0})
+    return plan_id
 
 
 def _drain(session: Session, member: str, task: str) -> None:

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ._abstract import abstract, approval_labels, differences, message_label, shutdown_labels
+from ._abstract import abstract, approval_labels, differences, message_label, plan_labels, shutdown_labels
 from ._cases import Case, Session, group_of
 from ._client import Crashed
 from ._translate import clauses_of
@@ -16,8 +16,8 @@ from ._translate import clauses_of
 
 def references(snap: dict[str, Any]) -> dict[str, dict[str, str]]:
     """Label → the implementation's own id, per kind of reference a request may hold: approvals,
-    shutdown requests, and owed messages (``<message type>:<label>``, an owed entry first)."""
-    labels = {**approval_labels(snap), **shutdown_labels(snap)}
+    shutdown requests, plans, and owed messages (``<message type>:<label>``, an owed entry first)."""
+    labels = {**approval_labels(snap), **shutdown_labels(snap), **plan_labels(snap)}
     owed: dict[str, str] = {}
     for entry in sorted(snap.get("outbox_entry", []), key=lambda o: o["status"] != "owed"):
         message = entry["message"]
@@ -25,12 +25,13 @@ def references(snap: dict[str, Any]) -> dict[str, dict[str, str]]:
     return {
         "$approval": {label: pid for pid, label in approval_labels(snap).items()},
         "$shutdown": {label: pid for pid, label in shutdown_labels(snap).items()},
+        "$plan": {label: pid for pid, label in plan_labels(snap).items()},
         "$outbox": owed,
     }
 
 
 def resolve(request: dict[str, Any], snap: dict[str, Any]) -> dict[str, Any]:
-    """Replace ``{"$approval": label}`` (and ``$shutdown``, ``$outbox``) by the implementation's
+    """Replace ``{"$approval": label}`` (and ``$shutdown``, ``$plan``, ``$outbox``) by the implementation's
     own id for that label, read from its snapshot."""
     found = references(snap)
     out = copy.deepcopy(request)

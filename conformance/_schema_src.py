@@ -71,6 +71,33 @@ shutdown request names its target (``member_id``) and a ``request_key`` the Lead
 with the same key is the same request, MSG-4); ``shutdown.begin_drain`` is the target handling
 the delivered request ``protocol_id``; ``job.exit`` reports how the job's process ended."""
 
+PLAN_ID: dict[str, Schema] = {"plan_id": ID}
+PLAN_CALL: dict[str, Schema] = {"actor": ACTOR, **PLAN_ID}
+STEP: Schema = {
+    "type": "object",
+    "properties": {"id": ID, "action": ID, "params": {}},
+    "required": ["id", "action", "params"],
+}
+PLAN_REQUESTS: dict[str, dict[str, Schema]] = {
+    "plan.draft": {"actor": ACTOR, "task_id": ID, "plan_key": ID, "plan": {"type": "object"}},
+    "plan.submit": PLAN_CALL,
+    "plan.decide": {**PLAN_CALL, "decision": {"enum": ["approved", "rejected", "needs_revision"]}},
+    "plan.retract": {**PLAN_CALL, "to": {"enum": ["pending", "rejected"]}},
+    "plan.deliver_decision": {**MEMBER, **PLAN_ID, "sequence": {"type": "integer", "minimum": 0}},
+    "plan.withdraw": PLAN_CALL,
+    "plan.start": PLAN_CALL,
+    "plan.step": {**PLAN_CALL, "step": STEP},
+    "plan.complete": PLAN_CALL,
+    "plan.fail": PLAN_CALL,
+    "plan.rollback": PLAN_CALL,
+}
+"""The plan operations (PLN-1 … PLN-11). ``plan.draft`` writes the caller's plan document for the
+task it holds under a ``plan_key`` the requester chose (a retry with the same key is the same plan,
+MSG-4); the implementation fills in the plan's ``correlation_id``. The requester's calls carry its
+``actor`` (and may name ``task_id``), the Lead's (``decide``, ``retract``, ``rollback``) the Lead;
+``plan.deliver_decision`` is the requester handling the plan's delivered decision number
+``sequence`` (0, then one more after each retraction, PLN-6)."""
+
 REQUESTS: dict[str, Schema] = {
     "init": _request(
         "init",
@@ -107,6 +134,10 @@ REQUESTS: dict[str, Schema] = {
     "approval.consume": _request("approval.consume", {**CALL, "protocol_id": ID, "tool": ID, "arguments": ARGUMENTS}),
     "message.deliver": _request("message.deliver", {"message_id": ID, "correlation_id": ID}),
     **{name: _request(name, fields) for name, fields in TEAM_REQUESTS.items()},
+    **{
+        name: _request(name, fields, None if name == "plan.draft" else {"task_id": ID})
+        for name, fields in PLAN_REQUESTS.items()
+    },
 }
 """Request type → schema. Operations of the model not listed here (added as the reference grows)
 take the generic form ``{"type": <operation>, "msg_id": n, "args": {...}}``."""
@@ -150,6 +181,16 @@ ERROR_CODES: tuple[str, ...] = (
     "drain_not_ready",
     "job_refused",
     "message_not_pending",
+    "plan_no_task",
+    "plan_status_conflict",
+    "not_plan_requester",
+    "plan_expired",
+    "stale_plan",
+    "decision_not_delivered",
+    "bad_decision_message",
+    "plan_already_started",
+    "execution_not_running",
+    "plan_deviation",
     "refused",
 )
 """Typed errors (DESIGN rule 8). ``refused`` is any other definite refusal."""

@@ -12,8 +12,8 @@ from typing import Any
 from spec.model import Config
 from spec.model._model import Action
 from spec.model._ops import RISK_TEXT
-from spec.model._snapshot import LEAD, TOOL, job_id, member_id, task_id
-from spec.model._state import NONE, State
+from spec.model._snapshot import LEAD, TOOL, job_id, member_id, plan_body, task_id
+from spec.model._state import NONE, Plan, State
 
 SAME, CHANGED = {"target": "staging"}, {"target": "production"}
 
@@ -46,6 +46,17 @@ CLAUSES: dict[str, tuple[str, ...]] = {
     "shutdown.finish": ("SHD-5",),
     "shutdown.force_terminate": ("SHD-7",),
     "outbox.send": ("REC-3",),
+    "plan.draft": ("PLN-1",),
+    "plan.submit": ("PLN-1", "PLN-5"),
+    "plan.decide": ("PLN-2", "PLN-5"),
+    "plan.retract": ("PLN-6",),
+    "plan.deliver_decision": ("PLN-3", "MSG-5"),
+    "plan.withdraw": ("PLN-11",),
+    "plan.start": ("PLN-7", "XPR-1"),
+    "plan.step": ("PLN-4",),
+    "plan.complete": ("PLN-10",),
+    "plan.fail": ("PLN-11",),
+    "plan.rollback": ("PLN-9",),
 }
 _FAMILY_CLAUSES = {
     "task": ("TSK-1",),
@@ -94,6 +105,8 @@ def request_for(action: Action, s: State, config: Config) -> dict[str, Any] | No
         return {"type": name, "member_id": member_id(args["member"]), "tools": [TOOL] if args["keep_tool"] else []}
     if name.startswith("approval."):
         return _approval_request(name, args, s, config)
+    if name.startswith("plan."):
+        return _plan_request(name, args, s, config)
     team = _team_request(name, args, s, config)
     return team if team is not None else {"type": name, "args": {k: v for k, v in args.items()}}
 
@@ -113,7 +126,56 @@ def outbox_label(s: State, kind: str, ref: int, phase: int, info: dict[str, Any]
         return f"{task_id(ref)}@{member_id(info['member'])}"
     if kind.startswith("shutdown_"):
         return shutdown_label(s, ref)
-    return f"{kind}:{ref}"  # plans join with the plan operations
+    if kind.startswith("plan_"):
+        return plan_label(s, ref)
+    return f"{kind}:{ref}"
+
+
+def plan_label(s: State, slot: int) -> str:
+    """The label :func:`conformance._abstract.plan_labels` gives plan ``slot``'s record."""
+    plan = s.plans[slot]
+    k = sum(1 for o in s.plans[:slot] if (o.requester, o.incarnation) == (plan.requester, plan.incarnation))
+    return f"{member_id(plan.requester)}#{plan.incarnation}/plan/{k}"
+
+
+def plan_document(slot: int, requester: int, steps: int, ttl: float) -> dict[str, Any]:
+    """The plan the model's requester drafts in slot ``slot`` (its ``plan_body``) with the ttl of the
+    run, without a ``correlation_id``: the implementation fills in its own plan id (PLN-1)."""
+    body = plan_body(slot, Plan(requester=requester), steps)
+    body["ttl_seconds"] = ttl
+    del body["correlation_id"]
+    return body
+
+
+def _plan_request(name: str, args: dict[str, Any], s: State, config: Config) -> dict[str, Any]:
+    """A plan operation: the requester's calls carry its ``actor`` (and the task it holds), the
+    Lead's its own; the plan is ``{"$plan": label}``, resolved from the implementation's snapshot."""
+    if name == "plan.draft":
+        m = args["member"]
+        slot = next(i for i, plan in enumerate(s.plans) if plan.status == "")
+        body = _call(s, m, slot, s.members[m].task)
+        del body["tool_call_id"]
+        document = plan_document(slot, m, config.plan_steps, config.ttl_ticks)
+        return {"type": name, **body, "plan_key": f"plan-{slot}", "plan": document}
+    p = args["slot"]
+    plan = s.plans[p]
+    ref = {"$plan": plan_label(s, p)}
+    lead = {"type": name, "actor": {"member_id": LEAD}, "plan_id": ref}
+    if name == "plan.decide":
+        return {**lead, "decision": args["decision"]}
+    if name == "plan.retract":
+        return {**lead, "to": args["to"]}
+    if name == "plan.rollback":
+        return lead
+    if name == "plan.deliver_decision":
+        return {"type": name, "member_id": member_id(plan.requester), "plan_id": ref, "sequence": plan.retractions}
+    body = _call(s, plan.requester, p, s.members[plan.requester].task)
+    del body["tool_call_id"]
+    out = {"type": name, **body, "plan_id": ref}
+    if name == "plan.step":
+        steps = plan_body(p, plan, config.plan_steps)["steps"]
+        return {**out, "step": steps[min(s.runs[p].cursor, len(steps) - 1)]}
+    return out
 
 
 def _team_request(name: str, args: dict[str, Any], s: State, config: Config) -> dict[str, Any] | None:
@@ -203,6 +265,8 @@ __all__ = [
     "init_request",
     "label",
     "outbox_label",
+    "plan_document",
+    "plan_label",
     "request_for",
     "shutdown_label",
 ]

@@ -17,10 +17,11 @@ from typing import Any
 import reference as r
 import spec
 from conformance._abstract import project as project_approval
-from reference._plans import approved_by, retractions
+from conformance._abstract import project_plans
+from conformance._translate import plan_document
+from reference._plans import retractions
 from spec.model._ops import RISK_TEXT
-from spec.model._snapshot import plan_body, plan_id, shutdown_id
-from spec.model._state import Plan
+from spec.model._snapshot import plan_id, shutdown_id
 
 SAME, CHANGED = {"target": "staging"}, {"target": "production"}
 
@@ -31,47 +32,6 @@ def project(snap: dict[str, Any]) -> dict[str, Any]:
     The reference's snapshot must equal the model's under it (audit entries, timestamps and delivery
     status are the reference's own)."""
     return {**project_approval(snap), **project_team(snap), **project_plans(snap)}
-
-
-def project_plans(snap: dict[str, Any]) -> dict[str, Any]:
-    """What plan approval and plan execution decide (the refinement mapping of the plan operations):
-    each plan's status, requester and its incarnation, task, reason, whether its decision was
-    delivered and who approved it (the approval that stands); each execution's status, executed
-    step ids and deadline; the delivery status of plan requests and decisions. Deadlines of plans,
-    bodies and free text are the reference's own (a draft's deadline is not the model's 0)."""
-    return {
-        "plans": sorted(
-            (
-                p["protocol_id"],
-                p["status"],
-                p["requester_id"],
-                p["requester_incarnation"],
-                p["task_id"],
-                p["reason"],
-                p["decision_delivered"],
-                approved_by(p),
-                p["revision"],
-            )
-            for p in snap["plan_approval"]
-        ),
-        "runs": sorted(
-            (x["plan_id"], x["status"], tuple(x["executed_step_ids"]), x["deadline"]) for x in snap["plan_execution"]
-        ),
-        "plan_messages": sorted(
-            (m["message"]["message_id"], m["status"])
-            for m in snap["message"]
-            if m["message"]["message_type"] in ("plan_request", "plan_decision")
-        ),
-    }
-
-
-def plan_document(slot: int, requester: int, steps: int, ttl: float) -> dict[str, Any]:
-    """The plan the model's requester drafts in slot ``slot`` (its ``plan_body``), with the ttl of
-    the run; the harness fills in the correlation id."""
-    body = plan_body(slot, Plan(requester=requester), steps)
-    body["ttl_seconds"] = ttl
-    del body["correlation_id"]
-    return body
 
 
 def project_team(snap: dict[str, Any]) -> dict[str, Any]:

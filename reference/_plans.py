@@ -92,17 +92,6 @@ def retractions(doc: Document) -> int:
     return sum(1 for event in doc["events"] if event["event"] == "retracted")
 
 
-def approved_by(doc: Document) -> str:
-    """The actor of the approval that stands (none after a retraction or another decision)."""
-    actor = ""
-    for event in doc["events"]:
-        if event["event"] == "approved":
-            actor = event["actor"]
-        elif event["event"] in ("rejected", "needs_revision", "retracted"):
-            actor = ""
-    return actor
-
-
 class PlanProtocol:
     def __init__(self, harness: Harness) -> None:
         self.h = harness
@@ -675,4 +664,4 @@ def reconcile_plans(h: Harness) -> None:
             h.outbox.owe("plan.reconcile/outbox", plans.completion(doc, run.doc["status"]))
 
 
-__all__ = ["PLAN_STEPS", "PlanProtocol", "approved_by", "plan_key_id", "reconcile_plans", "retractions"]
+__all__ = ["PLAN_STEPS", "PlanProtocol", "plan_key_id", "reconcile_plans", "retractions"]

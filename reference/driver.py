@@ -21,7 +21,7 @@ from typing import Any
 import spec
 from conformance._protocol import DriverError, Message, parse_request
 from conformance._schema_src import ERROR_CODES, MAX_ARGUMENTS_BYTES, MAX_LINE_BYTES
-from spec.ids import canonical_json
+from spec.ids import canonical_json, message_id
 from spec.model import WRITE_STEPS
 
 from ._agent_tools import INJECTED
@@ -46,6 +46,8 @@ _OVERRIDES = {
     "BadArguments": "schema_invalid",
     "UnknownProfileTool": "unknown_tool",
     "ApprovalRefused": "refused",
+    "UnknownPlan": "unknown_id",
+    "PlanMemberNotRunning": "member_not_running",
 }
 _JOB_EXITS = {"succeeded": 0, "failed": 1, "cancelled": CANCEL_EXIT}
 
@@ -274,6 +276,50 @@ class Driver:
         self.h.outbox.send(req["message_id"])
         return {}
 
+    # ---- plans (PLN-1 … PLN-11) -----------------------------------------------------------------
+    def _plan_ctx(self, req: Message) -> CallContext:
+        """The requester's call: its actor and the task it names, else the one it holds."""
+        actor = req["actor"]
+        member = self._known("member", actor["member_id"])
+        task = req.get("task_id", member["current_task_id"])
+        return CallContext(actor["member_id"], actor.get("incarnation", 1), "plan", task)
+
+    def plan_draft(self, req: Message) -> dict[str, Any]:
+        return {"plan_id": self.h.plans.draft(self._plan_ctx(req), req["plan_key"], req["plan"])}
+
+    def plan_submit(self, req: Message) -> dict[str, Any]:
+        return {"status": self.h.plans.submit(self._plan_ctx(req), req["plan_id"])["status"]}
+
+    def plan_decide(self, req: Message) -> dict[str, Any]:
+        return {"status": self.h.plans.decide(req["actor"]["member_id"], req["plan_id"], req["decision"])["status"]}
+
+    def plan_retract(self, req: Message) -> dict[str, Any]:
+        return {"status": self.h.plans.retract(req["actor"]["member_id"], req["plan_id"], req["to"])["status"]}
+
+    def plan_deliver_decision(self, req: Message) -> dict[str, Any]:
+        """The requester handles the plan's delivered decision number ``sequence`` (its stable id)."""
+        pid = self.h.plans.require(req["plan_id"]).key
+        mid = message_id(pid, f"decision-{req['sequence']}")
+        return {"recorded_result": self.h.plans.deliver_decision(req["member_id"], mid)}
+
+    def plan_withdraw(self, req: Message) -> dict[str, Any]:
+        return {"status": self.h.plans.withdraw(self._plan_ctx(req), req["plan_id"])["status"]}
+
+    def plan_start(self, req: Message) -> dict[str, Any]:
+        return {"status": self.h.plans.start(self._plan_ctx(req), req["plan_id"])["status"]}
+
+    def plan_step(self, req: Message) -> dict[str, Any]:
+        return self.h.plans.step(self._plan_ctx(req), req["plan_id"], req["step"])
+
+    def plan_complete(self, req: Message) -> dict[str, Any]:
+        return {"status": self.h.plans.complete(self._plan_ctx(req), req["plan_id"])["status"]}
+
+    def plan_fail(self, req: Message) -> dict[str, Any]:
+        return {"status": self.h.plans.fail(self._plan_ctx(req), req["plan_id"])["status"]}
+
+    def plan_rollback(self, req: Message) -> dict[str, Any]:
+        return {"status": self.h.plans.rollback(req["actor"]["member_id"], req["plan_id"])["status"]}
+
     def _known(self, table: str, key: str) -> dict[str, Any]:
         stored = self.h.read(table, key)
         if stored is None:
@@ -329,6 +375,17 @@ OPERATIONS: dict[str, Handler] = {
     "approval.review": Driver.approval_review,
     "approval.cancel": Driver.approval_cancel,
     "approval.consume": Driver.approval_consume,
+    "plan.draft": Driver.plan_draft,
+    "plan.submit": Driver.plan_submit,
+    "plan.decide": Driver.plan_decide,
+    "plan.retract": Driver.plan_retract,
+    "plan.deliver_decision": Driver.plan_deliver_decision,
+    "plan.withdraw": Driver.plan_withdraw,
+    "plan.start": Driver.plan_start,
+    "plan.step": Driver.plan_step,
+    "plan.complete": Driver.plan_complete,
+    "plan.fail": Driver.plan_fail,
+    "plan.rollback": Driver.plan_rollback,
     "outbox.send": Driver.outbox_send,
     "message.deliver": Driver.message_deliver,
     "monitor.pass": Driver.monitor_pass,
@@ -336,7 +393,7 @@ OPERATIONS: dict[str, Handler] = {
     "restart": Driver.restart,
 }
 """Operation name (the model's, ``spec/model/_ops.py``) → its handler: what ``capabilities``
-lists. A new operation of the reference (``plan.submit``, …) is one method and one entry here;
+lists. A new operation of the reference is one method and one entry here;
 ``message.deliver`` is the harness operation the suite's bad-input cases use."""
 
 

@@ -59,6 +59,16 @@ def test_the_reference_driver_conforms() -> None:
     assert [c.id for c in cases if c.verdict == "UNIMPLEMENTED"] == []  # the team operations are wired
 
 
+@pytest.mark.clause("PLN-1", "PLN-2", "PLN-3", "PLN-4", "PLN-5", "PLN-6", "PLN-7", "PLN-9", "PLN-10", "PLN-11")
+def test_the_reference_driver_conforms_on_the_plan_vectors() -> None:
+    """The plan operations through the driver: every vector of `plan` (draft, submit, decide,
+    retract, deliver, withdraw, start, steps, complete, fail, rollback, crashes between their
+    writes) replays, plans named by label from the implementation's own snapshot."""
+    cases, result = suite(REFERENCE, sections=("vectors",), configs=("plan",))
+    assert len(cases) > 10 and {c.verdict for c in cases} == {"OK"}, [(c.id, c.message) for c in cases]
+    assert all(result["clauses"][f"PLN-{n}"] == "OK" for n in (1, 2, 3, 4, 5, 6, 7, 9, 10, 11))
+
+
 @pytest.mark.clause("SHD-1", "SHD-2", "MEM-1")
 def test_the_reference_refuses_the_teams_bad_input() -> None:
     """The bad input of the team's operations (a member asking for a shutdown, a drain of an id
@@ -93,10 +103,12 @@ MUTANTS = [
     ("reconcile_skips_redelivery", "REC-2", {"sections": ("vectors",), "configs": ("tiny",)}),
     ("timed_out_as_completed", "SHD-6", {"sections": ("vectors",), "configs": ("monitor",), "clauses": ("SHD-6",)}),
     ("shutdown_by_anyone", "SHD-1", {"sections": ("bad input",), "clauses": ("SHD-1",)}),
+    ("retraction_after_delivery", "PLN-6", {"sections": ("bad input",), "clauses": ("PLN-6",)}),
+    ("marker_after_first_step", "PLN-7", {"sections": ("vectors",), "configs": ("plan",), "clauses": ("PLN-7",)}),
 ]
 
 
-@pytest.mark.clause("APR-5", "APR-6", "MSG-5", "REC-2", "SHD-6", "SHD-1")
+@pytest.mark.clause("APR-5", "APR-6", "MSG-5", "REC-2", "SHD-6", "SHD-1", "PLN-6", "PLN-7")
 @pytest.mark.parametrize(("mutant", "clause", "options"), MUTANTS, ids=[m[0] for m in MUTANTS])
 def test_a_reference_mutant_is_caught_through_the_driver(
     mutant: str, clause: str, options: dict[str, object], monkeypatch: pytest.MonkeyPatch
