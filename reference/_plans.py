@@ -24,6 +24,13 @@ are the model's (``spec.model.OPERATIONS``), in its order:
   (``plan_abandoned`` owed); a running execution past its deadline → ``failed``; an undelivered
   ``plan_request`` past the plan's deadline → ``expired``.
 - reconcile (:func:`reconcile_plans`): the model's ``_plans`` rows of PROTOCOL §5.
+
+Every event of a plan approval record is a decision in the team log (AUD-1, AUD-5), appended as
+its operation's last write under ``plan.<op>/audit`` (draft, submit, decide, retract,
+deliver_decision, withdraw, start; ``plan.expire/audit`` after the monitor's ``plan_abandoned`` is
+owed; a drain's withdrawal under the drain's step; ``plan.reconcile/audit``), so a crash at any
+model step leaves at most the entry to append, which reconciliation does. A plan's execution
+(``plan_execution``) is not logged: it carries out the decision logged as ``consumed``.
 """
 
 from __future__ import annotations
