@@ -383,7 +383,7 @@ class PlanProtocol:
         withdrawn: list[str] = []
         if broken("drain_keeps_plans"):
             return withdrawn
-        for row in self.h.storage.scan(KIND):
+        for row in self.h.storage.scan_status(KIND, ("draft", "pending")):
             doc = row.doc
             mine = doc["requester_id"] == member["member_id"] and doc["requester_incarnation"] == member["incarnation"]
             if doc["status"] in ("draft", "pending") and mine:
@@ -711,7 +711,8 @@ def reconcile_plans(h: Harness) -> None:
     log entry, so a final plan a crash cut short (a decision not yet posted, an expiry whose
     ``plan_abandoned`` is not yet owed) is among those — not the whole history of plans.
     """
-    rows = {row.key: row for row in h.storage.scan_status(KIND, ACTIVE)}
+    history = broken("reconcile_plans_reads_history")
+    rows = {row.key: row for row in (h.storage.scan(KIND) if history else h.storage.scan_status(KIND, ACTIVE))}
     for pid in h.storage.unlogged(KIND):
         row = rows.get(pid) or h.storage.read(KIND, pid)
         if row is not None:

@@ -433,3 +433,34 @@ def test_reconciliation_logs_a_plan_decision_a_crash_left_out(team: Team, step: 
     once = again.snapshot()
     again.reconcile()
     assert again.snapshot() == once
+
+
+@pytest.mark.clause("REC-1", "AUD-5")
+def test_reconciliation_reads_active_and_unlogged_plans_not_the_history(
+    team: Team, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Recovery's cost follows active work (``bench/reconcile.py``): finished, logged plans are
+    never read; a final plan a crash left unlogged is (its decision is re-posted and logged)."""
+    finished = [team.pending(f"old{i}") for i in range(3)]
+    for pid in finished:
+        team.h.plans.decide("lead", pid, "rejected")
+    cut = team.pending("cut")
+    team.storage.faults.crash_after.add("plan.decide/record")
+    with pytest.raises(r.Crash):
+        team.h.plans.decide("lead", cut, "rejected")
+    read: list[str] = []
+    for name in ("read", "scan"):
+        original = getattr(team.storage, name)
+
+        def spy(table: str, *args: Any, _original: Any = original) -> Any:
+            if table == "plan_approval":
+                read.append(args[0] if args else "*")
+            return _original(table, *args)
+
+        monkeypatch.setattr(team.storage, name, spy)
+    again = r.Harness(team.storage, team.clock, list(team.h.tools.values()))
+    again.reconcile()
+    assert "*" not in read and not set(finished) & set(read), read
+    assert cut in read
+    assert again.read("message", message_id(cut, "decision-0")) is not None
+    assert invariants.decisions_audited(again.snapshot()) == []
