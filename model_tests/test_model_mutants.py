@@ -66,7 +66,7 @@ def test_every_invariant_has_a_mutant() -> None:
     assert model_wanted <= {m.caught_by for m in MUTANTS.values()} <= model_wanted | EXPLORER_CHECKS
 
 
-REFERENCE_ONLY = {"decisions_audited": ("expiry_not_audited", "reconcile_skips_audit")}
+REFERENCE_ONLY = {"decisions_audited": ("expiry_not_audited", "reconcile_skips_audit", "plan_not_audited")}
 """Invariant → the reference mutants that trip it (``teamproto mutants``), where the model keeps no
 record the invariant reads (AUD-5: the model abstracts the audit log away)."""
 

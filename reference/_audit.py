@@ -113,11 +113,11 @@ def verify(storage: Storage) -> ChainReport:
     return ChainReport(True, len(rows), None, "intact")
 
 
-AUDITED: dict[str, str] = {"operation_approval": "approval", "shutdown_request": "shutdown"}
+AUDITED: dict[str, str] = {"operation_approval": "approval", "shutdown_request": "shutdown", "plan_approval": "plan"}
 """Protocol record kinds whose events are decisions in the team log (AUD-1, AUD-5), with the
-prefix of the log's event names; ``spec.invariants._AUDITED`` is the same map. Plan approvals
-join here (``"plan_approval": "plan"``) and append their events with :func:`log_event`, as
-approvals and shutdowns do."""
+prefix of the log's event names; ``spec.invariants._AUDITED`` is the same map. A plan's execution
+(``plan_execution``) is not among them: it is the requester carrying out a decision already
+logged (the plan's ``consumed``), and keeps its own events (AUD-1)."""
 
 
 def log_event(storage: Storage, step: str, kind: str, doc: dict[str, Any], event: dict[str, Any]) -> None:

@@ -17,11 +17,19 @@ PLAN_MUTANTS: dict[str, str] = {
     "marker_after_first_step": "PLN-7: the executed marker is written with the first step, not before it",
     "drain_keeps_plans": "XPR-2: a draining (or inspected) member's draft and pending plans are kept",
     "plan_incarnation_ignored": "XPR-1: a plan approved for an older incarnation is started by the new one",
+    "plan_not_audited": "AUD-5: a plan's decisions (submit, decision, retraction, delivery, withdrawal, "
+    "expiry, start) never reach the team log",
+    "reconcile_plans_reads_history": "REC-1: reconciliation reads every plan ever written, not the active and "
+    "unlogged ones (its cost follows history)",
 }
 
 _STATEFUL = "model_tests/test_stateful.py::TestPlanProtocol"
 _EXAMPLES = "tests/test_plans.py"
 PLAN_CAUGHT_BY: dict[str, list[str]] = {name: [_STATEFUL, _EXAMPLES] for name in PLAN_MUTANTS}
+PLAN_CAUGHT_BY["plan_not_audited"] = [f"{_EXAMPLES}::test_every_plan_decision_is_in_the_team_log"]
+PLAN_CAUGHT_BY["reconcile_plans_reads_history"] = [
+    f"{_EXAMPLES}::test_reconciliation_reads_active_and_unlogged_plans_not_the_history"
+]
 """Mutant → the tests that must fail with it (run by ``teamproto mutants`` for it)."""
 
 __all__ = ["PLAN_CAUGHT_BY", "PLAN_MUTANTS"]

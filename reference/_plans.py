@@ -24,6 +24,13 @@ are the model's (``spec.model.OPERATIONS``), in its order:
   (``plan_abandoned`` owed); a running execution past its deadline → ``failed``; an undelivered
   ``plan_request`` past the plan's deadline → ``expired``.
 - reconcile (:func:`reconcile_plans`): the model's ``_plans`` rows of PROTOCOL §5.
+
+Every event of a plan approval record is a decision in the team log (AUD-1, AUD-5), appended as
+its operation's last write under ``plan.<op>/audit`` (draft, submit, decide, retract,
+deliver_decision, withdraw, start; ``plan.expire/audit`` after the monitor's ``plan_abandoned`` is
+owed; a drain's withdrawal under the drain's step; ``plan.reconcile/audit``), so a crash at any
+model step leaves at most the entry to append, which reconciliation does. A plan's execution
+(``plan_execution``) is not logged: it carries out the decision logged as ``consumed``.
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ import spec
 from spec.ids import arguments_digest, message_id, protocol_id
 from spec.redaction import redact
 
+from . import _audit
 from ._errors import AlreadyExists, ProtocolConflict, StaleIncarnation, UnknownTool
 from ._mutants import broken
 from ._plan_errors import (
@@ -62,13 +70,13 @@ NOTICE_TTL = 60.0
 PLAN_STEPS: tuple[str, ...] = tuple(
     f"plan.{op}/{step}"
     for op, steps in (
-        ("draft", ("record",)),
-        ("submit", ("message", "record")),
-        ("decide", ("record", "message")),
-        ("retract", ("record", "message")),
-        ("deliver_decision", ("record", "message")),
-        ("withdraw", ("record",)),
-        ("start", ("execution", "record", "message")),
+        ("draft", ("record", "audit")),
+        ("submit", ("message", "record", "audit")),
+        ("decide", ("record", "message", "audit")),
+        ("retract", ("record", "message", "audit")),
+        ("deliver_decision", ("record", "message", "audit")),
+        ("withdraw", ("record", "audit")),
+        ("start", ("execution", "record", "message", "audit")),
         ("step", ("execution",)),
         ("complete", ("execution", "outbox")),
         ("fail", ("execution",)),
@@ -76,7 +84,9 @@ PLAN_STEPS: tuple[str, ...] = tuple(
     )
     for step in steps
 )
-"""The write steps of the plan operations, in order: the model's (DESIGN rule 3)."""
+"""The write steps of the plan operations, in order: the model's (DESIGN rule 3), and each
+operation on a plan record ends with its ``/audit`` step, the team log's entry (AUD-5), which the
+model abstracts away."""
 DECISIONS = ("approved", "rejected", "needs_revision")
 BINDING = ("requester_id", "requester_incarnation", "task_id", "plan", "revision", "supersedes")
 """What a draft is bound to; the same plan key again must match all of it (STO-2)."""
@@ -145,6 +155,7 @@ class PlanProtocol:
         spec.validate_record(KIND, doc)  # PLN-1: every plan field, before anything is written
         try:
             self.h.storage.insert("plan.draft/record", KIND, pid, doc)
+            self._audit("plan.draft/audit", doc)
         except AlreadyExists:
             stored = self.require(pid)
             for field in BINDING:
@@ -173,7 +184,14 @@ class PlanProtocol:
         self.post_request(stored.doc)
         stored = self.require(pid)
         now = self.h.clock.now()
-        return self._move("plan.submit/record", stored, "pending", ctx.actor_id, deadline=now + self._ttl(stored.doc))
+        return self._move(
+            "plan.submit/record",
+            stored,
+            "pending",
+            ctx.actor_id,
+            audit="plan.submit/audit",
+            deadline=now + self._ttl(stored.doc),
+        )
 
     @staticmethod
     def _ttl(doc: Document) -> float:
@@ -216,6 +234,7 @@ class PlanProtocol:
             "plan.decide/record", stored, decision, actor_id, summary=comment, reason=reason, comment=note
         )
         self.post_decision(decided, "plan.decide/message")
+        self._audit("plan.decide/audit", decided)
         return decided
 
     def post_decision(self, doc: Document, step: str) -> None:
@@ -258,6 +277,7 @@ class PlanProtocol:
             self._expire_retracted(retracted, "plan.retract/message")
             if to == "rejected":
                 self.post_decision(retracted, "plan.retract/message")
+        self._audit("plan.retract/audit", retracted)
         return retracted
 
     def _expire_retracted(self, doc: Document, step: str) -> None:
@@ -294,6 +314,7 @@ class PlanProtocol:
             raise MessageNotPending(message_id_, row.doc["status"])
         plan = self.h.storage.read(KIND, envelope["correlation_id"])
         verdict = self._match(member_id, plan, envelope)
+        delivered: Document | None = None
         with self.h.step("plan.deliver_decision/record"):
             if plan is not None and verdict == "matched" and plan.doc["status"] == "approved":
                 delivered = {
@@ -308,7 +329,10 @@ class PlanProtocol:
         result = {"outcome": "matched" if verdict == "matched" else "ignored", "decision": envelope["body"]["decision"]}
         if verdict != "matched":
             result["reason"] = verdict
-        return self._record_delivery(message_id_, result)
+        recorded = self._record_delivery(message_id_, result)
+        if delivered is not None:
+            self._audit("plan.deliver_decision/audit", delivered)
+        return recorded
 
     @staticmethod
     def _match(member_id: str, plan: Stored | None, envelope: Document) -> str:
@@ -338,7 +362,9 @@ class PlanProtocol:
             raise PlanStatusConflict(pid, status, "withdraw", "its execution started: stop it instead (PLN-11)")
         if status not in ("draft", "pending", "approved"):
             raise PlanStatusConflict(pid, status, "withdraw", "it is already final")
-        return self._move("plan.withdraw/record", stored, "withdrawn", ctx.actor_id, reason="cancelled")
+        return self._move(
+            "plan.withdraw/record", stored, "withdrawn", ctx.actor_id, audit="plan.withdraw/audit", reason="cancelled"
+        )
 
     def withdraw_own(self, step: str, member: Document, reason: str) -> list[str]:
         """XPR-2: a draining (or lost and inspected) member's own draft and pending plans of this
@@ -346,11 +372,11 @@ class PlanProtocol:
         withdrawn: list[str] = []
         if broken("drain_keeps_plans"):
             return withdrawn
-        for row in self.h.storage.scan(KIND):
+        for row in self.h.storage.scan_status(KIND, ("draft", "pending")):
             doc = row.doc
             mine = doc["requester_id"] == member["member_id"] and doc["requester_incarnation"] == member["incarnation"]
             if doc["status"] in ("draft", "pending") and mine:
-                self._move(step, row, "withdrawn", member["member_id"], reason=reason)
+                self._move(step, row, "withdrawn", member["member_id"], audit=step, reason=reason)
                 withdrawn.append(row.key)
         return withdrawn
 
@@ -380,11 +406,14 @@ class PlanProtocol:
             )
         elif not broken("marker_after_first_step"):
             self.h.storage.insert("plan.start/execution", RUN, pid, run)
+        consumed: Document | None = None
         with self.h.step("plan.start/record"):
             stored = self.require(pid)
             if stored.doc["status"] == "approved":
-                self._move("plan.start/record", stored, "consumed", ctx.actor_id)
+                consumed = self._move("plan.start/record", stored, "consumed", ctx.actor_id)
         self._acknowledge(pid)
+        if consumed is not None:
+            self._audit("plan.start/audit", consumed)
         return self.require(pid).doc
 
     def _startable(self, stored: Stored, marker: Stored | None) -> None:
@@ -535,10 +564,11 @@ class PlanProtocol:
         for row in self.h.storage.scan(KIND):
             if row.doc["status"] in ("pending", "approved") and now > row.doc["deadline"]:
                 if row.doc["status"] == "pending" and broken("ttl_approves_plan"):
-                    self._move("plan.expire/record", row, "approved", "monitor")
+                    self._move("plan.expire/record", row, "approved", "monitor", audit="plan.expire/audit")
                     continue
                 gone = self._move("plan.expire/record", row, "expired", "monitor", reason="expired")
                 self.h.outbox.owe("plan.expire/outbox", self.abandoned(gone))
+                self._audit("plan.expire/audit", gone)  # last, so a crash before it leaves it unlogged
             run = self.h.storage.read(RUN, row.key)
             if run is not None and run.doc["status"] == "running" and now > run.doc["deadline"]:
                 self._move_run("plan.expire/execution", run, "failed", "monitor", "timed_out")
@@ -614,12 +644,30 @@ class PlanProtocol:
             raise ExecutionNotRunning(pid, None if run is None else run.doc["status"], what)
         return stored, run
 
-    def _move(self, step: str, stored: Stored, target: str, actor: str, summary: str = "", **changes: Any) -> Document:
+    def _move(
+        self,
+        step: str,
+        stored: Stored,
+        target: str,
+        actor: str,
+        summary: str = "",
+        audit: str | None = None,
+        **changes: Any,
+    ) -> Document:
+        """The plan moves to ``target`` with its event; with ``audit``, the decision is logged at
+        once under that step (where it is the operation's last write)."""
         spec.ensure_transition(KIND, stored.doc["status"], target)
         events = [*stored.doc["events"], self.h.event(actor, target, summary)]
         doc = {**stored.doc, **changes, "status": target, "events": events}
         self.h.storage.update(step, KIND, stored.key, doc, stored.version)
+        if audit is not None:
+            self._audit(audit, doc)
         return doc
+
+    def _audit(self, step: str, doc: Document) -> None:
+        """AUD-5: the plan's last event, appended to the team log (AUD-1: the record keeps it too)."""
+        if not broken("plan_not_audited"):
+            _audit.log_event(self.h.storage, step, KIND, doc, doc["events"][-1])
 
     def _move_run(
         self, step: str, run: Stored, target: str, actor: str, reason: str | None, summary: str = ""
@@ -628,6 +676,10 @@ class PlanProtocol:
         events = [*run.doc["events"], self.h.event(actor, target, summary)]
         doc = {**run.doc, "status": target, "reason": reason, "events": events}
         return self.h.storage.update(step, RUN, run.key, doc, run.version)
+
+
+ACTIVE = ("draft", "pending", "approved")
+"""The plan statuses that may still change; reconciliation reads these and the unlogged ones."""
 
 
 def reconcile_plans(h: Harness) -> None:
@@ -640,28 +692,44 @@ def reconcile_plans(h: Harness) -> None:
     - ``approved`` with an executed marker: ``consumed`` — never a second execution (PLN-7);
     - ``expired`` owes ``plan_abandoned``; a ``completed`` or ``rolled_back`` execution owes
       ``plan_completion``. A running execution is resumed from its record (its next step is the
-      first approved step not in ``executed_step_ids``); the monitor fails it when out of time.
+      first approved step not in ``executed_step_ids``); the monitor fails it when out of time;
+    - the team log (AUD-5): every event of a plan the log misses is appended, last.
+
+    The plans read are the active ones (:data:`ACTIVE`) and those written since the log's last
+    entry about them (:meth:`reference.Storage.unlogged`): every operation on a plan ends with its
+    log entry, so a final plan a crash cut short (a decision not yet posted, an expiry whose
+    ``plan_abandoned`` is not yet owed) is among those — not the whole history of plans.
     """
-    plans = h.plans
-    for row in h.storage.scan(KIND):
-        doc = row.doc
-        pid = row.key
-        if doc["status"] == "draft" and h.storage.read("message", message_id(pid, "request")) is not None:
-            doc = plans._move("plan.reconcile/record", row, "pending", "lead", deadline=h.clock.now() + plans._ttl(doc))
-        elif doc["status"] == "pending" and not broken("reconcile_skips_redelivery"):
-            plans.post_request(doc)
-        elif doc["status"] in DECISIONS and not broken("reconcile_skips_redelivery"):
-            plans.post_decision(doc, "plan.reconcile/message")
-        plans._expire_retracted(doc, "plan.reconcile/message")
-        run = h.storage.read(RUN, pid)
-        if doc["status"] == "approved" and run is not None:
-            doc = plans._move("plan.reconcile/record", plans.require(pid), "consumed", "lead")
-        if broken("reconcile_skips_outbox"):
-            continue
-        if doc["status"] == "expired":
-            h.outbox.owe("plan.reconcile/outbox", plans.abandoned(doc))
-        if run is not None and run.doc["status"] in ("completed", "rolled_back"):
-            h.outbox.owe("plan.reconcile/outbox", plans.completion(doc, run.doc["status"]))
+    history = broken("reconcile_plans_reads_history")
+    rows = {row.key: row for row in (h.storage.scan(KIND) if history else h.storage.scan_status(KIND, ACTIVE))}
+    for pid in h.storage.unlogged(KIND):
+        row = rows.get(pid) or h.storage.read(KIND, pid)
+        if row is not None:
+            rows[pid] = row
+    for pid in sorted(rows):
+        _plan_row(h, rows[pid])
+    if not broken("reconcile_skips_outbox"):
+        for run in h.storage.scan_status(RUN, ("completed", "rolled_back")):
+            plan = h.plans.require(run.key).doc
+            h.outbox.owe("plan.reconcile/outbox", h.plans.completion(plan, run.doc["status"]))
+    if not broken("reconcile_skips_audit"):
+        logged = [h.storage.read(KIND, pid) for pid in h.storage.unlogged(KIND)]
+        _audit.catch_up(h.storage, "plan.reconcile/audit", KIND, [row.doc for row in logged if row])
+
+
+def _plan_row(h: Harness, row: Stored) -> None:
+    plans, doc, pid = h.plans, row.doc, row.key
+    if doc["status"] == "draft" and h.storage.read("message", message_id(pid, "request")) is not None:
+        doc = plans._move("plan.reconcile/record", row, "pending", "lead", deadline=h.clock.now() + plans._ttl(doc))
+    elif doc["status"] == "pending" and not broken("reconcile_skips_redelivery"):
+        plans.post_request(doc)
+    elif doc["status"] in DECISIONS and not broken("reconcile_skips_redelivery"):
+        plans.post_decision(doc, "plan.reconcile/message")
+    plans._expire_retracted(doc, "plan.reconcile/message")
+    if doc["status"] == "approved" and h.storage.read(RUN, pid) is not None:
+        doc = plans._move("plan.reconcile/record", plans.require(pid), "consumed", "lead")
+    if doc["status"] == "expired" and not broken("reconcile_skips_outbox"):
+        h.outbox.owe("plan.reconcile/outbox", plans.abandoned(doc))
 
 
 __all__ = ["PLAN_STEPS", "PlanProtocol", "plan_key_id", "reconcile_plans", "retractions"]

@@ -425,11 +425,11 @@ def _diff_kinds(a: Snapshot, b: Snapshot) -> list[str]:
     return [kind for kind in a if a[kind] != b.get(kind)]
 
 
-_AUDITED = {"operation_approval": "approval", "shutdown_request": "shutdown"}
+_AUDITED = {"operation_approval": "approval", "shutdown_request": "shutdown", "plan_approval": "plan"}
 """Protocol records whose events the team audit log must hold, with the prefix of the log's event
-names (the reference's ``reference._audit.AUDITED``). Every status change of an approval or a
-shutdown request is a decision (AUD-2: "every legal transition and its time"); plan approvals join
-as ``"plan_approval": "plan"`` once the reference logs them. The abstract model keeps no events of
+names (the reference's ``reference._audit.AUDITED``). Every status change of an approval, a
+shutdown request or a plan approval is a decision (AUD-2: "every legal transition and its time");
+a plan's execution carries out a logged decision and is not one. The abstract model keeps no events of
 these records (it abstracts the log away), so on its snapshots this holds trivially; it is the
 reference's and a foreign implementation's check."""
 

@@ -370,4 +370,97 @@ def test_the_plan_write_steps_are_the_model_s_in_its_order() -> None:
     """DESIGN rule 3: one definition of the steps: the reference's plan steps are the model's."""
     from spec.model import WRITE_STEPS
 
-    assert tuple(step for step in WRITE_STEPS if step.startswith("plan.")) == r.PLAN_STEPS
+    logged = tuple(step for step in r.PLAN_STEPS if not step.endswith("/audit"))  # the team log (AUD-5)
+    assert tuple(step for step in WRITE_STEPS if step.startswith("plan.")) == logged
+    for index, step in enumerate(r.PLAN_STEPS):  # the log entry is its operation's last write
+        after = r.PLAN_STEPS[index + 1 : index + 2]
+        assert not step.endswith("/audit") or not after or after[0].split("/")[0] != step.split("/")[0]
+
+
+def audited(team: Team, pid: str) -> list[str]:
+    return [row.doc["event"] for row in team.storage.scan("audit_entry") if row.doc["subject_id"] == pid]
+
+
+@pytest.mark.clause("AUD-1", "AUD-5", "PLN-2", "PLN-5", "PLN-6", "PLN-7", "PLN-11")
+def test_every_plan_decision_is_in_the_team_log(team: Team) -> None:
+    """Each event of a plan (draft, submission, decision, retraction, delivery, withdrawal,
+    expiry, start) is appended to the hash-chained team log, in order; executions are not."""
+    started = team.started()
+    retracted = team.pending("r")
+    team.h.plans.decide("lead", retracted, "approved")
+    team.h.plans.retract("lead", retracted, "rejected")
+    withdrawn = team.pending("w")
+    team.h.plans.withdraw(team.ctx(), withdrawn)
+    sent_back = team.pending("n")
+    team.h.plans.decide("lead", sent_back, "needs_revision", comment="smaller steps")
+    expired = team.pending("e")
+    team.clock.advance(TTL + 1)
+    team.h.monitor_pass()
+    snap = team.h.snapshot()
+    assert invariants.decisions_audited(snap) == []
+    assert r.verify_audit_log(team.storage).ok
+    base = ["plan.drafted", "plan.pending"]
+    assert audited(team, started) == [*base, "plan.approved", "plan.decision_delivered", "plan.consumed"]
+    assert audited(team, retracted) == [*base, "plan.approved", "plan.retracted"]
+    assert audited(team, withdrawn) == [*base, "plan.withdrawn"]
+    assert audited(team, sent_back) == [*base, "plan.needs_revision"]
+    assert audited(team, expired) == [*base, "plan.expired"]
+    assert not [e for e in snap["audit_entry"] if e["event"].startswith("plan.") and "started" in e["event"]]
+
+
+@pytest.mark.clause("AUD-5", "REC-2")
+@pytest.mark.parametrize("step", ["plan.decide/audit", "plan.expire/audit", "plan.start/audit"])
+def test_reconciliation_logs_a_plan_decision_a_crash_left_out(team: Team, step: str) -> None:
+    """A crash before a plan's log entry leaves the log short (the invariant says so); the
+    restart's reconciliation appends it, once, from the unlogged plans alone."""
+    pid = team.pending() if step != "plan.start/audit" else team.approved()
+    team.storage.faults.crash_before.add(step)
+    with pytest.raises(r.Crash):
+        if step == "plan.decide/audit":
+            team.h.plans.decide("lead", pid, "rejected")
+        elif step == "plan.expire/audit":
+            team.clock.advance(TTL + 1)
+            team.h.monitor_pass()
+        else:
+            team.h.plans.start(team.ctx(), pid)
+    assert invariants.decisions_audited(team.h.snapshot())
+    team.storage.faults.crash_before.clear()
+    again = r.Harness(team.storage, team.clock, list(team.h.tools.values()))
+    again.reconcile()
+    assert invariants.decisions_audited(again.snapshot()) == []
+    assert audited(team, pid)[-1] == f"plan.{again.plans.require(pid).doc['status']}"
+    assert r.verify_audit_log(team.storage).ok
+    once = again.snapshot()
+    again.reconcile()
+    assert again.snapshot() == once
+
+
+@pytest.mark.clause("REC-1", "AUD-5")
+def test_reconciliation_reads_active_and_unlogged_plans_not_the_history(
+    team: Team, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Recovery's cost follows active work (``bench/reconcile.py``): finished, logged plans are
+    never read; a final plan a crash left unlogged is (its decision is re-posted and logged)."""
+    finished = [team.pending(f"old{i}") for i in range(3)]
+    for pid in finished:
+        team.h.plans.decide("lead", pid, "rejected")
+    cut = team.pending("cut")
+    team.storage.faults.crash_after.add("plan.decide/record")
+    with pytest.raises(r.Crash):
+        team.h.plans.decide("lead", cut, "rejected")
+    read: list[str] = []
+    for name in ("read", "scan"):
+        original = getattr(team.storage, name)
+
+        def spy(table: str, *args: Any, _original: Any = original) -> Any:
+            if table == "plan_approval":
+                read.append(args[0] if args else "*")
+            return _original(table, *args)
+
+        monkeypatch.setattr(team.storage, name, spy)
+    again = r.Harness(team.storage, team.clock, list(team.h.tools.values()))
+    again.reconcile()
+    assert "*" not in read and not set(finished) & set(read), read
+    assert cut in read
+    assert again.read("message", message_id(cut, "decision-0")) is not None
+    assert invariants.decisions_audited(again.snapshot()) == []

@@ -4,11 +4,12 @@ same schemas, that the reference harness and foreign implementations export.
 Names are derived from indices (``m0``, ``t1``); ids are the stable name-based ids of MSG-4; the
 one protected tool is ``deploy`` with arguments ``{"target": "staging"}`` (or ``"production"``
 for a call with changed arguments). Audit events are abstracted away except the approving actor
-of a plan.
+of a plan, which the snapshot's team log holds too (:func:`audit_log`).
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from functools import cache, lru_cache
 from typing import Any
@@ -361,6 +362,31 @@ record tuples, so most sections of a snapshot are the list made for an earlier s
 holds its inputs, so their ids cannot be reused while it is kept."""
 
 
+GENESIS = "0" * 64
+
+
+def audit_log(plans: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The model's abstract team log (AUD-5): exactly the plan events its snapshot keeps (the
+    approving actor), chained as the reference chains its entries, so ``decisions_audited`` holds
+    on the model's snapshots too. Approvals and shutdowns keep no events here, so no entries."""
+    log: list[dict[str, Any]] = []
+    previous = GENESIS
+    for doc in plans:
+        for event in doc["events"]:
+            entry = {
+                "sequence": len(log),
+                "previous_hash": previous,
+                "actor": event["actor"],
+                "event": f"plan.{event['event']}",
+                "subject_id": doc["protocol_id"],
+                "summary": event["summary"],
+                "at": event["at"],
+            }
+            previous = entry["hash"] = hashlib.sha256(ids.canonical_json(entry).encode("utf-8")).hexdigest()
+            log.append(entry)
+    return log
+
+
 def _section(
     key: tuple[Any, ...], inputs: tuple[Any, ...], build: Callable[[], list[dict[str, Any]]]
 ) -> list[dict[str, Any]]:
@@ -426,5 +452,9 @@ def snapshot(state: State, config: Config) -> dict[str, Any]:
             (s.outbox, approvals, plans, shutdowns),
             lambda: [_outbox_record(o, _source(s, o.key[0], o.key[1]), plan_steps) for o in s.outbox],
         ),
-        "audit_entry": [],
+        "audit_entry": _section(
+            ("audit_entry", id(plans), plan_steps, ttl),
+            (plans,),
+            lambda: audit_log([plan_doc(p, x, plan_steps, ttl) for p, x in enumerate(plans) if x.status]),
+        ),
     }
