@@ -55,7 +55,7 @@ MUTANTS: dict[str, str] = {
     "reconcile_skips_audit": "AUD-5, REC-2: reconciliation does not append the decisions the log misses",
     "reconcile_keeps_half_drain": "PROTOCOL §5, REC-2: a request draining while its member still runs is left "
     "so (the member keeps accepting work)",
-    "resumed_drain_keeps_requests": "PROTOCOL §5, XPR-2: a resumed drain does not cancel the draining member's "
+    "resumed_drain_keeps_requests": "XPR-2: (PROTOCOL §5) a resumed drain does not cancel the draining member's "
     "pending requests again",
     "unhealthy_member_not_reported": "PROTOCOL §5, SHD-10: a member draining without its request is not marked "
     "unhealthy, and no member_lost is owed",

@@ -38,7 +38,5 @@ CAUGHT_BY: dict[str, list[str]] = {
     "signal_exit_keeps_requests": ["tests/test_signal_exit.py::test_the_signal_exit_cancels_its_own_approval_requests"],
     # not process mutants: the model tests never receive a foreign message (reference.Harness.receive)
     # and never let a member ask for a shutdown; the conformance suite's bad input does
-    "shutdown_by_anyone": ["tests/test_conformance.py::test_the_reference_refuses_the_teams_bad_input"],
-    "receive_keeps_article_layout": ["tests/test_articles.py::test_the_reference_receives_them_in_its_own_layout"],
 }
 """Mutant → the tests that must fail with it (run by ``teamproto mutants`` instead of the model tests)."""
