@@ -224,7 +224,7 @@ class _Search:
             known = self.stored.get(state)
             if known is not None:
                 return known, False
-        alike = erase(state) if self.dead_data else state  # one state per dead-data class
+        alike = erase(state, self.config.regions) if self.dead_data else state  # one state per dead-data class
         key: Any = canonical_key(alike) if self.symmetry else alike
         number = self.count
         if self.fingerprints:
