@@ -82,7 +82,7 @@ def test_regions_reach_the_classes_of_a_long_enough_clock(name: str, mutant: str
     """Every region class a long enough clock search reaches, the region search reaches, and no
     other; with one tick less the clock misses some (the bound is the smallest). The configuration's
     old bound (``CLOCK[name][0]``) was at most this: it saw a subset."""
-    old, enough = CLOCK[name]
+    _, enough = CLOCK[name]
     regions, clock = _compare(name, mutant, enough)
     reached = {_class(regions.model, s) for s in regions.states}
     assert {_class(clock.model, s) for s in clock.states} == reached

@@ -7,12 +7,13 @@ bound has a *witness*, a fact of one reachable state that shows the bound in use
 
 - ``tasks``, ``approvals``, ``plans``, ``shutdowns``: some state has that many of them in use (a
   task ever claimed, a slot's record created);
-- ``max_ticks`` (when above 0, or null: unbounded time in deadline regions): some deadline passes — a live record (approval requested or
-  approved, plan pending or approved, run running, shutdown requested or draining) is past its
-  deadline, or a claimed task's unit of work (SHD-9) is. A configuration that checks liveness
-  also uses its ticks without that: the clock bound decides which requests count as settled by
-  time (``Model.is_goal``), so the states before the last tick are checked for livelocks under the
-  stricter goal (a configuration in deadline regions has no clock bound: its deadlines must pass);
+- ``max_ticks`` (above 0, or null: unbounded time in deadline regions): some deadline passes — a
+  live record (approval requested or approved, plan pending or approved, run running, shutdown
+  requested or draining) is past its deadline, or a claimed task's unit of work (SHD-9) is. A
+  configuration that checks liveness also uses its ticks without that: the clock bound decides which
+  requests count as settled by time (``Model.is_goal``), so the states before the last tick are
+  checked for livelocks under the stricter goal (a configuration in deadline regions has no clock
+  bound: its deadlines must pass);
 - ``unit_ticks`` (when it can pass within ``max_ticks``): some claimed task's unit passes;
 - ``plan_steps``: some plan execution approves that many steps;
 - ``crashes``: some state is a crashed one; ``jobs``: some job starts; ``lapses``: some member's
@@ -103,7 +104,7 @@ class BoundUse:
             "approvals": c.approvals,
             "plans": c.plans,
             "shutdowns": c.shutdowns,
-            "max_ticks": 1 if c.regions else 0 if c.liveness else c.max_ticks,
+            "max_ticks": 1 if c.max_ticks is None else 0 if c.liveness else c.max_ticks,
             "unit_ticks": int(c.units),
             "plan_steps": c.plan_steps if c.plans else 0,
             "crashes": int(c.crashes),

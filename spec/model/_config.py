@@ -75,7 +75,7 @@ def parse_config(name: str, document: dict[str, Any]) -> Config:
         raise BadConfig(name, f"missing {sorted(missing)}, unknown {sorted(unknown)}")
     config = Config(name=name, **document)
     if config.max_ticks is not None and (not isinstance(config.max_ticks, int) or config.max_ticks < 0):
-        raise BadConfig(name, f"max_ticks must be a whole number of ticks, or null for unbounded time, not {config.max_ticks!r}")
+        raise BadConfig(name, f"max_ticks must be a whole number, or null for unbounded time, not {config.max_ticks!r}")
     if config.symmetry and config.liveness:
         raise BadConfig(name, "symmetry reduction is not sound for the liveness check; turn one off")
     return config

@@ -56,7 +56,7 @@ different lengths (every request's ttl is ``ttl_ticks``).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from .._tables import final_states
 from ._state import NONE, Message, State, replace
@@ -64,7 +64,15 @@ from ._state import NONE, Message, State, replace
 if TYPE_CHECKING:
     from ._model import Model
 
-R = TypeVar("R")
+
+class _Deadlined(Protocol):
+    @property
+    def status(self) -> str: ...
+    @property
+    def deadline(self) -> int: ...
+
+
+R = TypeVar("R", bound=_Deadlined)
 
 FLOOR = -2
 """Offsets ``deadline - clock`` at or below it are one region: every comparison answers alike."""
@@ -126,8 +134,8 @@ def _deadlines(kind: str, records: tuple[R, ...], clock: int, pending: set[tuple
     out = []
     changed = False
     for i, record in enumerate(records):
-        deadline = record.deadline  # type: ignore[attr-defined]
-        region = _offset(deadline, clock) if _kept(kind, record.status, i, pending) else 0  # type: ignore[attr-defined]
+        deadline = record.deadline
+        region = _offset(deadline, clock) if _kept(kind, record.status, i, pending) else 0
         if region != deadline:
             changed = True
             record = replace(record, deadline=region)
