@@ -34,9 +34,7 @@ CLOCK = {
     "fencing": (2, 3),
     "plan_lost": (1, 3),
     "pair_lapses": (1, 3),
-    "plan_drain": (1, 4),
     "approval_drain": (2, 4),
-    "approval_plan": (1, 4),
 }
 """Configuration in deadline regions → (its clock bound before it had regions, the smallest clock
 bound whose search reaches every region class). ``wide`` and ``standard`` are too large to
