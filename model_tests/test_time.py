@@ -40,7 +40,7 @@ CLOCK = {
 bound whose search reaches every region class). ``wide`` and ``standard`` are too large to
 search with a clock that long."""
 
-QUICK = {False: ("tiny", "monitor", "plan"), True: ("tiny", "monitor")}
+QUICK = {False: ("tiny", "monitor"), True: ("tiny", "monitor")}
 """Compared in the default run, healthy (False) and with each mutant (True); the rest with
 ``TEAMPROTO_TIME_FULL=1``."""
 
