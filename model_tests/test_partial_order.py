@@ -42,7 +42,8 @@ def test_the_reduced_search_reports_what_the_full_one_does(name: str, mutant: st
     full = explore(Model(config, mutant, reduce=False), dead_data=True)
     assert reduced.complete and full.complete
     assert reduced.findings() == full.findings()
-    assert reduced.states < full.states, "the reduction should reduce"
+    if name != "approval_plan":  # no clock (issue 18 item 4) and no outbox: nothing to reduce there
+        assert reduced.states < full.states, "the reduction should reduce"
     if mutant is not None:
         assert MUTANTS[mutant].found_in(reduced.violations)
 
