@@ -43,7 +43,10 @@ def test_the_reduced_search_reports_what_the_full_one_does(name: str, mutant: st
     assert reduced.complete and full.complete
     assert reduced.findings() == full.findings()
     if name != "approval_plan":  # no clock (issue 18 item 4) and no outbox: nothing to reduce there
-        assert reduced.states < full.states, "the reduction should reduce"
+        # Under deadline regions a tick is taken only when it changes a region (few idle monitor
+        # passes remain): on tiny the reduction saves transitions (1,369 of 1,671), not states.
+        reduced_size, full_size = (reduced.states, reduced.transitions), (full.states, full.transitions)
+        assert reduced_size < full_size, "the reduction should reduce"
     if mutant is not None:
         assert MUTANTS[mutant].found_in(reduced.violations)
 
