@@ -25,8 +25,6 @@ BUDGET = {"max_states": 3000, "walks": 1000, "depth": 100}
 most a configuration whose bounds are all in use; a dead bound costs the whole budget)."""
 
 DEAD = {
-    "wide": "max_ticks=1 with ttl_ticks=1: no deadline can pass (its clock is dead like pair's was); "
-    "left for the lead: this session was asked to change pair, pair_crashes and pair_plan only",
     "everything": "plan_steps=2 is out of the walks' reach, not dead: since plan.start waits for the decision's "
     "delivery (PLN-3), about one walk in 300 starts a plan and none of 4,000 approves two steps; the exhaustive "
     "configuration plan (2-step plans) reaches it",

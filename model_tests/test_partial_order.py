@@ -45,7 +45,7 @@ and the reductions treat every invariant alike."""
 @pytest.mark.parametrize(("name", "mutant"), CASES, ids=[f"{n}-{m or 'healthy'}" for n, m in CASES])
 def test_the_reduced_search_reports_what_the_full_one_does(name: str, mutant: str | None) -> None:
     config = load_config(name)
-    if name in SMALL:
+    if name in SMALL and config.max_ticks is not None:  # (unbounded time is small: deadline regions)
         config = dataclasses.replace(config, max_ticks=min(SMALL[name], config.max_ticks))
     # Dead-data reduction is on in both (test_dead_data.py checks it alone): this compares the
     # partial-order reduction only.
@@ -53,7 +53,11 @@ def test_the_reduced_search_reports_what_the_full_one_does(name: str, mutant: st
     full = explore(Model(config, mutant, reduce=False), dead_data=True)
     assert reduced.complete and full.complete
     assert reduced.findings() == full.findings()
-    assert reduced.states < full.states, "the reduction should reduce"
+    if name != "approval_plan":  # no clock (issue 18 item 4) and no outbox: nothing to reduce there
+        # Under deadline regions a tick is taken only when it changes a region (few idle monitor
+        # passes remain): on tiny the reduction saves transitions (1,369 of 1,671), not states.
+        reduced_size, full_size = (reduced.states, reduced.transitions), (full.states, full.transitions)
+        assert reduced_size < full_size, "the reduction should reduce"
     if mutant is not None:
         assert MUTANTS[mutant].found_in(reduced.violations)
 

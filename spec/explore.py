@@ -510,7 +510,7 @@ class _Search:
         key: Any = numbers
         classed = self.dead_data or self.symmetry  # the key is of a class of states, not of one
         if classed:
-            alike = erase(state) if self.dead_data else state  # one state per dead-data class
+            alike = erase(state, self.config.regions) if self.dead_data else state  # one state per dead-data class
             if self.symmetry:
                 key = canonical_key(alike)
             elif alike is not state:

@@ -144,7 +144,7 @@ def _fingerprint(model: Model, state: State) -> int:
     """As the explorer keys its visited set: one per dead-data class (when the model reduces),
     under symmetry one per orbit. States of one class have the same verdicts, so each class is
     checked once."""
-    alike = erase(state) if model.reduce else state
+    alike = erase(state, model.config.regions) if model.reduce else state
     return hash(canonical_key(alike)) if model.config.symmetry else hash(alike)
 
 

@@ -7,12 +7,13 @@ bound has a *witness*, a fact of one reachable state that shows the bound in use
 
 - ``tasks``, ``approvals``, ``plans``, ``shutdowns``: some state has that many of them in use (a
   task ever claimed, a slot's record created);
-- ``max_ticks`` (when above 0): some deadline passes — a live record (approval requested or
-  approved, plan pending or approved, run running, shutdown requested or draining) is past its
-  deadline, or a claimed task's unit of work (SHD-9) is. A configuration that checks liveness
-  also uses its ticks without that: the clock bound decides which requests count as settled by
-  time (``Model.is_goal``), so the states before the last tick are checked for livelocks under the
-  stricter goal;
+- ``max_ticks`` (above 0, or null: unbounded time in deadline regions): some deadline passes — a
+  live record (approval requested or approved, plan pending or approved, run running, shutdown
+  requested or draining) is past its deadline, or a claimed task's unit of work (SHD-9) is. A
+  configuration that checks liveness also uses its ticks without that: the clock bound decides which
+  requests count as settled by time (``Model.is_goal``), so the states before the last tick are
+  checked for livelocks under the stricter goal (a configuration in deadline regions has no clock
+  bound: its deadlines must pass);
 - ``unit_ticks`` (when it can pass within ``max_ticks``): some claimed task's unit passes;
 - ``plan_steps``: some plan execution approves that many steps;
 - ``crashes``: some state is a crashed one; ``jobs``: some job starts; ``lapses``: some member's
@@ -59,7 +60,7 @@ def deadline_passed(config: Config, s: State) -> bool:
 
 
 def unit_passed(config: Config, s: State) -> bool:
-    if config.unit_ticks > config.max_ticks:
+    if not config.units:
         return False
     return any(
         t.status == "suspended" or (t.status == "claimed" and s.clock >= t.claimed_at + config.unit_ticks)
@@ -81,7 +82,7 @@ class BoundUse:
             "approvals": sum(1 for a in s.approvals if a.status),
             "plans": sum(1 for p in s.plans if p.status),
             "shutdowns": sum(1 for d in s.shutdowns if d.status),
-            "max_ticks": c.max_ticks if deadline_passed(c, s) else 0,
+            "max_ticks": (c.max_ticks or 1) if deadline_passed(c, s) else 0,
             "unit_ticks": 1 if unit_passed(c, s) else 0,
             "plan_steps": max((r.cursor for r in s.runs), default=0),
             "crashes": int(s.crashed),
@@ -103,8 +104,8 @@ class BoundUse:
             "approvals": c.approvals,
             "plans": c.plans,
             "shutdowns": c.shutdowns,
-            "max_ticks": 0 if c.liveness else c.max_ticks,
-            "unit_ticks": int(c.unit_ticks <= c.max_ticks),
+            "max_ticks": 1 if c.max_ticks is None else 0 if c.liveness else c.max_ticks,
+            "unit_ticks": int(c.units),
             "plan_steps": c.plan_steps if c.plans else 0,
             "crashes": int(c.crashes),
             "jobs": int(c.jobs),
@@ -170,7 +171,8 @@ def witness_search(model: object, max_states: int, walks: int = 2000, depth: int
     start = model.initial()
 
     def key(s: State) -> object:  # the explorer's reductions: dead data, then symmetry
-        return canonical_key(erase(s)) if model.config.symmetry else erase(s)
+        alike = erase(s, model.config.regions)
+        return canonical_key(alike) if model.config.symmetry else alike
 
     seen = {key(start)}
     queue = deque([start])

@@ -24,7 +24,7 @@ class Config:
     approvals: int
     plans: int
     shutdowns: int
-    max_ticks: int
+    max_ticks: int | None  # None: unbounded time, keyed by deadline regions (spec/model/_time.py)
     ttl_ticks: int
     unit_ticks: int
     plan_steps: int
@@ -37,6 +37,16 @@ class Config:
     symmetry: bool
     liveness: bool
     require_coverage: bool
+
+    @property
+    def regions(self) -> bool:
+        """Time runs unbounded and the explorer keys it by deadline regions (``"max_ticks": null``)."""
+        return self.max_ticks is None
+
+    @property
+    def units(self) -> bool:
+        """A claimed task's unit deadline (SHD-9) can pass: ``unit_ticks`` within a bounded clock."""
+        return self.max_ticks is not None and self.unit_ticks <= self.max_ticks
 
 
 class UnknownConfig(ProtocolError):
@@ -64,6 +74,8 @@ def parse_config(name: str, document: dict[str, Any]) -> Config:
     if missing or unknown:
         raise BadConfig(name, f"missing {sorted(missing)}, unknown {sorted(unknown)}")
     config = Config(name=name, **document)
+    if config.max_ticks is not None and (not isinstance(config.max_ticks, int) or config.max_ticks < 0):
+        raise BadConfig(name, f"max_ticks must be a whole number, or null for unbounded time, not {config.max_ticks!r}")
     if config.symmetry and config.liveness:
         raise BadConfig(name, "symmetry reduction is not sound for the liveness check; turn one off")
     return config

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from .._tables import final_states
 from ._state import Job, State, Task, replace
+from ._time import relative
 
 _FINAL_JOBS = frozenset(final_states("job"))
 _FINAL_TASKS = frozenset(final_states("task"))
@@ -33,8 +34,12 @@ FINAL_JOB = Job(status=min(_FINAL_JOBS))
 FINAL_TASK = Task(status=min(_FINAL_TASKS))
 
 
-def erase(s: State) -> State:
-    """``s`` with every final job and task replaced by one representative final record."""
+def erase(s: State, regions: bool = False) -> State:
+    """``s`` with every final job and task replaced by one representative final record; with
+    ``regions`` (a configuration whose time is unbounded) keyed by deadline regions too
+    (:func:`spec.model._time.relative`)."""
+    if regions:
+        s = relative(s)
     jobs = s.jobs
     if any(j.status in _FINAL_JOBS and j != FINAL_JOB for j in jobs):
         jobs = tuple(FINAL_JOB if j.status in _FINAL_JOBS else j for j in jobs)

@@ -228,7 +228,7 @@ class Model:
     def is_goal(self, s: State) -> bool:
         """Every request is final (the liveness target): approvals, plans, runs, shutdowns.
 
-        At the clock bound a request that only the passing of time would end (a requested or
+        At the clock bound (of a configuration with one) a request that only time would end (a requested or
         approved approval, a pending or approved plan, a requested shutdown: the deadline monitor
         expires them at the next tick; a running plan execution: the monitor fails it, and a failed
         execution is rolled back whoever its requester is — the only way out when its requester
@@ -240,7 +240,8 @@ class Model:
         """
         from .._tables import final_states
 
-        at_bound = s.clock >= self.config.max_ticks
+        bound = self.config.max_ticks  # None: unbounded time (deadline regions), never at a bound
+        at_bound = bound is not None and s.clock >= bound
         groups = (
             ("operation_approval", s.approvals, ("requested", "approved")),
             ("plan_approval", s.plans, ("pending", "approved")),

@@ -12,6 +12,7 @@ from ..redaction import redact
 from ..secret_corpus import carrier
 from ._model import Action, Model, Operation, Step, create, message_status, move, owe, post, set_message
 from ._state import NONE, Message, State, put, replace
+from ._time import tick_matters
 
 _BUSY = ("running", "cancel_requested")
 
@@ -32,14 +33,14 @@ def task_ops(model: Model, s: State) -> Iterator[Operation]:
         if free and (model.broken("claim_ignores_shutdown_request") or not model.active_shutdown(s, m)):
             for t, task in enumerate(s.tasks):
                 if task.status == "pending":
-                    track = model.config.unit_ticks <= model.config.max_ticks
+                    track = model.config.units
                     keep = not model.broken("claim_drops_checkpoint")
                     yield A("task.claim", member=m, task=t), _claim_steps(m, t, track, keep)
         t = model.holds(s, m)
         if t != NONE and member.status == "running" and not model.job_busy(s, m):
             for outcome in ("completed", "failed"):
                 yield A("task.finish", member=m, outcome=outcome), _finish_task_steps(m, t, outcome)
-        due = t != NONE and s.clock >= s.tasks[t].claimed_at + model.config.unit_ticks
+        due = t != NONE and model.config.units and s.clock >= s.tasks[t].claimed_at + model.config.unit_ticks
         if due and (not model.job_busy(s, m) or model.broken("suspend_while_job_runs")):
             yield A("task.suspend", member=m), _suspend_steps(m, t)
     for t, task in enumerate(s.tasks):
@@ -721,9 +722,11 @@ def message_ops(model: Model, s: State) -> Iterator[Operation]:
 
 
 def clock_ops(model: Model, s: State) -> Iterator[Operation]:
+    """The deadline monitor's pass after each tick, and the tick: up to ``max_ticks``, or under
+    deadline regions (``max_ticks`` null) whenever it changes a region (:mod:`spec.model._time`)."""
     if not s.monitor_done:
         yield A("monitor.pass"), [("monitor.pass/records", lambda x: monitor_pass(model, x))]
-    elif s.clock < model.config.max_ticks:
+    elif s.clock < model.config.max_ticks if model.config.max_ticks is not None else tick_matters(model, s):
         yield A("tick"), [("tick/clock", lambda x: replace(x, clock=x.clock + 1, monitor_done=False))]
 
 
