@@ -111,8 +111,13 @@ def requester_settled(model: Model, s: State, r: int) -> bool:
 
 
 def time_frozen(model: Model, s: State) -> bool:
-    """No tick and no monitor pass is left, and the liveness check is off: records may be isolated."""
-    return not (model.config.liveness or s.crashed or not s.monitor_done or s.clock < model.config.max_ticks)
+    """No tick and no monitor pass is left, and the liveness check is off: records may be isolated.
+    Under deadline regions (``max_ticks`` None, ``spec.model._time``) a tick is never ruled out, so
+    time is never frozen and this reduction stays off."""
+    bound = model.config.max_ticks
+    if bound is None:
+        return False
+    return not (model.config.liveness or s.crashed or not s.monitor_done or s.clock < bound)
 
 
 def isolated(model: Model, s: State, kind: str, slot: int) -> bool:
