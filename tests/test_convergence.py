@@ -200,31 +200,69 @@ def test_a_crash_after_each_log_append_converges(step: str, backend: str, tmp_pa
     converges(step, model_step_before(step), backend, tmp_path)
 
 
-def converges(step: str, model_step: str, backend: str, tmp_path: Path) -> None:
+def crashed_at(step: str, model_step: str, backend: str, tmp_path: Path) -> tuple[Replayer, r.Storage, dict[str, Any]]:
+    """The reference replayed along the shortest path and crashed right after ``step``: the replayer,
+    its storage (open: the caller closes it) and the snapshot of the model's restart from there."""
     path, action = shortest_paths()[model_step]
     model = Model(search_config(), reduce=True)
     storage = make_storage(backend, tmp_path)
+    config = model.config
+    replayer = Replayer(trace(model, path), config.ttl_ticks, storage, unit_seconds=config.unit_ticks)
+    for number, entry in enumerate(replayer.trace["steps"][1:], start=1):
+        replayer.apply(entry["action"], entry["snapshot"])
+        assert project(replayer.harness.snapshot()) == project(entry["snapshot"]), f"prefix step {number}"
+    state = path[-1][1] if path else model.initial()
+    restarted = snapshot(model_crash(model, state, action, model_step), config)
+    replayer.apply(replace(action, crash_after=step).to_json(), restarted)
+    assert storage.faults.fired == [("after", step)], f"{action} never wrote {step}"
+    return replayer, storage, restarted
+
+
+def converges(step: str, model_step: str, backend: str, tmp_path: Path) -> None:
+    replayer, storage, restarted = crashed_at(step, model_step, backend, tmp_path)
     try:
-        config = model.config
-        replayer = Replayer(trace(model, path), config.ttl_ticks, storage, unit_seconds=config.unit_ticks)
-        for number, entry in enumerate(replayer.trace["steps"][1:], start=1):
-            replayer.apply(entry["action"], entry["snapshot"])
-            assert project(replayer.harness.snapshot()) == project(entry["snapshot"]), f"prefix step {number}"
-        state = path[-1][1] if path else model.initial()
-        restarted = model_crash(model, state, action, model_step)
-        crashed = replace(action, crash_after=step).to_json()
-        replayer.apply(crashed, snapshot(restarted, config))
-        assert storage.faults.fired == [("after", step)], f"{action} never wrote {step}"
         crashed_snapshot = replayer.harness.snapshot()
-        replayer.apply(Action("restart").to_json(), snapshot(restarted, config))
+        replayer.apply(Action("restart").to_json(), restarted)
         first = replayer.harness.snapshot()
         checks = invariants.check_state(first) + invariants.check_step(crashed_snapshot, first)
         problems = [f"{inv.clause} {inv.name}: {text}" for inv, text in checks]
         assert problems == [], problems
-        assert project(first) == project(snapshot(restarted, config)), "the reference's restart is not the model's"
+        assert project(first) == project(restarted), "the reference's restart is not the model's"
         assert r.verify_audit_log(storage).ok
         replayer.harness = replayer._harness()
         replayer.harness.reconcile()
         assert invariants.reconcile_is_idempotent(first, replayer.harness.snapshot()) == []
     finally:
         storage.close()
+
+
+@pytest.mark.clause("REC-1", "REC-2", "STO-1")
+@pytest.mark.parametrize("step", STEPS)
+def test_a_crash_inside_reconciliation_converges(step: str, tmp_path: Path) -> None:
+    """The model's ``restart/reconcile`` is one step; the reference's reconciliation writes under
+    its own named steps, and a crash may cut it too. After the crash after ``step``, reconcile and
+    crash right after each step that reconciliation writes (in turn, from a fresh replay), restart
+    and reconcile again: the outcome is the uninterrupted restart's — the model's — with every
+    invariant holding and the team log intact (memory backend; the SQLite one writes the same steps)."""
+    replayer, storage, restarted = crashed_at(step, step, "memory", tmp_path)
+    try:
+        before = len(storage.steps_written)
+        replayer.apply(Action("restart").to_json(), restarted)
+        written = list(dict.fromkeys(storage.steps_written[before:]))
+    finally:
+        storage.close()
+    for inner in written:
+        replayer, storage, restarted = crashed_at(step, step, "memory", tmp_path)
+        try:
+            storage.faults.crash_after.add(inner)
+            with pytest.raises(r.Crash):
+                replayer.apply(Action("restart").to_json(), restarted)
+            storage.faults.crash_after.clear()
+            replayer.apply(Action("restart").to_json(), restarted)
+            after = replayer.harness.snapshot()
+            problems = [f"{inv.clause} {inv.name}: {text}" for inv, text in invariants.check_state(after)]
+            assert problems == [], f"crash after {inner}: {problems}"
+            assert project(after) == project(restarted), f"crash after {inner}: not the model's restart"
+            assert r.verify_audit_log(storage).ok, f"crash after {inner}: the team log is broken"
+        finally:
+            storage.close()
