@@ -1494,9 +1494,11 @@ def test_each_plan_write_step_crashed_under_refinement(step: str, backend: str) 
 
 
 NEVER_CRASHED_OUTSIDE_PLANS = ("approval.retry", "tick", "restart", "profile.change")
-"""Operations of the model whose write steps no test of the reference crashes: ``approval.retry``
-has no step of its own; a tick and a restart's reconciliation are not crashed in the model either
-(idempotent passes, run again); a profile change is one write with nothing after it to lose."""
+"""Operations of the model whose write steps these stateful tests do not crash: ``approval.retry``
+has no step of its own; ``tick/clock`` is no write of the reference (time is the environment's);
+the model's one ``restart/reconcile`` step is the reference's named reconcile steps, each crashed by
+``tests/test_convergence.py::test_a_crash_inside_reconciliation_converges``; and
+``profile.change/profile`` is crashed by ``tests/test_convergence.py`` (both backends)."""
 
 
 @pytest.mark.clause("REC-2")

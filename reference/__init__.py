@@ -186,8 +186,10 @@ TEAM_STEPS: tuple[str, ...] = (
     "outbox.send/message",
     "outbox.send/entry",
     "monitor.pass/records",
+    "profile.change/profile",
 )
-"""The write steps of the team operations (members, tasks, jobs, shutdowns, outbox, monitor)."""
+"""The write steps of the team operations (members, tasks, jobs, shutdowns, outbox, monitor, a
+capability profile's change: XPR-4)."""
 
 __all__ += [
     "EXIT_STEPS",
