@@ -348,7 +348,7 @@ SECTION_INPUTS: dict[str, tuple[str, ...]] = {
     "shutdown_request": ("shutdowns",),
     "message": ("bus", "approvals", "plans", "shutdowns"),
     "outbox_entry": ("outbox", "approvals", "plans", "shutdowns"),
-    "audit_entry": (),
+    "audit_entry": ("plans",),  # the plan events the model keeps (AUD-5)
 }
 """Each section of :func:`snapshot`, in its order, and the fields of the state it is built from
 (with the configuration): states equal in those fields have equal sections. The explorer keys its

@@ -91,7 +91,11 @@ def _pending_requests(bus: tuple[Message, ...]) -> set[tuple[str, int]]:
 
 
 def _offset(deadline: int, clock: int) -> int:
-    return max(deadline - clock, FLOOR)
+    """A kept deadline's region as a positive number: 1 at or below :data:`FLOOR`, one more per
+    tick above it. Positive, because the fingerprint modes key states by ``hash`` and CPython's
+    ``hash(-1) == hash(-2)``: offsets -1 and -2 would be one fingerprint (found by
+    ``model_tests/test_count_states.py``: ``bench/count_states.py`` lost 72 of ``plan``'s states)."""
+    return max(deadline - clock, FLOOR) - FLOOR + 1
 
 
 def _kept(kind: str, status: str, slot: int, pending: set[tuple[str, int]]) -> bool:
