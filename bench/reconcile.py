@@ -21,6 +21,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from conformance._translate import plan_document
 from reference import CallContext, Harness, ManualClock, MemoryStorage, RecordingTool, SQLiteStorage, Storage
 from reference._recovery import reconcile_team
 from spec.ids import message_id
@@ -142,6 +143,14 @@ def writes_per_operation() -> dict[str, int]:
     count("approval.consume (call)", lambda: harness.approvals.call(ctx, "deploy", ARGS, approval_id=pid))
     other = harness.approvals.request(CallContext("m0", 1, "count-2", "t0"), "deploy", ARGS)
     count("approval.cancel", lambda: harness.approvals.cancel(ctx, other))
+    plan = plan_document(0, 0, 1, 60.0)
+    plan_id = count("plan.draft", lambda: harness.plans.draft(ctx, "count-plan", plan))
+    count("plan.submit", lambda: harness.plans.submit(ctx, plan_id))
+    count("plan.decide", lambda: harness.plans.decide("lead", plan_id, "approved"))
+    count("plan.deliver_decision", lambda: harness.plans.deliver_decision("m0", message_id(plan_id, "decision-0")))
+    count("plan.start", lambda: harness.plans.start(ctx, plan_id))
+    count("plan.step", lambda: harness.plans.step(ctx, plan_id, plan["steps"][0]))
+    count("plan.complete", lambda: harness.plans.complete(ctx, plan_id))
     stop = count("shutdown.request", lambda: harness.shutdowns.request("lead", "m0", "count-stop"))
     count("shutdown.begin_drain", lambda: harness.shutdowns.begin_drain("m0", message_id(stop, "request")))
     count("shutdown.release_task", lambda: harness.shutdowns.release_task("m0"))
