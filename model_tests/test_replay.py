@@ -11,7 +11,7 @@ import pytest
 
 from model_tests.replay import replay
 from spec.explore import Violation, _bfs, _Search, trace_json
-from spec.model import Model, load_config
+from spec.model import OPERATIONS, Model, load_config
 
 
 def tiny_traces(count: int) -> list[dict[str, object]]:
@@ -85,19 +85,8 @@ def test_team_walks_replay_on_the_reference(name: str) -> None:
 
 PLAN_CONFIGS = {"plan": 300, "pair_plan": 60, "approval_plan": 60, "plan_drain": 60, "plan_lost": 60}
 """Each pinned configuration with plans → its number of walks (``plan`` has the executions' steps)."""
-PLAN_OPERATIONS = {
-    "plan.draft",
-    "plan.submit",
-    "plan.decide",
-    "plan.retract",
-    "plan.deliver_decision",
-    "plan.withdraw",
-    "plan.start",
-    "plan.step",
-    "plan.complete",
-    "plan.fail",
-    "plan.rollback",
-}
+PLAN_OPERATIONS = {name for name in OPERATIONS if name.startswith("plan.")}
+"""Every plan operation of the model (``spec.model.OPERATIONS``): the replays must drive each."""
 
 
 @pytest.mark.clause(
