@@ -57,13 +57,7 @@ def shutdown_labels(snap: Snapshot) -> dict[str, str]:
     member and which of its incarnations), ``k`` counting that member incarnation's requests in the
     order they were made (``created_at``; every pinned configuration makes at most one)."""
     rows = sorted(snap.get("shutdown_request", []), key=lambda sd: (sd["created_at"], sd["deadline"]))
-    seen: Counter[str] = Counter()
-    out = {}
-    for sd in rows:
-        who = f"{sd['target_id']}#{sd['target_incarnation']}"
-        out[sd["protocol_id"]] = f"{who}/{seen[who]}"
-        seen[who] += 1
-    return out
+    return _numbered(rows, lambda sd: f"{sd['target_id']}#{sd['target_incarnation']}", "")
 
 
 def plan_labels(snap: Snapshot) -> dict[str, str]:
@@ -71,12 +65,17 @@ def plan_labels(snap: Snapshot) -> dict[str, str]:
     that member incarnation's plans in the order they were drafted (``created_at``, then revision;
     every pinned configuration drafts at most one)."""
     rows = sorted(snap.get("plan_approval", []), key=lambda p: (p["created_at"], p.get("revision", 1)))
+    return _numbered(rows, lambda plan: f"{plan['requester_id']}#{plan['requester_incarnation']}", "plan/")
+
+
+def _numbered(rows: list[dict[str, Any]], who: Callable[[dict[str, Any]], str], kind: str) -> dict[str, str]:
+    """Each row's id → ``<who>/<kind><k>``, ``k`` counting ``who``'s rows in the order given."""
     seen: Counter[str] = Counter()
     out = {}
-    for plan in rows:
-        who = f"{plan['requester_id']}#{plan['requester_incarnation']}"
-        out[plan["protocol_id"]] = f"{who}/plan/{seen[who]}"
-        seen[who] += 1
+    for row in rows:
+        owner = who(row)
+        out[row["protocol_id"]] = f"{owner}/{kind}{seen[owner]}"
+        seen[owner] += 1
     return out
 
 

@@ -331,6 +331,17 @@ class Harness:
         )
         return result
 
+    def record_delivery(self, step: str, message_id_: str, result: dict[str, Any]) -> dict[str, Any]:
+        """A protocol's receiver handled a message: it becomes ``delivered`` with ``result`` (and the
+        time) recorded under ``step``, so that a duplicate gets the same result back (MSG-5)."""
+        stored = self.storage.read("message", message_id_)
+        assert stored is not None
+        spec.ensure_transition("message", stored.doc["status"], "delivered")
+        recorded = {**result, "delivered_at": self.clock.now()}
+        doc = {**stored.doc, "status": "delivered", "recorded_result": recorded}
+        self.storage.update(step, "message", message_id_, doc, stored.version)
+        return recorded
+
     def acknowledge(self, message_id_: str) -> None:
         stored = self._require("message", message_id_)
         spec.ensure_transition("message", stored.doc["status"], "acknowledged")

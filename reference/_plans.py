@@ -329,7 +329,7 @@ class PlanProtocol:
         result = {"outcome": "matched" if verdict == "matched" else "ignored", "decision": envelope["body"]["decision"]}
         if verdict != "matched":
             result["reason"] = verdict
-        recorded = self._record_delivery(message_id_, result)
+        recorded = self.h.record_delivery("plan.deliver_decision/message", message_id_, result)
         if delivered is not None:
             self._audit("plan.deliver_decision/audit", delivered)
         return recorded
@@ -344,15 +344,6 @@ class PlanProtocol:
         if envelope["body"]["sequence"] != retractions(plan.doc):
             return "late: a later decision replaced it"
         return "matched"
-
-    def _record_delivery(self, message_id_: str, result: dict[str, Any]) -> dict[str, Any]:
-        row = self.h.read("message", message_id_)
-        assert row is not None
-        spec.ensure_transition("message", row.doc["status"], "delivered")
-        recorded = {**result, "delivered_at": self.h.clock.now()}
-        doc = {**row.doc, "status": "delivered", "recorded_result": recorded}
-        self.h.storage.update("plan.deliver_decision/message", "message", message_id_, doc, row.version)
-        return recorded
 
     # ---- PLN-11: withdrawal ------------------------------------------------------------------
     def withdraw(self, ctx: CallContext, pid: str) -> Document:

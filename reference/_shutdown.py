@@ -160,7 +160,7 @@ class ShutdownProtocol:
             if refusal is None:
                 self._begin(sd, member)
             result = {"outcome": "refused", "reason": refusal} if refusal else {"outcome": "draining"}
-            recorded = self._deliver(message_id_, result)
+            recorded = self.h.record_delivery("shutdown.begin_drain/message", message_id_, result)
             if refusal is None and sd.doc["status"] == "requested":
                 self._audit("shutdown.begin_drain/audit", self.require(sd.key).doc)
             return recorded
@@ -197,15 +197,6 @@ class ShutdownProtocol:
                 self.h.cancel_own_requests(
                     "shutdown.begin_drain/cancel_requests", member["member_id"], "member_draining"
                 )
-
-    def _deliver(self, message_id_: str, result: dict[str, Any]) -> dict[str, Any]:
-        stored = self.h.storage.read("message", message_id_)
-        assert stored is not None
-        spec.ensure_transition("message", stored.doc["status"], "delivered")
-        recorded = {**result, "delivered_at": self.h.clock.now()}
-        doc = {**stored.doc, "status": "delivered", "recorded_result": recorded}
-        self.h.storage.update("shutdown.begin_drain/message", "message", message_id_, doc, stored.version)
-        return recorded
 
     # ---- SHD-3 … SHD-5: the drain ----------------------------------------------------------
     def draining_for(self, member_id: str, incarnation: int | None = None) -> tuple[Document, Stored]:
