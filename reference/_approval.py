@@ -45,7 +45,7 @@ from ._errors import (
     VersionConflict,
 )
 from ._mutants import broken
-from ._storage import Document, Stored
+from ._storage import Document, Stored, active
 from ._tools import Arguments, Tool, redact_json
 
 if TYPE_CHECKING:
@@ -390,7 +390,7 @@ class ApprovalProtocol:
         """The deadline monitor's pass over approvals (INV-12)."""
         expired = []
         now = self.h.clock.now()
-        for stored in self.h.storage.scan(KIND):
+        for stored in active(self.h.storage, KIND, ("requested", "approved")):
             if self._due(stored.doc, now) and self._settle(self._expiry(stored.key, now)):
                 expired.append(stored.key)
         return expired

@@ -78,6 +78,8 @@ MUTANTS: dict[str, str] = {
     "version_conflict_escapes": "STO-4: the loser of a compare-and-set race gets a raw VersionConflict",
     "execution_overwritten": "APR-6: an existing execution record is overwritten and the call made again",
     "shutdown_by_anyone": "SHD-1: any member may request another member's shutdown, not only the Lead",
+    "monitor_reads_history": "INV-12, REC-3: the deadline monitor and the outbox read every record ever written, "
+    "not the open ones (their cost follows history)",
     "receive_keeps_article_layout": "MSG-1, PLN-1: a message received in the source article's layout is "
     "stored as it came, its defaults never filled",
 }

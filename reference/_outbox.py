@@ -21,7 +21,7 @@ import spec
 from spec.ids import protocol_id
 
 from ._errors import AlreadyExists
-from ._storage import Document
+from ._storage import Document, active
 from ._team_errors import UnknownRecord
 
 if TYPE_CHECKING:
@@ -59,7 +59,7 @@ class Outbox:
         self.h.storage.update("outbox.send/entry", TABLE, message_id, {**stored.doc, "status": "sent"}, stored.version)
 
     def owed(self) -> list[str]:
-        return [row.key for row in self.h.storage.scan(TABLE) if row.doc["status"] == "owed"]
+        return [row.key for row in active(self.h.storage, TABLE, ("owed",)) if row.doc["status"] == "owed"]
 
     def send_owed(self) -> list[str]:
         """Send every owed entry (REC-3: at least once, with its stable id)."""

@@ -58,7 +58,7 @@ from ._plan_errors import (
     StalePlan,
     UnknownPlan,
 )
-from ._storage import Document, Stored
+from ._storage import Document, Stored, active
 from ._team_errors import MessageNotPending, UnknownRecord
 
 if TYPE_CHECKING:
@@ -552,7 +552,10 @@ class PlanProtocol:
     def expire_due(self) -> None:
         """Part of the monitor's pass: a timeout never approves (PLN-5); a run out of time fails."""
         now = self.h.clock.now()
-        for row in self.h.storage.scan(KIND):
+        due = {row.key: row for row in active(self.h.storage, KIND, ("pending", "approved"))}
+        runs = {run.key for run in active(self.h.storage, RUN, ("running",))}
+        for key in sorted(due.keys() | runs):  # one plan at a time, in key order, as before
+            row = due.get(key) or self.require(key)
             if row.doc["status"] in ("pending", "approved") and now > row.doc["deadline"]:
                 if row.doc["status"] == "pending" and broken("ttl_approves_plan"):
                     self._move("plan.expire/record", row, "approved", "monitor", audit="plan.expire/audit")
@@ -563,7 +566,7 @@ class PlanProtocol:
             run = self.h.storage.read(RUN, row.key)
             if run is not None and run.doc["status"] == "running" and now > run.doc["deadline"]:
                 self._move_run("plan.expire/execution", run, "failed", "monitor", "timed_out")
-        for message in self.h.storage.scan("message"):
+        for message in active(self.h.storage, "message", ("pending",)):
             envelope = message.doc["message"]
             if envelope["message_type"] != "plan_request" or message.doc["status"] != "pending":
                 continue

@@ -45,7 +45,7 @@ from . import _audit
 from ._errors import AlreadyExists
 from ._jobs import BUSY
 from ._mutants import broken
-from ._storage import Document, Stored
+from ._storage import Document, Stored, active
 from ._tasks import plain_json, released_task
 from ._team_errors import DrainNotReady, MemberBusy, MessageNotPending, NotLead, ShutdownRefused, UnknownRecord
 
@@ -323,7 +323,7 @@ class ShutdownProtocol:
     # ---- SHD-6, SHD-7: the deadline monitor and the last rung ------------------------------
     def expire_due(self) -> list[str]:
         now, moved = self.h.clock.now(), []
-        for stored in self.h.storage.scan(KIND):
+        for stored in active(self.h.storage, KIND, ("requested", "draining")):
             if now <= stored.doc["deadline"]:
                 continue
             if stored.doc["status"] == "requested":
@@ -356,7 +356,7 @@ class ShutdownProtocol:
             else:
                 continue
             moved.append(stored.key)
-        for row in self.h.storage.scan("message"):
+        for row in active(self.h.storage, "message", ("pending",)):
             envelope = row.doc["message"]
             if (
                 envelope["message_type"] == KIND

@@ -232,6 +232,15 @@ class Storage:
         """Release resources; the data stays."""
 
 
+def active(storage: Storage, table: str, statuses: tuple[str, ...]) -> list[Stored]:
+    """The records of ``table`` in one of ``statuses``, in key order: what a periodic pass reads
+    (the deadline monitor's, INV-12, APR-4, SHD-6, PLN-5; the outbox's, REC-3), so that its cost
+    follows the open work, not the history (mutant ``monitor_reads_history``)."""
+    if broken("monitor_reads_history"):
+        return [row for row in storage.scan(table) if row.doc.get("status") in statuses]
+    return storage.scan_status(table, statuses)
+
+
 class MemoryStorage(Storage):
     """In-process storage (for model tests): a dict under a lock; rows kept as JSON text."""
 

@@ -69,3 +69,27 @@ def test_reconciliation_at_and_after_the_deadline(team: Team, past: float) -> No
     team.clock.advance(TTL_SECONDS + past)
     team = team.restart()
     assert status(team, pid) == ("requested" if past == 0 else "expired")
+
+
+@pytest.mark.clause("INV-12", "APR-4", "SHD-6", "PLN-5", "REC-3")
+def test_the_monitor_reads_the_open_records_not_the_history(team: Team, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The monitor runs on every tick, so its cost must follow the open work: it reads approvals,
+    plans, shutdowns, messages and outbox entries by status (``Storage.scan_status``, an index on
+    SQLite), never by scanning a table's history; and it still expires what is due."""
+    for i in range(3):  # history: settled approvals and their delivered messages
+        done = team.approved(call=f"old-{i}")
+        team.harness.approvals.call(team.ctx(call=f"old-{i}"), "deploy", {"path": "srv/app"}, approval_id=done)
+    due = team.harness.approvals.request(team.ctx(call="open"), "deploy", ARGS, ttl_seconds=TTL_SECONDS)
+    team.clock.advance(TTL_SECONDS + 1.0)
+    scanned: list[str] = []
+    original = team.storage.scan
+
+    def spy(table: str) -> list[r.Stored]:
+        scanned.append(table)
+        return original(table)
+
+    monkeypatch.setattr(team.storage, "scan", spy)
+    team.harness.monitor_pass()
+    team.harness.outbox.owed()
+    assert scanned == [], f"the monitor scanned whole tables: {scanned}"
+    assert status(team, due) == "expired"
