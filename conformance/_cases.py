@@ -87,7 +87,7 @@ class Session:
     def start(self) -> dict[str, Any]:
         idle = IDLE.pop(self.command, None)
         if not self.trace and idle is not None and idle.alive():
-            idle.init_request = self.impl.init_request
+            idle.init_request, idle.stderr = self.impl.init_request, self.impl.stderr  # restarts log here
             self.impl = idle  # a live process of an earlier case serves this one's data directory
             reply = self.impl.call({**self.impl.init_request, "clock": self.clock})
         else:

@@ -13,15 +13,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from spec import invariants
-from spec.model import Model, parse_config, snapshot
+from spec.model import Config, Model, parse_config, snapshot
 from spec.model._model import Action
 from spec.model._reconcile import reconcile
 
 from ._abstract import abstract, canonical_ids, differences
 from ._cases import Case, Session
 from ._client import Crashed
-from ._replay import _id_problem, resolve
+from ._replay import _id_problem, invariant_problems, resolve
 from ._translate import clauses_of, init_request, request_for
 
 CONFIG = parse_config(
@@ -33,6 +32,24 @@ CONFIG = parse_config(
         "profile_changes": 3, "max_retractions": 0, "symmetry": False, "liveness": False, "require_coverage": False,
     },
 )  # fmt: skip
+TEAM_CONFIG = parse_config(
+    "conformance_team",
+    {
+        "description": "the model side of the random programs that also approve and run plans and stop members",
+        "members": 2, "tasks": 2, "approvals": 2, "plans": 1, "shutdowns": 1, "max_ticks": 6, "ttl_ticks": 1,
+        "unit_ticks": 10**9, "plan_steps": 2, "crashes": True, "jobs": False, "lapses": False, "max_incarnation": 1,
+        "profile_changes": 1, "max_retractions": 1, "symmetry": False, "liveness": False, "require_coverage": False,
+    },
+)  # fmt: skip
+"""Every other program (the odd-numbered ones) runs on this one: plan approval and execution
+(PLN), shutdown requests and drains (SHD, XPR-2) beside the approvals, where the driver declares
+those operations."""
+
+
+def config_of(number: int) -> Config:
+    return TEAM_CONFIG if number % 2 else CONFIG
+
+
 REFUSED, KILL, CRASH, APPROVED_CALL = 0.15, 0.08, 0.12, 0.2
 WEIGHTS = {"task.finish": 0.2, "profile.change": 0.2, "tick": 0.4, "approval.review": 3.0, "approval.consume": 4.0}
 """As the model tests draw (``model_tests/test_stateful.py``): mostly the approval path, which
@@ -40,12 +57,14 @@ keeps approved approvals common; finishing tasks, profile changes and time passi
 
 
 class Program:
-    def __init__(self, command: str, caps: dict[str, Any], root: Path, seed: str, case: Case) -> None:
+    def __init__(
+        self, command: str, caps: dict[str, Any], root: Path, seed: str, case: Case, config: Config = CONFIG
+    ) -> None:
         self.rng = random.Random(seed)
-        self.caps, self.case = caps, case
-        self.model = Model(CONFIG, reduce=False)
+        self.caps, self.case, self.config = caps, case, config
+        self.model = Model(config, reduce=False)
         self.state = self.model.initial()
-        self.session = Session(command, init_request(CONFIG), root)
+        self.session = Session(command, init_request(config), root)
         self.ids: dict[str, str] = {}
         self.taken: set[str] = set()  # the operations sent (taken, refused, crashed or killed)
         self.before: dict[str, Any] = {}
@@ -54,7 +73,7 @@ class Program:
     def check(self, clauses: tuple[str, ...], what: str) -> bool:
         """The snapshot abstracts to the model's state and every invariant holds; False if not."""
         snap = self.session.snapshot()
-        expected = abstract(snapshot(self.state, CONFIG))
+        expected = abstract(snapshot(self.state, self.config))
         actual = abstract(snap)
         if actual != expected:
             lines = differences(expected, actual)
@@ -64,7 +83,7 @@ class Program:
                 self.session.trace + lines,
             )
             return False
-        problems = _invariants(self.before, canonical_ids(snap))
+        problems = invariant_problems(self.before, canonical_ids(snap))
         if problems:
             self.case.fail(f"after {what}: {problems[0][1]}", [c for c, _ in problems], self.session.trace)
             return False
@@ -99,7 +118,7 @@ class Program:
 
     def take(self, action: Action, steps: list[Any], draw: float) -> bool:
         self.taken.add(action.name)
-        request = request_for(action, self.state, CONFIG)
+        request = request_for(action, self.state, self.config)
         assert request is not None
         request = resolve(request, self.session.last)
         writing = self.writing(steps)
@@ -129,7 +148,7 @@ class Program:
         for number, (name, apply) in enumerate(steps):
             after = apply(state)
             if (
-                abstract(snapshot(after, CONFIG)) != abstract(snapshot(state, CONFIG))
+                abstract(snapshot(after, self.config)) != abstract(snapshot(state, self.config))
                 and name in self.caps["write_steps"]
             ):
                 out.append(number)
@@ -167,7 +186,7 @@ class Program:
             prefixes.append(state)
         for prefix in prefixes:
             candidate = reconcile(self.model, replace(prefix, crashed=False))
-            if abstract(snapshot(candidate, CONFIG)) == abstract(snap):
+            if abstract(snapshot(candidate, self.config)) == abstract(snap):
                 self.state = candidate
                 return self.check(("REC-2",), "the restart after SIGKILL")
         self.case.fail(
@@ -210,7 +229,7 @@ class Program:
         for slot, ap in enumerate(self.state.approvals):
             if not ap.status:
                 continue
-            for m in range(CONFIG.members):
+            for m in range(self.config.members):
                 for changed in (False, True):
                     out.append(
                         Action("approval.consume", (("changed_arguments", changed), ("member", m), ("slot", slot)))
@@ -222,7 +241,7 @@ class Program:
 
     def refused(self, action: Action) -> bool:
         self.taken.add(action.name)
-        request = resolve(request_for(action, self.state, CONFIG) or {}, self.session.last)
+        request = resolve(request_for(action, self.state, self.config) or {}, self.session.last)
         reply = self.session.call(request)
         args = dict(action.args)
         clauses = ("APR-2", "APR-5") if args.get("changed_arguments") else clauses_of(action.name)
@@ -239,23 +258,17 @@ def _line(request: dict[str, Any], impl: Any) -> str:
     return json.dumps({**request, "msg_id": impl.next_id - 1})
 
 
-def _invariants(before: dict[str, Any], after: dict[str, Any]) -> list[tuple[str, str]]:
-    """Every violated state and step invariant, as (clause, message); a snapshot the invariants
-    cannot read (a record missing a field they read) is reported as such."""
-    try:
-        found = invariants.check_state(after) + (invariants.check_step(before, after) if before else [])
-    except (KeyError, TypeError) as error:
-        return [("DRV-2", f"the snapshot lacks what the invariants read ({error!r})")]
-    return [(inv.clause, f"{inv.clause} {inv.name}: {message}") for inv, message in found]
-
-
 def run_program(command: str, caps: dict[str, Any], root: Path, seed: int, number: int, depth: int) -> Case:
     clauses = sorted({c for op in caps.get("operations", []) for c in clauses_of(op)} | {"REC-2", "INV-1", "INV-3"})
     case = Case(
-        f"random-{number:03d}", "random programs", "operation approval", f"seed {seed}/{number}, {depth} steps", clauses
+        f"random-{number:03d}",
+        "random programs",
+        "operation approval" if number % 2 == 0 else "operation approval, plans, shutdown",
+        f"seed {seed}/{number}, {depth} steps",
+        clauses,
     )
     started = time.monotonic()
-    program = Program(command, caps, root, f"{seed}/{number}", case)
+    program = Program(command, caps, root, f"{seed}/{number}", case, config_of(number))
     try:
         program.run(depth)
         # an OK program vouches only for the clauses of what it sent (not every operation offered)
@@ -268,4 +281,4 @@ def run_program(command: str, caps: dict[str, Any], root: Path, seed: int, numbe
     return case
 
 
-__all__ = ["CONFIG", "run_program"]
+__all__ = ["CONFIG", "TEAM_CONFIG", "config_of", "run_program"]

@@ -8,7 +8,17 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ._abstract import abstract, approval_labels, differences, message_label, plan_labels, shutdown_labels
+from spec import invariants
+
+from ._abstract import (
+    abstract,
+    approval_labels,
+    canonical_ids,
+    differences,
+    message_label,
+    plan_labels,
+    shutdown_labels,
+)
 from ._cases import Case, Session, group_of
 from ._client import Crashed
 from ._translate import clauses_of
@@ -86,7 +96,11 @@ def run_vector(
 
 
 def _steps(case: Case, session: Session, vector: dict[str, Any]) -> None:
+    """Each step, then its checks: the snapshot abstracts to the model's state, and every state and
+    step invariant holds on the implementation's own snapshot (what the abstraction leaves out —
+    the audit log, ids, message bodies — is still read by the invariants, AUD-5, INV-1 …)."""
     ids: dict[str, str] = {}
+    before = canonical_ids(session.last)
     for step in vector["steps"]:
         op = step["operation"]
         clauses = clauses_of(op)
@@ -110,13 +124,30 @@ def _steps(case: Case, session: Session, vector: dict[str, Any]) -> None:
             if problem:
                 case.fail(problem, ("MSG-4", "INV-6"), session.trace)
                 return
-        actual = abstract(session.snapshot())
+        snap = session.snapshot()
+        actual = abstract(snap)
         if actual != step["expect"]:
             lines = differences(step["expect"], actual)
             case.fail(
                 f"after {op}: the snapshot does not abstract to the model's state", clauses, session.trace + lines
             )
             return
+        after = canonical_ids(snap)
+        problems = invariant_problems(before, after)
+        if problems:
+            case.fail(f"after {op}: {problems[0][1]}", [c for c, _ in problems], session.trace)
+            return
+        before = after
+
+
+def invariant_problems(before: dict[str, Any], after: dict[str, Any]) -> list[tuple[str, str]]:
+    """Every violated state and step invariant, as (clause, message); a snapshot the invariants
+    cannot read (a record missing a field they read) is reported as such."""
+    try:
+        found = invariants.check_state(after) + (invariants.check_step(before, after) if before else [])
+    except (KeyError, TypeError) as error:
+        return [("DRV-2", f"the snapshot lacks what the invariants read ({error!r})")]
+    return [(inv.clause, f"{inv.clause} {inv.name}: {message}") for inv, message in found]
 
 
 def _id_problem(op: str, request: dict[str, Any], reply: dict[str, Any], ids: dict[str, str]) -> str | None:
@@ -134,4 +165,4 @@ def _id_problem(op: str, request: dict[str, Any], reply: dict[str, Any], ids: di
     return None
 
 
-__all__ = ["missing_capabilities", "resolve", "run_vector"]
+__all__ = ["invariant_problems", "missing_capabilities", "resolve", "run_vector"]

@@ -105,17 +105,20 @@ MUTANTS = [
     ("shutdown_by_anyone", "SHD-1", {"sections": ("bad input",), "clauses": ("SHD-1",)}),
     ("retraction_after_delivery", "PLN-6", {"sections": ("bad input",), "clauses": ("PLN-6",)}),
     ("marker_after_first_step", "PLN-7", {"sections": ("vectors",), "configs": ("plan",), "clauses": ("PLN-7",)}),
+    # the abstraction leaves the audit log out: only the invariants checked after every step see it
+    ("shutdown_not_audited", "AUD-5", {"sections": ("vectors",), "configs": ("shutdown",), "clauses": ("SHD-1",)}),
 ]
 
 
-@pytest.mark.clause("APR-5", "APR-6", "MSG-5", "REC-2", "SHD-6", "SHD-1", "PLN-6", "PLN-7")
+@pytest.mark.clause("APR-5", "APR-6", "MSG-5", "REC-2", "SHD-6", "SHD-1", "PLN-6", "PLN-7", "AUD-5")
 @pytest.mark.parametrize(("mutant", "clause", "options"), MUTANTS, ids=[m[0] for m in MUTANTS])
 def test_a_reference_mutant_is_caught_through_the_driver(
     mutant: str, clause: str, options: dict[str, object], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Each section of the suite catches a reference mutant (run in the driver's process through
     ``TEAMPROTO_MUTANT``): bad input, random programs, vectors (of the approval slice and, through
-    the team operations, of a drain past its deadline that must time out, not complete)."""
+    the team operations, of a drain past its deadline that must time out, not complete; and, through
+    the invariants checked after every step of a vector, a shutdown whose decisions miss the log)."""
     monkeypatch.setenv("TEAMPROTO_MUTANT", mutant)
     _, result = suite(REFERENCE, **options)
     assert clause in result["failed_clauses"] and result["exit"] == 1

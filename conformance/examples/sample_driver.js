@@ -89,19 +89,20 @@ function stepDone(step) {
 function write(step, kind, key, record) {
   const before = db[kind][key];
   db[kind][key] = record;
-  if (kind === "operation_approval") audit(record, before ? before.events.length : 0);
+  if (kind === "operation_approval" || kind === "shutdown_request") audit(record, before ? before.events.length : 0);
   save();
   if (armed === step) process.exit(70);
 }
 
-// AUD-1, AUD-5: each new event of an approval goes to the hash-chained team log, saved with it.
+// AUD-1, AUD-5: each new event of an approval or a shutdown request goes to the hash-chained team
+// log, saved with it.
 function audit(record, seen) {
   const log = db.audit_entry;
   for (const e of record.events.slice(seen)) {
     const keys = Object.keys(log).sort();
     const last = keys.length ? log[keys[keys.length - 1]] : null;
     const entry = { sequence: last ? last.sequence + 1 : 0, previous_hash: last ? last.hash : "0".repeat(64),
-      actor: e.actor, event: `approval.${e.event}`, subject_id: record.protocol_id, summary: e.summary, at: e.at };
+      actor: e.actor, event: `${record.kind === "shutdown_request" ? "shutdown" : "approval"}.${e.event}`, subject_id: record.protocol_id, summary: e.summary, at: e.at };
     entry.hash = sha(canonical(entry));
     log[String(entry.sequence).padStart(12, "0")] = entry;
   }
