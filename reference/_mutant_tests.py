@@ -23,6 +23,7 @@ RECOVERY_CAUGHT_BY: dict[str, list[str]] = {
     "reconcile_reowes_sent_outbox": ["tests/test_convergence.py"],
     "shutdown_not_audited": ["tests/test_recovery_rows.py"],
     "monitor_reads_history": ["tests/test_deadlines.py::test_the_monitor_reads_the_open_records_not_the_history"],
+    "free_text_not_redacted": ["tests/test_plans.py::test_the_free_text_of_plans_and_shutdowns_is_stored_redacted"],
 }
 """Recovery and audit mutants → the quick example tests that catch them (``teamproto mutants`` runs
 these instead of the model tests, as for the process mutants)."""

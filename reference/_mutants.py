@@ -80,6 +80,8 @@ MUTANTS: dict[str, str] = {
     "shutdown_by_anyone": "SHD-1: any member may request another member's shutdown, not only the Lead",
     "monitor_reads_history": "INV-12, REC-3: the deadline monitor and the outbox read every record ever written, "
     "not the open ones (their cost follows history)",
+    "free_text_not_redacted": "AUD-3, INV-10: a shutdown's reason and a plan's goal, rollback and risks are "
+    "stored and sent as written",
     "receive_keeps_article_layout": "MSG-1, PLN-1: a message received in the source article's layout is "
     "stored as it came, its defaults never filled",
 }

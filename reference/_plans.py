@@ -102,6 +102,21 @@ def retractions(doc: Document) -> int:
     return sum(1 for event in doc["events"] if event["event"] == "retracted")
 
 
+def redact_text(plan: dict[str, Any]) -> dict[str, Any]:
+    """The plan with its free text redacted before it is stored or sent (AUD-3, INV-10): goal,
+    rollback and risks. The steps are kept as written: execution is bound to their parameters
+    (PLN-4), which the reviewer reads."""
+    if broken("free_text_not_redacted"):
+        return dict(plan)
+    out = dict(plan)
+    for field in ("goal", "rollback"):
+        if isinstance(out.get(field), str):
+            out[field] = redact(out[field])
+    if isinstance(out.get("risks"), list):
+        out["risks"] = [redact(risk) if isinstance(risk, str) else risk for risk in out["risks"]]
+    return out
+
+
 class PlanProtocol:
     def __init__(self, harness: Harness) -> None:
         self.h = harness
@@ -127,7 +142,7 @@ class PlanProtocol:
             raise spec.SchemaError(
                 "plan", "$.correlation_id", f"must be the plan id {pid} (or left out), not {given!r}"
             )
-        body = {**plan, "correlation_id": pid}
+        body = {**redact_text(plan), "correlation_id": pid}
         revision = 1 if supersedes is None else self._revision_of(ctx, supersedes) + 1
         now = self.h.clock.now()
         ttl = body.get("ttl_seconds")

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 import spec
 from spec.ids import message_id, protocol_id
+from spec.redaction import redact
 
 from . import _audit
 from ._errors import AlreadyExists
@@ -95,7 +96,7 @@ class ShutdownProtocol:
                 "target_id": target_id,
                 "target_incarnation": target["incarnation"],
                 "responder_id": target_id,
-                "reason_text": reason_text,
+                "reason_text": reason_text if broken("free_text_not_redacted") else redact(reason_text),  # AUD-3
                 "created_at": now,
                 "deadline": now + ttl_seconds,
                 "released_task_id": None,

@@ -16,6 +16,7 @@ import reference as r
 import spec
 from spec import invariants
 from spec.ids import message_id
+from spec.secret_corpus import CARRIERS, carrier
 
 TTL = 5
 
@@ -464,3 +465,20 @@ def test_reconciliation_reads_active_and_unlogged_plans_not_the_history(
     assert cut in read
     assert again.read("message", message_id(cut, "decision-0")) is not None
     assert invariants.decisions_audited(again.snapshot()) == []
+
+
+@pytest.mark.clause("AUD-3", "INV-10", "PLN-1", "SHD-1")
+def test_the_free_text_of_plans_and_shutdowns_is_stored_redacted(team: Team) -> None:
+    """A plan's goal, rollback and risks, and a shutdown's reason, are written by agents and may
+    carry what a real tool would (a token pasted into a goal): every shape of the corpus is
+    redacted before the record and its message are stored; the words around it are kept."""
+    text = "rotate " + " and ".join(carrier(name) for name in CARRIERS) + " tonight"  # every secret, in use
+    pid = team.pending("secret", {**plan(*STEPS), "goal": text, "rollback": text, "risks": [text, "lock contention"]})
+    sid = team.h.shutdowns.request(team.h.lead_id, "m1", "secret", reason_text=text)
+    snap = team.h.snapshot()
+    assert invariants.no_secret_stored(snap) == []
+    body = team.plan_doc(pid)["plan"]
+    assert body["goal"].startswith("rotate ") and body["goal"].endswith(" tonight") and "[REDACTED]" in body["goal"]
+    assert body["risks"][1] == "lock contention" and body["steps"] == plan(*STEPS)["steps"]
+    shutdown = team.h.read("shutdown_request", sid)
+    assert shutdown is not None and shutdown.doc["reason_text"].endswith(" tonight")
