@@ -35,13 +35,6 @@ XFAIL = {
         reason="known defect 1 (issue 17 item 6, h17 fixes it in reference/_approval.py): the loser of a "
         "compare-and-set race gets a raw VersionConflict instead of the typed refusal a serial order gives",
     ),
-    interleave.ReconcileRace: pytest.mark.xfail(
-        raises=interleave.ReconcileRace,
-        strict=True,
-        reason="known defect 2 (found by this explorer; docs/protocol.md section 5 leaves it open): a "
-        "reconciliation takes another process's live consumption for a crash prefix (a call about to happen "
-        "recorded as never happened, APR-8; the consumer refused); its audit half is fixed by AUD-5",
-    ),
 }
 
 CLAUSES = {
@@ -55,13 +48,12 @@ CLAUSES = {
     "claim||claim": ("STO-4", "MEM-1", "INV-2"),
     "finish||reconcile": ("STO-4", "REC-2", "TSK-1"),
     "claim||reconcile": ("STO-4", "REC-2", "MEM-1"),
-    "request||reconcile": ("STO-4", "REC-1", "AUD-5", "MSG-6"),
-    "consume||reconcile": ("STO-4", "REC-1", "APR-8", "AUD-5"),
+    "request||reconcile": ("STO-4", "REC-1", "REC-4", "AUD-5", "MSG-6"),
+    "consume||reconcile": ("STO-4", "REC-1", "REC-4", "APR-8", "AUD-5"),
     "claim||begin_drain": ("STO-4", "MEM-1", "SHD-2", "INV-2"),
     "claim||request_shutdown": ("STO-4", "MEM-1", "SHD-1", "INV-2"),
     "release||reconcile": ("STO-4", "SHD-3", "REC-2", "TSK-3"),
 }
-RACE = interleave.ReconcileRace
 Defect = type[AssertionError] | None
 KNOWN_DEFECT: dict[str, tuple[Defect, Defect, Defect]] = {
     # pair: the defect (or None) that the outcome test, the final-state test and the invariants
@@ -77,7 +69,7 @@ KNOWN_DEFECT: dict[str, tuple[Defect, Defect, Defect]] = {
     "finish||reconcile": (None, None, None),
     "claim||reconcile": (None, None, None),
     "request||reconcile": (None, None, None),  # AUD-5's append rule (was known defect 2's audit half)
-    "consume||reconcile": (RACE, RACE, None),  # the execution half of known defect 2 is open
+    "consume||reconcile": (None, None, None),  # REC-4 (was known defect 2, its execution half)
     "claim||begin_drain": (None, None, None),
     "claim||request_shutdown": (None, None, None),
     "release||reconcile": (None, None, None),
