@@ -30,7 +30,7 @@ import os
 import re
 import socket
 import uuid
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from ._errors import CorruptRecord, StorageError
@@ -188,8 +188,8 @@ def register(storage: Storage, instance_id: str) -> None:
 def close(storage: Storage) -> None:
     row = storage._read(INSTANCES, storage.instance_id)
     if row is not None:
-        closed = {**json.loads(row[1]), "status": "closed"}
-        storage._update(INSTANCES, storage.instance_id, json.dumps(closed, sort_keys=True), row[0])
+        closed = replace(parse(storage.instance_id, row[1]), status="closed")
+        storage._update(INSTANCES, storage.instance_id, closed.to_json(), row[0])
 
 
 class Owners:
