@@ -42,6 +42,19 @@ def approved(harness: r.Harness) -> None:
     harness.approvals.review("lead", PID, "approved", "ok")
 
 
+def consumption_cut_short(harness: r.Harness) -> None:
+    """``approved``, then consumed by the set-up's instance, which died after writing its
+    execution record, before the call: the set-up's instance is closed, so this is work whose
+    writer can no longer finish it (REC-4), for any instance to take over."""
+    approved(harness)
+    harness.storage.faults.crash_after.add("approval.consume/execution")
+    try:
+        harness.approvals.call(CTX, "deploy", ARGS, approval_id=PID)
+    except r.Crash:
+        return
+    raise AssertionError("the consumption did not stop after its execution record")
+
+
 def two_members_one_pending_task(harness: r.Harness) -> None:
     harness.add_member("m0", ["deploy"])
     harness.add_member("m1", ["deploy"])
@@ -121,6 +134,8 @@ PAIRS: dict[str, Scenario] = {
         # A process that restarts reconciles the whole store while the others run on.
         Scenario("request||reconcile", one_claimed_task, ((REQUEST,), (RECONCILE,))),
         Scenario("consume||reconcile", approved, ((CONSUME,), (RECONCILE,))),
+        # Two processes restart at once over a dead one's consumption: both take it over (REC-4).
+        Scenario("reconcile||reconcile", consumption_cut_short, ((RECONCILE,), (RECONCILE,))),
         Scenario("claim||begin_drain", shutdown_requested, ((claim("m0", "t0"),), (BEGIN_DRAIN,))),
         Scenario("claim||request_shutdown", two_members_one_pending_task, ((claim("m0", "t0"),), (REQUEST_SHUTDOWN,))),
         Scenario("release||reconcile", draining_with_task, ((RELEASE,), (RECONCILE,))),

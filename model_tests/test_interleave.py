@@ -5,7 +5,7 @@ For every pair of operations that can touch one record, every interleaving is ex
 state, and every outcome must be one that some serial order of the same operations gives
 (linearizability). Longer programs are interleaved by Hypothesis, which picks the schedule.
 
-Clause: STO-4, APR-4, APR-5, APR-6, APR-8, APR-9, MEM-1, SHD-1, SHD-2, SHD-3, TSK-1, TSK-3, REC-1, REC-2,
+Clause: STO-4, APR-4, APR-5, APR-6, APR-8, APR-9, MEM-1, SHD-1, SHD-2, SHD-3, TSK-1, TSK-3, REC-1, REC-2, REC-4,
 AUD-5, INV-1, INV-2, INV-3, INV-12.
 """
 
@@ -50,6 +50,7 @@ CLAUSES = {
     "claim||reconcile": ("STO-4", "REC-2", "MEM-1"),
     "request||reconcile": ("STO-4", "REC-1", "REC-4", "AUD-5", "MSG-6"),
     "consume||reconcile": ("STO-4", "REC-1", "REC-4", "APR-8", "AUD-5"),
+    "reconcile||reconcile": ("STO-4", "REC-1", "REC-4", "APR-8"),
     "claim||begin_drain": ("STO-4", "MEM-1", "SHD-2", "INV-2"),
     "claim||request_shutdown": ("STO-4", "MEM-1", "SHD-1", "INV-2"),
     "release||reconcile": ("STO-4", "SHD-3", "REC-2", "TSK-3"),
@@ -70,6 +71,7 @@ KNOWN_DEFECT: dict[str, tuple[Defect, Defect, Defect]] = {
     "claim||reconcile": (None, None, None),
     "request||reconcile": (None, None, None),  # AUD-5's append rule (was known defect 2's audit half)
     "consume||reconcile": (None, None, None),  # REC-4 (was known defect 2, its execution half)
+    "reconcile||reconcile": (None, None, None),
     "claim||begin_drain": (None, None, None),
     "claim||request_shutdown": (None, None, None),
     "release||reconcile": (None, None, None),

@@ -39,6 +39,7 @@ from ._errors import (
     ReviewConflict,
     StaleIncarnation,
     StorageError,
+    StorageUnavailable,
     ToolMismatch,
     ToolNotInProfile,
     UnknownApproval,
@@ -464,11 +465,24 @@ class ApprovalProtocol:
             elif doc["status"] in ("approved", "rejected"):
                 self._post_decision(doc)
             elif doc["status"] == "consumed":
-                self._look_up_outcome(doc)
+                self._take_over_call(doc)
             if key in unlogged and not broken("reconcile_skips_audit"):
                 _audit.append_events(
                     self.h.storage, "approval.reconcile/audit", doc["protocol_id"], "approval", doc["events"]
                 )
+
+    def _take_over_call(self, approval: Document) -> None:
+        """REC-4 with STO-4: two survivors may take over one dead instance's call at once. The one
+        whose write loses (the execution record exists by now, or changed) decides again from what
+        the winner wrote — which leaves nothing to do — instead of failing on a raw conflict."""
+        for _ in range(CONFLICT_RETRIES):
+            try:
+                self._look_up_outcome(approval)
+                return
+            except (AlreadyExists, VersionConflict):
+                if broken("version_conflict_escapes"):
+                    raise
+        raise StorageUnavailable(f"tool_execution/{approval['protocol_id']} kept changing; not reconciled")
 
     def _look_up_outcome(self, approval: Document) -> None:
         """APR-8: never re-approve, never repeat the call blindly: ask the tool by key."""

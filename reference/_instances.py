@@ -42,7 +42,13 @@ if TYPE_CHECKING:
 INSTANCES = "~instance"
 """A storage-internal table: one row per registered harness instance (:class:`Instance`)."""
 ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,79}")
-FIELDS = {"instance_id": str, "pid": int, "started": (int, type(None)), "boot": (str, type(None)), "host": str}
+FIELDS: dict[str, type | tuple[type, ...]] = {
+    "instance_id": str,
+    "pid": int,
+    "started": (int, type(None)),
+    "boot": (str, type(None)),
+    "host": str,
+}
 STATUSES = ("open", "closed")
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sqlite3
 import threading
 from collections import OrderedDict
@@ -159,7 +160,7 @@ class Storage:
         ``instance_id`` or a fresh one. Returns the id."""
         if self.registered:
             if instance_id not in (None, self.instance_id):
-                raise _instances.InstanceInUse(self.instance_id, _instances.os.getpid())
+                raise _instances.InstanceInUse(self.instance_id, os.getpid())
             return self.instance_id
         chosen = _instances.check_id(instance_id) if instance_id is not None else self.instance_id
         _instances.register(self, chosen)

@@ -205,7 +205,8 @@ import reference as r
 def run(key, arguments):
     time.sleep(120)  # the call hangs: this process is inside its consumption
     return {"ok": True}
-harness = r.Harness(r.SQLiteStorage(sys.argv[1]), r.ManualClock(1.0), [r.Tool("deploy", run, r.normalize_paths("path"))])
+tool = r.Tool("deploy", run, r.normalize_paths("path"))
+harness = r.Harness(r.SQLiteStorage(sys.argv[1]), r.ManualClock(1.0), [tool])
 harness.approvals.call(r.CallContext("m0", 1, "call-1", "t0"), "deploy", {"path": "srv/app"}, approval_id=sys.argv[2])
 """
 
