@@ -42,6 +42,18 @@ def approved(harness: r.Harness) -> None:
     harness.approvals.review("lead", PID, "approved", "ok")
 
 
+def review_cut_short(harness: r.Harness) -> None:
+    """``requested``, then approved by the set-up's instance, which died after the record's write,
+    before its decision message and its log entry: reconciliation owes that work (REC-4)."""
+    requested(harness)
+    harness.storage.faults.crash_after.add("approval.review/record")
+    try:
+        harness.approvals.review("lead", PID, "approved", "ok")
+    except r.Crash:
+        return
+    raise AssertionError("the review did not stop after its record")
+
+
 def consumption_cut_short(harness: r.Harness) -> None:
     """``approved``, then consumed by the set-up's instance, which died after writing its
     execution record, before the call: the set-up's instance is closed, so this is work whose
@@ -133,7 +145,11 @@ PAIRS: dict[str, Scenario] = {
         Scenario("claim||reconcile", two_members_one_pending_task, ((claim("m0", "t0"),), (RECONCILE,))),
         # A process that restarts reconciles the whole store while the others run on.
         Scenario("request||reconcile", one_claimed_task, ((REQUEST,), (RECONCILE,))),
-        Scenario("consume||reconcile", approved, ((CONSUME,), (RECONCILE,))),
+        # A live consumption beside the takeover of a dead reviewer's work on the same approval
+        # (REC-4): until the consumer's first write the reconciler posts the decision and logs
+        # it; from then on the approval is the consumer's, its execution, call and log entry too.
+        # The two serial orders end differently (the decision posted, or never).
+        Scenario("consume||reconcile", review_cut_short, ((CONSUME,), (RECONCILE,)), clocks=(1.0, 2.0)),
         # Two processes restart at once over a dead one's consumption: both take it over (REC-4).
         Scenario("reconcile||reconcile", consumption_cut_short, ((RECONCILE,), (RECONCILE,))),
         Scenario("claim||begin_drain", shutdown_requested, ((claim("m0", "t0"),), (BEGIN_DRAIN,))),

@@ -125,6 +125,19 @@ def test_every_interleaving_keeps_every_invariant(pair: str, backend: str) -> No
     assert not failing, f"{len(failing)} final state(s) break an invariant:\n{shown}"
 
 
+@pytest.mark.clause("REC-4", "STO-4", "APR-8")
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_live_consumption_beside_a_takeover_races_to_both_serial_outcomes(backend: str) -> None:
+    """Not a vacuous pass: in consume||reconcile the two serial orders end in two different states
+    (the dead reviewer's decision posted by the reconciler, or the consumption first and no
+    decision ever posted), the interleavings reach both and nothing else. Under the mutant
+    ``reconcile_takes_live_work`` they reach others (REC-4)."""
+    result = explored("consume||reconcile", backend)
+    serial_states = {serial.state for serial in result.serials}
+    assert len(serial_states) == 2
+    assert {outcome.state for outcome in result.found.outcomes} == serial_states
+
+
 @pytest.mark.parametrize(("pair", "backend"), cases(None))
 def test_the_explorer_reaches_every_serial_order(pair: str, backend: str) -> None:
     """The serial orders are interleavings too: each one's outcome is among those explored."""
