@@ -256,6 +256,7 @@ class SQLiteBackend:
 
     def end_run(self) -> None:
         for store in self._open:
+            store.registered = False  # the run's world is thrown away: no instance to close in it
             store.close()
         self._open, self._plain = [], None
 

@@ -33,7 +33,7 @@ import uuid
 from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from ._errors import CorruptRecord, StorageError
+from ._errors import AlreadyExists, CorruptRecord, StorageError
 from ._mutants import broken
 
 if TYPE_CHECKING:
@@ -181,10 +181,12 @@ def register(storage: Storage, instance_id: str) -> None:
     instance holds (:class:`InstanceInUse`). An id of a closed or dead instance may be opened again:
     what it left in flight is then this instance's own."""
     mine = this_process(check_id(instance_id)).to_json()
-    row = storage._read(INSTANCES, instance_id)
-    if row is None:
+    try:
         storage._insert(INSTANCES, instance_id, mine)
         return
+    except AlreadyExists:
+        row = storage._read(INSTANCES, instance_id)
+    assert row is not None, "instance rows are never removed"
     held = parse(instance_id, row[1])
     if alive(held):
         raise InstanceInUse(instance_id, held.pid)

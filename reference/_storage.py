@@ -409,6 +409,7 @@ class SQLiteStorage(Storage):
         except sqlite3.Error as error:
             raise StorageUnavailable(f"cannot open {self.path}: {error}") from None
         self._lock = threading.Lock()
+        self._marking = False
 
     def _query(self, sql: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
         try:
@@ -507,9 +508,11 @@ class SQLiteStorage(Storage):
         chosen = super().open_instance(instance_id)
         if not was:
             for event in ("INSERT", "UPDATE"):
-                self._query(f"DROP TRIGGER IF EXISTS temp.unlogged_writer_{event}", ())
+                if self._marking:  # registered before on this connection, under another id
+                    self._query(f"DROP TRIGGER IF EXISTS temp.unlogged_writer_{event}", ())
                 mark = _mark(chosen)  # an id of ID_PATTERN: no quote can end the literal
                 self._query(self.WRITER.format(event=event, audited=self.AUDITED, unlogged=UNLOGGED, mark=mark), ())
+            self._marking = True
         return chosen
 
     def corrupt(self, table: str, key: str, text: str) -> None:
