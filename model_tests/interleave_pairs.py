@@ -143,8 +143,10 @@ PAIRS: dict[str, Scenario] = {
         # (REC-2); release (SHD-3) has the same two writes and joins as release||reconcile.
         Scenario("finish||reconcile", one_claimed_task, ((finish("m0", "t0"),), (RECONCILE,))),
         Scenario("claim||reconcile", two_members_one_pending_task, ((claim("m0", "t0"),), (RECONCILE,))),
-        # A process that restarts reconciles the whole store while the others run on.
-        Scenario("request||reconcile", one_claimed_task, ((REQUEST,), (RECONCILE,))),
+        # A process that restarts reconciles the whole store while the others run on. Their clocks
+        # differ: a reconciliation that re-delivered the live request (REC-4) would stamp the
+        # message with its own time, 0, where the requester's is 301 (the deadline is 601).
+        Scenario("request||reconcile", one_claimed_task, ((REQUEST,), (RECONCILE,)), clocks=(301.0, 0.0)),
         # A live consumption beside the takeover of a dead reviewer's work on the same approval
         # (REC-4): until the consumer's first write the reconciler posts the decision and logs
         # it; from then on the approval is the consumer's, its execution, call and log entry too.
