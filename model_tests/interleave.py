@@ -191,6 +191,7 @@ class MemoryBackend:
     def prepare(self, setup: Callable[[r.Storage], None]) -> None:
         store = r.MemoryStorage()
         setup(store)
+        store.close()  # the set-up's instance is done (REC-4)
         self._template = dict(store._rows)
 
     def fresh(self) -> None:
@@ -255,6 +256,7 @@ class SQLiteBackend:
 
     def end_run(self) -> None:
         for store in self._open:
+            store.registered = False  # the run's world is thrown away: no instance to close in it
             store.close()
         self._open, self._plain = [], None
 
@@ -343,7 +345,7 @@ class Execution:
         self.scheduler = Scheduler(len(scenario.programs))
         self.schedule: list[int] = []
         self.harnesses = [
-            r.Harness(store.instance(self.scheduler), r.ManualClock(scenario.clock(i)), [self._tool()])
+            r.Harness(self._registered(i), r.ManualClock(scenario.clock(i)), [self._tool()])
             for i in range(len(scenario.programs))
         ]
         self.results: list[list[Result]] = [[] for _ in scenario.programs]
@@ -357,6 +359,13 @@ class Execution:
 
     def _tool(self) -> r.Tool:
         return _scheduled_tool(self.world, self.scheduler)
+
+    def _registered(self, index: int) -> r.Storage:
+        """Instance ``index``'s view, registered as harness instance ``i<index>`` (REC-4) before
+        any thread runs: one live instance per program, with names that replay."""
+        storage = self.store.instance(self.scheduler)
+        storage.open_instance(f"i{index}")
+        return storage
 
     def run_op(self, index: int, operation: Operation) -> None:
         try:
@@ -404,6 +413,8 @@ class Execution:
         and the step invariants from the prepared world to the final state."""
         for thread in self.threads:
             thread.join(timeout=30)
+        for harness in self.harnesses:  # the instances' processes end: what they left is anyone's (REC-4)
+            harness.close()
         outcome, problems = judge(self.scenario, self.store, self.world)
         self._join()
         return Outcome(tuple(map(tuple, self.results)), outcome, tuple(self.schedule), tuple(problems))
@@ -579,60 +590,18 @@ class RawConflict(AssertionError):
     ``VersionConflict`` instead of re-reading and giving the typed refusal a serial order gives."""
 
 
-class ReconcileRace(AssertionError):
-    """Known defect 2 (found here; docs/protocol.md §5 leaves multi-process recovery open): a
-    reconciliation run by one process takes another process's *live* consumption for a crash
-    prefix. It records a call that is about to happen as "never happened" (APR-8), or writes the
-    execution record the consumption is about to write, so the consumer is refused; or it delivers
-    a live request's message before that request's own process does, stamped with its own clock
-    (seen in the Hypothesis programs, where the processes' clocks differ). (Its other
-    half, appending an audit entry the live operation appends too, is gone: AUD-5's append rule,
-    ``reference._audit.append_events``.)"""
-
-
-def reconciles(scenario: Scenario) -> bool:
-    return any(operation.name == "reconcile" for program in scenario.programs for operation in program)
-
-
 def raw_conflict(outcome: Outcome) -> bool:
     return any(
         kind == "error" and text.startswith("VersionConflict") for program in outcome.results for kind, text in program
     )
 
 
-RECONCILE_RACE_SECTIONS = ("audit_entry", "tool_execution")
-"""What a reconciliation racing a live operation gets wrong (with the external call itself); the
-rest of the state must be some serial order's."""
-
-
-def _without(state: str, sections: Sequence[str]) -> str:
-    """The state without ``sections`` and the external calls, and with every message's timestamp
-    blanked: a reconciliation that re-delivers a live request before its process posts it stamps
-    the message with its own clock (another process's, in a program with two clocks)."""
-    document = json.loads(state)
-    for section in sections:
-        document["snapshot"].pop(section, None)
-    for row in document["snapshot"].get("message", []):
-        row["message"]["timestamp"] = None
-    document.pop("calls")
-    return _canonical(document)
-
-
 def classify(scenario: Scenario, outcome: Outcome, serials: Sequence[Outcome]) -> type[AssertionError]:
-    """Which known defect explains an outcome that no serial order gives, or ``AssertionError``.
-
-    In order: :class:`RawConflict` when the final state is some serial order's and a caller got
-    a raw ``VersionConflict``; :class:`ReconcileRace` when a reconciliation ran and the final
-    state is some serial order's but for the audit log, the tool executions and the external
-    calls; :class:`RawConflict` when a caller got a raw ``VersionConflict`` (a monitor pass that
-    stopped at it leaves the state behind); else a real failure."""
-    serial_state = outcome.state in {serial.state for serial in serials}
-    if serial_state and raw_conflict(outcome):
-        return RawConflict
-    reconciling = reconciles(scenario)
-    allowed = {_without(serial.state, RECONCILE_RACE_SECTIONS) for serial in serials}
-    if reconciling and _without(outcome.state, RECONCILE_RACE_SECTIONS) in allowed:
-        return ReconcileRace
+    """Which known defect explains an outcome that no serial order gives, or ``AssertionError``:
+    :class:`RawConflict` when a caller got a raw ``VersionConflict`` (a monitor pass that stopped
+    at it may leave the state behind), else a real failure. (Known defect 2, a reconciliation
+    that took another instance's live consumption for a crash prefix, is fixed by REC-4: no
+    outcome is excused for it any more.)"""
     return RawConflict if raw_conflict(outcome) else AssertionError
 
 
@@ -656,8 +625,8 @@ def require_serialisable(
     scenario: Scenario, store: str, outcomes: Sequence[Outcome], serials: Sequence[Outcome], *, results: bool
 ) -> None:
     """Fail on an outcome that no serial order gives. When a known defect explains every such
-    outcome (:func:`classify`), raise its class instead: :class:`ReconcileRace` if it explains
-    any, else :class:`RawConflict` — so a test can expect exactly that defect."""
+    outcome (:func:`classify`), raise its class instead (:class:`RawConflict`) — so a test can
+    expect exactly that defect."""
     bad = not_serialisable(outcomes, serials, results=results)
     kinds = [classify(scenario, outcome, serials) for outcome in bad]
     real = [outcome for outcome, kind in zip(bad, kinds, strict=True) if kind is AssertionError]
@@ -666,6 +635,6 @@ def require_serialisable(
         shown = "\n".join(describe(scenario, store, outcome) for outcome in real[:3])
         raise AssertionError(f"linearizability: {what} of {len(real)} outcome(s) is no serial order's:\n{shown}")
     if bad:
-        defect = ReconcileRace if ReconcileRace in kinds else RawConflict
+        defect = RawConflict
         shown = "\n".join(describe(scenario, store, outcome) for outcome in bad[:2])
         raise defect(f"{defect.__doc__}\n{what} of {len(bad)} outcome(s) is no serial order's:\n{shown}")

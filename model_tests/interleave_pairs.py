@@ -42,6 +42,31 @@ def approved(harness: r.Harness) -> None:
     harness.approvals.review("lead", PID, "approved", "ok")
 
 
+def review_cut_short(harness: r.Harness) -> None:
+    """``requested``, then approved by the set-up's instance, which died after the record's write,
+    before its decision message and its log entry: reconciliation owes that work (REC-4)."""
+    requested(harness)
+    harness.storage.faults.crash_after.add("approval.review/record")
+    try:
+        harness.approvals.review("lead", PID, "approved", "ok")
+    except r.Crash:
+        return
+    raise AssertionError("the review did not stop after its record")
+
+
+def consumption_cut_short(harness: r.Harness) -> None:
+    """``approved``, then consumed by the set-up's instance, which died after writing its
+    execution record, before the call: the set-up's instance is closed, so this is work whose
+    writer can no longer finish it (REC-4), for any instance to take over."""
+    approved(harness)
+    harness.storage.faults.crash_after.add("approval.consume/execution")
+    try:
+        harness.approvals.call(CTX, "deploy", ARGS, approval_id=PID)
+    except r.Crash:
+        return
+    raise AssertionError("the consumption did not stop after its execution record")
+
+
 def two_members_one_pending_task(harness: r.Harness) -> None:
     harness.add_member("m0", ["deploy"])
     harness.add_member("m1", ["deploy"])
@@ -118,9 +143,17 @@ PAIRS: dict[str, Scenario] = {
         # (REC-2); release (SHD-3) has the same two writes and joins as release||reconcile.
         Scenario("finish||reconcile", one_claimed_task, ((finish("m0", "t0"),), (RECONCILE,))),
         Scenario("claim||reconcile", two_members_one_pending_task, ((claim("m0", "t0"),), (RECONCILE,))),
-        # A process that restarts reconciles the whole store while the others run on.
-        Scenario("request||reconcile", one_claimed_task, ((REQUEST,), (RECONCILE,))),
-        Scenario("consume||reconcile", approved, ((CONSUME,), (RECONCILE,))),
+        # A process that restarts reconciles the whole store while the others run on. Their clocks
+        # differ: a reconciliation that re-delivered the live request (REC-4) would stamp the
+        # message with its own time, 0, where the requester's is 301 (the deadline is 601).
+        Scenario("request||reconcile", one_claimed_task, ((REQUEST,), (RECONCILE,)), clocks=(301.0, 0.0)),
+        # A live consumption beside the takeover of a dead reviewer's work on the same approval
+        # (REC-4): until the consumer's first write the reconciler posts the decision and logs
+        # it; from then on the approval is the consumer's, its execution, call and log entry too.
+        # The two serial orders end differently (the decision posted, or never).
+        Scenario("consume||reconcile", review_cut_short, ((CONSUME,), (RECONCILE,)), clocks=(1.0, 2.0)),
+        # Two processes restart at once over a dead one's consumption: both take it over (REC-4).
+        Scenario("reconcile||reconcile", consumption_cut_short, ((RECONCILE,), (RECONCILE,))),
         Scenario("claim||begin_drain", shutdown_requested, ((claim("m0", "t0"),), (BEGIN_DRAIN,))),
         Scenario("claim||request_shutdown", two_members_one_pending_task, ((claim("m0", "t0"),), (REQUEST_SHUTDOWN,))),
         Scenario("release||reconcile", draining_with_task, ((RELEASE,), (RECONCILE,))),

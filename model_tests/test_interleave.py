@@ -5,7 +5,7 @@ For every pair of operations that can touch one record, every interleaving is ex
 state, and every outcome must be one that some serial order of the same operations gives
 (linearizability). Longer programs are interleaved by Hypothesis, which picks the schedule.
 
-Clause: STO-4, APR-4, APR-5, APR-6, APR-8, APR-9, MEM-1, SHD-1, SHD-2, SHD-3, TSK-1, TSK-3, REC-1, REC-2,
+Clause: STO-4, APR-4, APR-5, APR-6, APR-8, APR-9, MEM-1, SHD-1, SHD-2, SHD-3, TSK-1, TSK-3, REC-1, REC-2, REC-4,
 AUD-5, INV-1, INV-2, INV-3, INV-12.
 """
 
@@ -35,13 +35,6 @@ XFAIL = {
         reason="known defect 1 (issue 17 item 6, h17 fixes it in reference/_approval.py): the loser of a "
         "compare-and-set race gets a raw VersionConflict instead of the typed refusal a serial order gives",
     ),
-    interleave.ReconcileRace: pytest.mark.xfail(
-        raises=interleave.ReconcileRace,
-        strict=True,
-        reason="known defect 2 (found by this explorer; docs/protocol.md section 5 leaves it open): a "
-        "reconciliation takes another process's live consumption for a crash prefix (a call about to happen "
-        "recorded as never happened, APR-8; the consumer refused); its audit half is fixed by AUD-5",
-    ),
 }
 
 CLAUSES = {
@@ -55,13 +48,13 @@ CLAUSES = {
     "claim||claim": ("STO-4", "MEM-1", "INV-2"),
     "finish||reconcile": ("STO-4", "REC-2", "TSK-1"),
     "claim||reconcile": ("STO-4", "REC-2", "MEM-1"),
-    "request||reconcile": ("STO-4", "REC-1", "AUD-5", "MSG-6"),
-    "consume||reconcile": ("STO-4", "REC-1", "APR-8", "AUD-5"),
+    "request||reconcile": ("STO-4", "REC-1", "REC-4", "AUD-5", "MSG-6"),
+    "consume||reconcile": ("STO-4", "REC-1", "REC-4", "APR-8", "AUD-5"),
+    "reconcile||reconcile": ("STO-4", "REC-1", "REC-4", "APR-8"),
     "claim||begin_drain": ("STO-4", "MEM-1", "SHD-2", "INV-2"),
     "claim||request_shutdown": ("STO-4", "MEM-1", "SHD-1", "INV-2"),
     "release||reconcile": ("STO-4", "SHD-3", "REC-2", "TSK-3"),
 }
-RACE = interleave.ReconcileRace
 Defect = type[AssertionError] | None
 KNOWN_DEFECT: dict[str, tuple[Defect, Defect, Defect]] = {
     # pair: the defect (or None) that the outcome test, the final-state test and the invariants
@@ -77,7 +70,8 @@ KNOWN_DEFECT: dict[str, tuple[Defect, Defect, Defect]] = {
     "finish||reconcile": (None, None, None),
     "claim||reconcile": (None, None, None),
     "request||reconcile": (None, None, None),  # AUD-5's append rule (was known defect 2's audit half)
-    "consume||reconcile": (RACE, RACE, None),  # the execution half of known defect 2 is open
+    "consume||reconcile": (None, None, None),  # REC-4 (was known defect 2, its execution half)
+    "reconcile||reconcile": (None, None, None),
     "claim||begin_drain": (None, None, None),
     "claim||request_shutdown": (None, None, None),
     "release||reconcile": (None, None, None),
@@ -129,6 +123,19 @@ def test_every_interleaving_keeps_every_invariant(pair: str, backend: str) -> No
     failing = [outcome for outcome in result.found.outcomes if outcome.problems]
     shown = "\n".join(f"{o.problems}\n{interleave.describe(PAIRS[pair], backend, o)}" for o in failing[:3])
     assert not failing, f"{len(failing)} final state(s) break an invariant:\n{shown}"
+
+
+@pytest.mark.clause("REC-4", "STO-4", "APR-8")
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_live_consumption_beside_a_takeover_races_to_both_serial_outcomes(backend: str) -> None:
+    """Not a vacuous pass: in consume||reconcile the two serial orders end in two different states
+    (the dead reviewer's decision posted by the reconciler, or the consumption first and no
+    decision ever posted), the interleavings reach both and nothing else. Under the mutant
+    ``reconcile_takes_live_work`` they reach others (REC-4)."""
+    result = explored("consume||reconcile", backend)
+    serial_states = {serial.state for serial in result.serials}
+    assert len(serial_states) == 2
+    assert {outcome.state for outcome in result.found.outcomes} == serial_states
 
 
 @pytest.mark.parametrize(("pair", "backend"), cases(None))

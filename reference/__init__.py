@@ -37,6 +37,7 @@ from ._errors import (
     VersionConflict,
 )
 from ._harness import CallContext, Harness
+from ._instances import BadInstanceId, Instance, InstanceError, InstanceInUse, UnknownInstance
 from ._jobs import CANCEL_EXIT, InProcessJobRunner, JobRunner, Jobs
 from ._lead import Ladder, escalate, inspect_lost_member, watch_lapses
 from ._member_process import EXIT_STEPS, MemberProcess, start_member
@@ -229,3 +230,4 @@ __all__ += [
     "start_member",
     "watch_lapses",
 ]
+__all__ += ["BadInstanceId", "Instance", "InstanceError", "InstanceInUse", "UnknownInstance"]

@@ -39,11 +39,13 @@ from ._errors import (
     ReviewConflict,
     StaleIncarnation,
     StorageError,
+    StorageUnavailable,
     ToolMismatch,
     ToolNotInProfile,
     UnknownApproval,
     VersionConflict,
 )
+from ._instances import Owners
 from ._mutants import broken
 from ._storage import Document, Stored, active
 from ._tools import Arguments, Tool, redact_json
@@ -427,15 +429,21 @@ class ApprovalProtocol:
         return gone
 
     # ---- REC: reconciliation -----------------------------------------------------------------
-    def reconcile(self) -> None:
+    def reconcile(self, owners: Owners | None = None) -> None:
         """docs/protocol.md §5 rows for approvals; idempotent (REC-1). Expiring an *approved* one past its
         deadline is the monitor's job (:meth:`expire_due`), not reconciliation's.
+
+        REC-4: an approval whose operation another live harness instance has in flight (its
+        unlogged mark names that instance: a consumption before its execution record, its call or
+        its outcome; a request or review before its message) is left to it, read again after the
+        record, whole: no message, no lookup, no log entry (``reference._instances.Owners``).
 
         Reads the active approvals (``requested``, ``approved``) and those written since the team
         log's last entry about them (:meth:`reference.Storage.unlogged`): every approval operation
         ends with its log entry, so a final approval whose decision message, call outcome or log
         entry a crash cut off is among those — never the whole history (``bench/reconcile.py``)."""
         storage = self.h.storage
+        owners = owners or Owners(storage)
         unlogged = set(storage.unlogged(KIND))
         rows = {stored.key: stored for stored in storage.scan_status(KIND, ("requested", "approved"))}
         for key in sorted(unlogged - rows.keys()):
@@ -445,6 +453,8 @@ class ApprovalProtocol:
         for key in sorted(rows):
             stored = rows[key]
             doc = stored.doc
+            if owners.elsewhere(KIND, key):
+                continue  # REC-4: its writer is live and will finish it
             if doc["status"] == "requested" and self.h.clock.now() > doc["deadline"]:
                 doc = self._expire(stored, None)  # "requested: re-deliver; check the deadline"
                 unlogged.add(key)
@@ -455,11 +465,24 @@ class ApprovalProtocol:
             elif doc["status"] in ("approved", "rejected"):
                 self._post_decision(doc)
             elif doc["status"] == "consumed":
-                self._look_up_outcome(doc)
+                self._take_over_call(doc)
             if key in unlogged and not broken("reconcile_skips_audit"):
                 _audit.append_events(
                     self.h.storage, "approval.reconcile/audit", doc["protocol_id"], "approval", doc["events"]
                 )
+
+    def _take_over_call(self, approval: Document) -> None:
+        """REC-4 with STO-4: two survivors may take over one dead instance's call at once. The one
+        whose write loses (the execution record exists by now, or changed) decides again from what
+        the winner wrote — which leaves nothing to do — instead of failing on a raw conflict."""
+        for _ in range(CONFLICT_RETRIES):
+            try:
+                self._look_up_outcome(approval)
+                return
+            except (AlreadyExists, VersionConflict):
+                if broken("version_conflict_escapes"):
+                    raise
+        raise StorageUnavailable(f"tool_execution/{approval['protocol_id']} kept changing; not reconciled")
 
     def _look_up_outcome(self, approval: Document) -> None:
         """APR-8: never re-approve, never repeat the call blindly: ask the tool by key."""

@@ -22,6 +22,7 @@ from spec.schemas._messages import REQUEST_OF
 from . import _audit
 from ._clock import Clock
 from ._errors import AlreadyExists, StaleIncarnation, StorageUnavailable, UnknownTool, VersionConflict
+from ._instances import Owners
 from ._jobs import InProcessJobRunner, JobRunner, Jobs
 from ._members import Members
 from ._mutants import broken
@@ -363,6 +364,12 @@ class Harness:
     def reconcile(self) -> None:
         """Act on persisted state alone (docs/protocol.md §5); idempotent (REC-1). The team's rows first:
         re-applying XPR-2 cancels approvals, and the approvals' pass then logs every event the
-        audit log misses, those cancellations too (AUD-5)."""
-        reconcile_team(self)
-        self.approvals.reconcile()
+        audit log misses, those cancellations too (AUD-5). Work another live instance has in flight
+        is left to it (REC-4); a bad mark or instance row is refused before anything is written."""
+        owners = Owners(self.storage)
+        reconcile_team(self, owners)
+        self.approvals.reconcile(owners)
+
+    def close(self) -> None:
+        """This harness instance is done: what it left in flight may be taken over (REC-4)."""
+        self.storage.close_instance()

@@ -83,6 +83,10 @@ CAUGHT_BY: dict[str, list[str]] = {
     "sqlite_cas_check_then_act": [INTERLEAVE],
     "consume_rereads_before_cas": [INTERLEAVE],
     "claim_repair_reads_tasks_first": ["model_tests/test_interleave.py::test_every_final_state_is_some_serial_orders"],
+    "reconcile_takes_live_work": [  # the example first (1 s); the explorer catches it too (about 2 min)
+        "tests/test_instances.py::test_a_live_instances_consumption_is_left_and_a_closed_ones_taken_over",
+        "model_tests/test_interleave.py::test_every_final_state_is_some_serial_orders[consume||reconcile-memory]",
+    ],
     "version_conflict_escapes": ["tests/test_races.py"],
     "execution_overwritten": ["tests/test_races.py::test_the_execution_key_is_the_second_guard"],
     # what the model abstracts away: the audit chain's verifier, the arguments' digest

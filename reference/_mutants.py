@@ -84,6 +84,8 @@ MUTANTS: dict[str, str] = {
     "stored and sent as written",
     "receive_keeps_article_layout": "MSG-1, PLN-1: a message received in the source article's layout is "
     "stored as it came, its defaults never filled",
+    "reconcile_takes_live_work": "REC-4: reconciliation takes every harness instance for dead and takes over "
+    "the work a live one has in flight (its consumption, its request's or decision's message)",
 }
 
 MUTANTS.update(PROCESS_MUTANTS)  # caught by the real-process tests (reference._process_mutants)

@@ -43,6 +43,7 @@ from spec.redaction import redact
 
 from . import _audit
 from ._errors import AlreadyExists, ProtocolConflict, StaleIncarnation, UnknownTool
+from ._instances import Owners
 from ._mutants import broken
 from ._plan_errors import (
     BadDecisionMessage,
@@ -691,7 +692,7 @@ ACTIVE = ("draft", "pending", "approved")
 """The plan statuses that may still change; reconciliation reads these and the unlogged ones."""
 
 
-def reconcile_plans(h: Harness) -> None:
+def reconcile_plans(h: Harness, owners: Owners | None = None) -> None:
     """PROTOCOL §5 for plans and plan executions, as the model's ``_plans`` does (REC-1: idempotent).
 
     - a draft whose ``plan_request`` is on the bus: the submit is finished (``pending``, ttl from now);
@@ -709,6 +710,7 @@ def reconcile_plans(h: Harness) -> None:
     log entry, so a final plan a crash cut short (a decision not yet posted, an expiry whose
     ``plan_abandoned`` is not yet owed) is among those — not the whole history of plans.
     """
+    owners = owners or Owners(h.storage)
     history = broken("reconcile_plans_reads_history")
     rows = {row.key: row for row in (h.storage.scan(KIND) if history else h.storage.scan_status(KIND, ACTIVE))}
     for pid in h.storage.unlogged(KIND):
@@ -716,13 +718,15 @@ def reconcile_plans(h: Harness) -> None:
         if row is not None:
             rows[pid] = row
     for pid in sorted(rows):
-        _plan_row(h, rows[pid])
+        if not owners.elsewhere(KIND, pid):  # REC-4: a live other instance's plan operation is its own
+            _plan_row(h, rows[pid])
     if not broken("reconcile_skips_outbox"):
         for run in h.storage.scan_status(RUN, ("completed", "rolled_back")):
             plan = h.plans.require(run.key).doc
             h.outbox.owe("plan.reconcile/outbox", h.plans.completion(plan, run.doc["status"]))
     if not broken("reconcile_skips_audit"):
-        logged = [h.storage.read(KIND, pid) for pid in h.storage.unlogged(KIND)]
+        pids = [pid for pid in h.storage.unlogged(KIND) if not owners.elsewhere(KIND, pid)]
+        logged = [h.storage.read(KIND, pid) for pid in pids]
         _audit.catch_up(h.storage, "plan.reconcile/audit", KIND, [row.doc for row in logged if row])
 
 

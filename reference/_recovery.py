@@ -28,6 +28,10 @@ last entry about it (:meth:`reference.Storage.unlogged`: every operation on a pr
 with its log entry, so those are the records a crash cut short).
 
 Every repair is idempotent (REC-1). Owed entries are sent by :meth:`reference.Outbox.send_owed`.
+
+Only work whose writer can no longer finish it is taken over (REC-4): a shutdown request or plan
+whose operation a live other harness instance has in flight (its unlogged mark names that
+instance, ``reference._instances``) is left to it — its row and its log entries.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from spec.ids import protocol_id
 
 from . import _audit
 from ._errors import StorageUnavailable, VersionConflict
+from ._instances import Owners
 from ._mutants import broken
 from ._plans import reconcile_plans
 from ._storage import Document, Stored
@@ -62,13 +67,14 @@ RECOVERY_STEPS = (
 store); the approval rows write ``approval.reconcile/*``."""
 
 
-def reconcile_team(h: Harness) -> None:
-    reconcile_plans(h)  # plans before shutdowns, as the model's reconcile (a drain withdraws them after)
-    _shutdowns(h)
+def reconcile_team(h: Harness, owners: Owners | None = None) -> None:
+    owners = owners or Owners(h.storage)
+    reconcile_plans(h, owners)  # plans before shutdowns, as the model's reconcile (a drain withdraws them after)
+    _shutdowns(h, owners)
     _members(h)
     _claims(h)
     _suspended(h)
-    _audit_shutdowns(h)
+    _audit_shutdowns(h, owners)
     if broken("reconcile_reowes_sent_outbox"):
         for row in h.storage.scan_status("outbox_entry", ("sent",)):
             h.storage.update(
@@ -76,14 +82,19 @@ def reconcile_team(h: Harness) -> None:
             )
 
 
-def _shutdowns(h: Harness) -> None:
+def _shutdowns(h: Harness, owners: Owners) -> None:
     for sd in h.storage.scan_status("shutdown_request", ACTIVE_SHUTDOWN):
-        _shutdown_row(h, sd)
+        if not owners.elsewhere("shutdown_request", sd.key):  # REC-4
+            _shutdown_row(h, sd)
     for member in h.storage.scan("member"):  # a completed request, through its member
         pid = member.doc["shutdown_request_id"]
         request = h.storage.read("shutdown_request", pid) if pid is not None else None
-        if request is not None and request.doc["status"] == "completed":
+        if request is not None and request.doc["status"] == "completed" and not owners.elsewhere(*_of(request)):
             _shutdown_row(h, request)
+
+
+def _of(request: Stored) -> tuple[str, str]:
+    return "shutdown_request", request.key
 
 
 def _shutdown_row(h: Harness, sd: Stored) -> None:
@@ -222,13 +233,15 @@ def _suspended(h: Harness) -> None:
         h.outbox.owe("task.reconcile/outbox", h.outbox.task_suspended(row.doc, claims_of(row.doc)))
 
 
-def _audit_shutdowns(h: Harness) -> None:
+def _audit_shutdowns(h: Harness, owners: Owners) -> None:
     """AUD-5 after a crash between a request's write and its log entry: append what the log
     misses, for the requests written since their last entry (``Storage.unlogged``) — a final
-    request can miss its entry too (cancel, expiry), and is found there, not in the history."""
+    request can miss its entry too (cancel, expiry), and is found there, not in the history.
+    Not those a live other instance is writing (REC-4): their operation appends them."""
     if broken("reconcile_skips_audit"):
         return
-    rows = [h.storage.read("shutdown_request", pid) for pid in h.storage.unlogged("shutdown_request")]
+    pids = [pid for pid in h.storage.unlogged("shutdown_request") if not owners.elsewhere("shutdown_request", pid)]
+    rows = [h.storage.read("shutdown_request", pid) for pid in pids]
     _audit.catch_up(h.storage, "shutdown.reconcile/audit", "shutdown_request", [r.doc for r in rows if r])
 
 

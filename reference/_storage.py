@@ -20,7 +20,9 @@ Contract (every backend passes ``tests/test_storage_contract.py``):
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import sqlite3
 import threading
 from collections import OrderedDict
@@ -32,7 +34,8 @@ from typing import Any
 import spec
 from spec.schemas import RECORD_MACHINES
 
-from ._errors import AlreadyExists, CorruptRecord, Crash, StorageUnavailable, VersionConflict
+from . import _instances
+from ._errors import AlreadyExists, CorruptRecord, Crash, StorageError, StorageUnavailable, VersionConflict
 from ._mutants import broken
 
 Document = dict[str, Any]
@@ -44,13 +47,22 @@ UNLOGGED = "~unlogged"
 record written since the last audit entry about it, kept by the backend in the same atomic write
 as the record's or the entry's. Reconciliation reads it instead of the whole history: every
 operation on an audited record ends with its audit entry, so a record marked here is one whose
-operation a crash cut short (:meth:`Storage.unlogged`)."""
+operation a crash cut short (:meth:`Storage.unlogged`).
+
+A mark names the harness instance that wrote the record (``{"writer": id}``, REC-4): the instance
+whose operation on it is in flight (``reference._instances``)."""
 
 
-def _mark_unlogged(rows: dict[tuple[str, str], tuple[int, str]], table: str, key: str, text: str) -> None:
+def _mark(writer: str | None) -> str:
+    return "{}" if writer is None else json.dumps({"writer": writer})
+
+
+def _mark_unlogged(
+    rows: dict[tuple[str, str], tuple[int, str]], table: str, key: str, text: str, writer: str | None = None
+) -> None:
     """The memory backend's half of :data:`UNLOGGED`, called under its lock with each write."""
     if table in AUDITED_TABLES:
-        rows[(UNLOGGED, f"{table}/{key}")] = (1, "{}")
+        rows[(UNLOGGED, f"{table}/{key}")] = (1, _mark(writer))
     elif table == "audit_entry":
         subject = json.loads(text).get("subject_id") if text.startswith("{") else None
         for kind in AUDITED_TABLES:
@@ -138,6 +150,49 @@ class Storage:
         self.steps_written: list[str] = []
         self.writes = 0
         self.on_write: Callable[[str], None] | None = None
+        self.instance_id = _instances.fresh_id()
+        self.registered = False
+        self.released = False  # a closed connection: nothing more to register
+
+    # ---- the harness instance on this storage (REC-4, reference._instances) ------------------
+    def open_instance(self, instance_id: str | None = None) -> str:
+        """Register this storage's harness instance (before its first write, at the latest):
+        ``instance_id`` or a fresh one. Returns the id."""
+        if self.registered:
+            if instance_id not in (None, self.instance_id):
+                raise _instances.InstanceInUse(self.instance_id, os.getpid())
+            return self.instance_id
+        chosen = _instances.check_id(instance_id) if instance_id is not None else self.instance_id
+        _instances.register(self, chosen)
+        self.instance_id, self.registered = chosen, True
+        return chosen
+
+    def close_instance(self) -> None:
+        """This instance will write no more: what it left in flight may be taken over (REC-4)."""
+        if self.registered:
+            _instances.close(self)
+            self.registered = False
+
+    def marks(self) -> dict[str, str | None]:
+        """Every :data:`UNLOGGED` mark (``<table>/<key>``) and the instance that wrote it (None:
+        a writer that did not say, as an older store's)."""
+        return {key: self._writer(key, text) for key, _, text in self._scan(UNLOGGED)}
+
+    def writer(self, table: str, key: str) -> str | None:
+        """The instance whose operation on this unlogged record is in flight; None if not marked."""
+        row = self._read(UNLOGGED, f"{table}/{key}")
+        return None if row is None else self._writer(f"{table}/{key}", row[1])
+
+    @staticmethod
+    def _writer(subject: str, text: str) -> str | None:
+        try:
+            doc = json.loads(text)
+        except json.JSONDecodeError:
+            doc = None
+        writer = doc.get("writer") if isinstance(doc, dict) else ""
+        if writer is not None and not (isinstance(writer, str) and _instances.ID_PATTERN.fullmatch(writer)):
+            raise CorruptRecord(UNLOGGED, subject, f"the mark {text!r} names no instance id")
+        return writer
 
     # ---- the contract ----------------------------------------------------------------------
     def read(self, table: str, key: str) -> Stored | None:
@@ -193,6 +248,8 @@ class Storage:
         if (table, text) not in _VALIDATED:
             spec.validate_record(table, doc)  # never persist what could not be loaded again
             _remember(table, text)
+        if not self.registered and not self.released:
+            self.open_instance()
         self.faults.before(step)
         version = action()
         self.writes += 1
@@ -229,7 +286,9 @@ class Storage:
         raise NotImplementedError
 
     def close(self) -> None:
-        """Release resources; the data stays."""
+        """Close the instance (REC-4) and release resources; the data stays."""
+        with contextlib.suppress(StorageError):  # unreachable: the instance stays open until its process ends
+            self.close_instance()
 
 
 def active(storage: Storage, table: str, statuses: tuple[str, ...]) -> list[Stored]:
@@ -262,7 +321,7 @@ class MemoryStorage(Storage):
             if (table, key) in self._rows:
                 raise AlreadyExists(table, key)
             self._rows[(table, key)] = (1, text)
-            _mark_unlogged(self._rows, table, key, text)
+            _mark_unlogged(self._rows, table, key, text, self.instance_id if self.registered else None)
             return 1
 
     def _update(self, table: str, key: str, text: str, expected_version: int) -> int:
@@ -271,7 +330,7 @@ class MemoryStorage(Storage):
             if current is None or current[0] != expected_version:
                 raise VersionConflict(table, key, expected_version, current and current[0])
             self._rows[(table, key)] = (expected_version + 1, text)
-            _mark_unlogged(self._rows, table, key, text)
+            _mark_unlogged(self._rows, table, key, text, self.instance_id if self.registered else None)
             return expected_version + 1
 
     def _update_guarded(self, table: str, key: str, text: str, expected_version: int, guard: Guard) -> int:
@@ -289,7 +348,7 @@ class MemoryStorage(Storage):
             if current is None or current[0] != expected_version:
                 raise VersionConflict(table, key, expected_version, current and current[0])
             self._rows[(table, key)] = (expected_version + 1, text)
-            _mark_unlogged(self._rows, table, key, text)
+            _mark_unlogged(self._rows, table, key, text, self.instance_id if self.registered else None)
             return expected_version + 1
 
     def corrupt(self, table: str, key: str, text: str) -> None:
@@ -318,9 +377,17 @@ class SQLiteStorage(Storage):
     SUBJECT_INDEX = f"CREATE INDEX IF NOT EXISTS records_subject ON records ({SUBJECT}, key) WHERE tbl = 'audit_entry'"
     AUDITED = ", ".join(f"'{table}'" for table in AUDITED_TABLES)
     MARK = (
-        f"BEGIN INSERT OR REPLACE INTO records (tbl, key, version, doc) "
+        f"BEGIN INSERT OR IGNORE INTO records (tbl, key, version, doc) "
         f"VALUES ('{UNLOGGED}', new.tbl || '/' || new.key, 1, '{{}}'); END"
     )
+    WRITER = (
+        "CREATE TEMP TRIGGER unlogged_writer_{event} AFTER {event} ON main.records WHEN new.tbl IN ({audited}) "
+        "BEGIN INSERT OR REPLACE INTO records (tbl, key, version, doc) "
+        "VALUES ('{unlogged}', new.tbl || '/' || new.key, 1, '{mark}'); END"
+    )
+    """This connection's instance in every mark it writes (REC-4): a TEMP trigger lives in one
+    connection and fires in the same statement as the write; the shared trigger above only marks
+    (without a writer) what a connection that did not register writes."""
     TRIGGERS = (
         f"CREATE TRIGGER IF NOT EXISTS unlogged_insert AFTER INSERT ON records WHEN new.tbl IN ({AUDITED}) {MARK}",
         f"CREATE TRIGGER IF NOT EXISTS unlogged_update AFTER UPDATE ON records WHEN new.tbl IN ({AUDITED}) {MARK}",
@@ -351,6 +418,7 @@ class SQLiteStorage(Storage):
         except sqlite3.Error as error:
             raise StorageUnavailable(f"cannot open {self.path}: {error}") from None
         self._lock = threading.Lock()
+        self._marking = False
 
     def _query(self, sql: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
         try:
@@ -444,10 +512,24 @@ class SQLiteStorage(Storage):
             raise VersionConflict(table, key, expected_version, row and row[0])
         return expected_version + 1
 
+    def open_instance(self, instance_id: str | None = None) -> str:
+        was = self.registered
+        chosen = super().open_instance(instance_id)
+        if not was:
+            for event in ("INSERT", "UPDATE"):
+                if self._marking:  # registered before on this connection, under another id
+                    self._query(f"DROP TRIGGER IF EXISTS temp.unlogged_writer_{event}", ())
+                mark = _mark(chosen)  # an id of ID_PATTERN: no quote can end the literal
+                self._query(self.WRITER.format(event=event, audited=self.AUDITED, unlogged=UNLOGGED, mark=mark), ())
+            self._marking = True
+        return chosen
+
     def corrupt(self, table: str, key: str, text: str) -> None:
         """Test helper: overwrite a row's raw text, bypassing validation."""
         self._query("UPDATE records SET doc = ? WHERE tbl = ? AND key = ?", (text, table, key))
 
     def close(self) -> None:
+        super().close()
+        self.released = True
         with self._lock:
             self._db.close()

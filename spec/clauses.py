@@ -70,6 +70,7 @@ _CLAUSES: dict[str, str] = {
     "REC-1": "Reconciliation is idempotent",
     "REC-2": "Reconciliation converges from every crash prefix to a state where every invariant holds",
     "REC-3": "The outbox re-sends every owed message with its stable id",
+    "REC-4": "Recovery takes over only work whose writer, a registered harness instance, can no longer finish it",
     "AUD-1": "Each protocol record keeps its events, saved atomically with the record",
     "AUD-2": "What the audit trail stores",
     "AUD-3": "Never stored: hidden reasoning, transcripts, tokens, secrets, unredacted environment",

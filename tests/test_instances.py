@@ -1,0 +1,248 @@
+"""Harness instances and the work they have in flight (REC-4).
+
+Two instances over one store: one consumes an approval and stops inside it (after its execution
+record, before the call); the other reconciles. While the first is live, its consumption is
+left as it is; once it has closed, or its process is gone (a recycled pid, a SIGKILLed process),
+the survivor takes it over (APR-8). A forged mark, a corrupt instance row or a bad instance id is
+refused, typed, and changes nothing.
+
+Clause: REC-4, APR-8, REC-2, STO-3, STO-4.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import reference as r
+from reference import _instances
+from reference._storage import UNLOGGED
+from spec import invariants
+from spec.ids import protocol_id
+
+ROOT = Path(__file__).resolve().parent.parent
+ARGS = {"path": "srv/app"}
+CTX = r.CallContext("m0", 1, "call-1", "t0")
+PID = protocol_id("m0", "call-1", "operation_approval")
+MARK = f"operation_approval/{PID}"
+
+
+def deploy(world: r.RecordingTool) -> r.Tool:
+    return world.tool(normalize=r.normalize_paths("path"))
+
+
+def second_view(storage: r.Storage) -> r.Storage:
+    """Another instance's own view of the same store: a connection of its own (SQLite), or a
+    storage object over the same rows (memory) — as another process has."""
+    if isinstance(storage, r.SQLiteStorage):
+        return r.SQLiteStorage(storage.path)
+    view = r.MemoryStorage()
+    view._rows, view._lock = storage._rows, storage._lock  # type: ignore[attr-defined]
+    return view
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[r.Storage]:
+    storage: r.Storage = r.MemoryStorage() if request.param == "memory" else r.SQLiteStorage(tmp_path / "team.db")
+    yield storage
+    storage.close()
+
+
+def approved(storage: r.Storage, world: r.RecordingTool) -> None:
+    """m0 holds t0 and its approval ``PID`` is approved; the set-up's instance closes."""
+    setup = r.Harness(storage, r.ManualClock(0.0), [deploy(world)])
+    setup.add_member("m0", ["deploy"])
+    setup.add_task("t0")
+    setup.claim("m0", "t0")
+    setup.approvals.call(CTX, "deploy", ARGS)
+    setup.approvals.review("lead", PID, "approved", "ok")
+    setup.close()
+
+
+def stopped_inside_consume(storage: r.Storage, world: r.RecordingTool) -> r.Harness:
+    """Instance A consumes and stops after writing its execution record, before the call."""
+    consumer = r.Harness(storage, r.ManualClock(1.0), [deploy(world)])
+    storage.faults.crash_after.add("approval.consume/execution")
+    with pytest.raises(r.Crash):
+        consumer.approvals.call(CTX, "deploy", ARGS, approval_id=PID)
+    return consumer
+
+
+def execution(storage: r.Storage) -> dict[str, object]:
+    stored = storage.read("tool_execution", PID)
+    assert stored is not None
+    return stored.doc
+
+
+@pytest.mark.clause("REC-4", "APR-8", "REC-2")
+def test_a_live_instances_consumption_is_left_and_a_closed_ones_taken_over(store: r.Storage) -> None:
+    """B reconciles while A, live, is inside its consumption: A's execution stays ``started``,
+    nothing is called, nothing logged for it. A closes: B takes it over (looked up by key: the
+    call never happened), and every invariant holds."""
+    world = r.RecordingTool()
+    approved(store, world)
+    consumer = stopped_inside_consume(store, world)
+    other = second_view(store)
+    survivor = r.Harness(other, r.ManualClock(2.0), [deploy(world)])
+    try:
+        survivor.reconcile()
+        assert execution(store)["status"] == "started"
+        assert store.writer("operation_approval", PID) == consumer.storage.instance_id
+        assert world.calls == []
+        consumer.close()
+        survivor.reconcile()
+        assert execution(store)["status"] == "failed" and world.calls == []
+        assert store.writer("operation_approval", PID) is None  # its log entry ended the operation
+        assert invariants.check_state(survivor.snapshot()) == []
+    finally:
+        if other is not store:
+            other.close()
+
+
+@pytest.mark.clause("REC-4", "APR-8")
+def test_an_instance_takes_over_its_own_work_after_a_crash(store: r.Storage) -> None:
+    """In-process restart (the model's crash): a new harness over the same storage is the same
+    instance, and reconciles what it left, as before REC-4."""
+    world = r.RecordingTool()
+    approved(store, world)
+    stopped_inside_consume(store, world)
+    r.Harness(store, r.ManualClock(2.0), [deploy(world)]).reconcile()
+    assert execution(store)["status"] == "failed"
+
+
+@pytest.mark.clause("REC-4")
+def test_a_recycled_pid_is_not_the_live_process_it_once_was(store: r.Storage) -> None:
+    """A's row names this very pid, but another start time: the process that had it is gone."""
+    world = r.RecordingTool()
+    approved(store, world)
+    consumer = stopped_inside_consume(store, world)
+    row = store._read(_instances.INSTANCES, consumer.storage.instance_id)
+    assert row is not None
+    doc = json.loads(row[1])
+    assert doc["pid"] == os.getpid() and doc["status"] == "open"
+    if doc["started"] is None:
+        pytest.skip("no /proc here: the pid alone decides")
+    doc["started"] += 1
+    store._update(_instances.INSTANCES, consumer.storage.instance_id, json.dumps(doc), row[0])
+    other = second_view(store)
+    try:
+        r.Harness(other, r.ManualClock(2.0), [deploy(world)]).reconcile()
+        assert execution(store)["status"] == "failed"
+    finally:
+        if other is not store:
+            other.close()
+
+
+def _rows(storage: r.Storage) -> object:
+    if isinstance(storage, r.SQLiteStorage):
+        return storage._query("SELECT tbl, key, version, doc FROM records ORDER BY tbl, key", ())
+    return sorted(storage._rows.items())  # type: ignore[attr-defined]
+
+
+@pytest.mark.clause("REC-4", "STO-3")
+@pytest.mark.parametrize("bad", ["forged mark", "corrupt instance row", "mark not JSON"])
+def test_bad_marks_and_instance_rows_are_refused_typed_and_change_nothing(store: r.Storage, bad: str) -> None:
+    """A mark naming an instance that never registered, an instance row that is not one, a mark
+    that names no id: reconciliation refuses, definite, naming the row, before writing anything."""
+    world = r.RecordingTool()
+    approved(store, world)
+    consumer = stopped_inside_consume(store, world)
+    if bad == "forged mark":
+        store.corrupt(UNLOGGED, MARK, json.dumps({"writer": "ghost"}))  # type: ignore[attr-defined]
+        expected: type[Exception] = _instances.UnknownInstance
+        named = "'ghost'"
+    elif bad == "corrupt instance row":
+        store.corrupt(_instances.INSTANCES, consumer.storage.instance_id, "{torn")  # type: ignore[attr-defined]
+        expected, named = r.CorruptRecord, f"~instance/{consumer.storage.instance_id}"
+    else:
+        store.corrupt(UNLOGGED, MARK, "[1]")  # type: ignore[attr-defined]
+        expected, named = r.CorruptRecord, f"~unlogged/{MARK}"
+    other = second_view(store)
+    try:
+        before = _rows(store)
+        with pytest.raises(expected, match=named) as caught:
+            r.Harness(other, r.ManualClock(2.0), [deploy(world)]).reconcile()
+        assert caught.value.definite  # type: ignore[attr-defined]
+        assert _rows(store) == before
+    finally:
+        if other is not store:
+            other.close()
+
+
+@pytest.mark.clause("REC-4")
+def test_bad_and_taken_instance_ids_are_refused_typed(store: r.Storage) -> None:
+    """An id that could not be one (it would end up in SQL and in every mark) is refused; so is an
+    id a live instance holds — taking it would take that instance's work. A closed one's may be
+    opened again: its work is then the opener's own."""
+    before = _rows(store)
+    with pytest.raises(_instances.BadInstanceId, match="not 1-80 letters"):
+        store.open_instance("x'); DROP TABLE records; --")
+    assert _rows(store) == before and not store.registered
+    store.open_instance("lead-1")
+    other = second_view(store)
+    try:
+        with pytest.raises(_instances.InstanceInUse, match="lead-1 is open in live process"):
+            other.open_instance("lead-1")
+        store.close_instance()
+        assert other.open_instance("lead-1") == "lead-1"
+        assert _instances.summary(store)["lead-1"]["status"] == "open"
+    finally:
+        if other is not store:
+            other.close()
+
+
+CHILD = """
+import sys, time
+import reference as r
+def run(key, arguments):
+    time.sleep(120)  # the call hangs: this process is inside its consumption
+    return {"ok": True}
+tool = r.Tool("deploy", run, r.normalize_paths("path"))
+harness = r.Harness(r.SQLiteStorage(sys.argv[1]), r.ManualClock(1.0), [tool])
+harness.approvals.call(r.CallContext("m0", 1, "call-1", "t0"), "deploy", {"path": "srv/app"}, approval_id=sys.argv[2])
+"""
+
+
+@pytest.mark.clause("REC-4", "APR-8", "STO-4")
+def test_a_sigkilled_processs_consumption_is_taken_over_by_the_survivor(tmp_path: Path) -> None:
+    """Two OS processes over one SQLite file: the child consumes and hangs in the call; the
+    survivor's reconciliation leaves it while the child lives, and takes it over once the child
+    is SIGKILLed — a zombie not yet reaped is gone too."""
+    path = tmp_path / "team.db"
+    world = r.RecordingTool()
+    setup = r.SQLiteStorage(path)
+    approved(setup, world)
+    setup.close()
+    child = subprocess.Popen([sys.executable, "-c", CHILD, str(path), PID], cwd=ROOT)
+    storage = r.SQLiteStorage(path)
+    try:
+        survivor = r.Harness(storage, r.ManualClock(2.0), [deploy(world)])
+        deadline = time.monotonic() + 30
+        while storage.read("tool_execution", PID) is None:
+            assert child.poll() is None and time.monotonic() < deadline, "the child never began its call"
+            time.sleep(0.05)
+        survivor.reconcile()
+        assert execution(storage)["status"] == "started"
+        writer = storage.writer("operation_approval", PID)
+        instance = _instances.read(storage, writer) if writer is not None else None
+        assert instance is not None and instance.pid == child.pid and _instances.alive(instance)
+        child.send_signal(signal.SIGKILL)  # not reaped: a zombie, until the finally below
+        until = time.monotonic() + 10
+        while _instances.alive(instance):
+            assert time.monotonic() < until, "a SIGKILLed process still counts as live"
+            time.sleep(0.01)
+        survivor.reconcile()
+        assert execution(storage)["status"] == "failed"
+        assert invariants.check_state(survivor.snapshot()) == []
+    finally:
+        child.kill()
+        child.wait(timeout=30)
+        storage.close()
