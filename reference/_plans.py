@@ -561,7 +561,7 @@ class PlanProtocol:
                 self.h.outbox.owe("plan.expire/outbox", self.abandoned(gone))
                 self._audit("plan.expire/audit", gone)  # last, so a crash before it leaves it unlogged
             run = self.h.storage.read(RUN, row.key)
-            if run is not None and run.doc["status"] == "running" and now > run.doc["deadline"]:
+            if run is not None and run.doc["status"] == "running" and _past(run.doc["deadline"], now):
                 self._move_run("plan.expire/execution", run, "failed", "monitor", "timed_out")
         for message in self.h.storage.scan("message"):
             envelope = message.doc["message"]
@@ -671,6 +671,11 @@ class PlanProtocol:
 
 ACTIVE = ("draft", "pending", "approved")
 """The plan statuses that may still change; reconciliation reads these and the unlogged ones."""
+
+
+def _past(deadline: float, now: float) -> bool:
+    """PLN-9: a run's deadline is its last instant; it has passed only after it."""
+    return now >= deadline if broken("plan_run_timed_out_at_deadline") else now > deadline
 
 
 def reconcile_plans(h: Harness) -> None:
