@@ -21,6 +21,9 @@ NARROW = {
     "resumed_drain_keeps_requests": "a crash right after begin_drain's member step, then the whole drain",
     "inspect_treats_draining_as_lost": "a crash right after force_terminate's task step, past the deadline",
     "suspended_task_stuck": "caught by the liveness check, which needs the whole graph: walks have none",
+    "draining_member_runs_steps": "a drain that begins after the plan started and before its step, within the ttl",
+    "consume_ignores_incarnation": "an approval approved, its member drained, stopped and restarted, and the same "
+    "task claimed again, all before the approval's deadline (11 steps)",
 }
 """Mutants that random walks of their configuration do not find within 3,000 walks (seed 0, default
 crash rate): each needs a narrow interleaving. The exhaustive search finds them."""

@@ -34,6 +34,7 @@ TEAM = f"{STATEFUL}::TestTeamProtocol"
 
 INTERLEAVE = "model_tests/test_interleave.py::test_every_interleaving_keeps_every_invariant"
 BINDING = "tests/test_binding.py"
+BOUNDARIES = "tests/test_deadline_boundaries.py"
 
 CAUGHT_BY: dict[str, list[str]] = {
     **{
@@ -103,6 +104,9 @@ CAUGHT_BY: dict[str, list[str]] = {
     "shutdown_by_anyone": ["tests/test_conformance.py::test_the_reference_refuses_the_teams_bad_input"],
     "receive_keeps_article_layout": ["tests/test_articles.py::test_the_reference_receives_them_in_its_own_layout"],
     "defaults_override": [f"{BINDING}::test_defaults_never_override_what_the_caller_gave"],
+    # every reader of every deadline, exactly on it (tests/test_deadline_boundaries.py)
+    "shutdown_expires_at_deadline": [BOUNDARIES],
+    "plan_run_timed_out_at_deadline": [BOUNDARIES],
     "every_string_a_path": [f"{BINDING}::test_only_the_documented_fields_are_paths"],
     "numbers_conflated": [f"{BINDING}::test_one_one_point_oh_true_and_the_string_one_are_four_arguments"],
     "list_order_ignored": [f"{BINDING}::test_any_undocumented_change_changes_the_digest"],

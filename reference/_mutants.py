@@ -74,6 +74,9 @@ MUTANTS: dict[str, str] = {
     "review_closed_at_deadline": "APR-4: a review exactly at the deadline is refused as expired",
     "consume_closed_at_deadline": "APR-5: a call exactly at the deadline is refused as expired",
     "monitor_expires_at_deadline": "INV-12: the monitor expires a request exactly at its deadline",
+    "shutdown_expires_at_deadline": "SHD-6, INV-12: the monitor expires a shutdown request (or times out its drain) "
+    "exactly at its deadline",
+    "plan_run_timed_out_at_deadline": "PLN-9, INV-12: the monitor fails a plan's execution exactly at its deadline",
     "result_not_redacted": "AUD-3, INV-10: a tool's result is stored as the tool returned it",
     "version_conflict_escapes": "STO-4: the loser of a compare-and-set race gets a raw VersionConflict",
     "execution_overwritten": "APR-6: an existing execution record is overwritten and the call made again",

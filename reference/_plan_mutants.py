@@ -19,6 +19,8 @@ PLAN_MUTANTS: dict[str, str] = {
     "plan_incarnation_ignored": "XPR-1: a plan approved for an older incarnation is started by the new one",
     "plan_not_audited": "AUD-5: a plan's decisions (submit, decision, retraction, delivery, withdrawal, "
     "expiry, start) never reach the team log",
+    "decision_sequence_unchecked": "PLN-3, PLN-6: a decision is matched by its plan's id and status, not its "
+    "sequence, so one superseded by a retraction is taken while its message is still pending",
     "reconcile_plans_reads_history": "REC-1: reconciliation reads every plan ever written, not the active and "
     "unlogged ones (its cost follows history)",
 }
@@ -27,6 +29,7 @@ _STATEFUL = "model_tests/test_stateful.py::TestPlanProtocol"
 _EXAMPLES = "tests/test_plans.py"
 PLAN_CAUGHT_BY: dict[str, list[str]] = {name: [_STATEFUL, _EXAMPLES] for name in PLAN_MUTANTS}
 PLAN_CAUGHT_BY["plan_not_audited"] = [f"{_EXAMPLES}::test_every_plan_decision_is_in_the_team_log"]
+PLAN_CAUGHT_BY["decision_sequence_unchecked"] = ["tests/test_superseded_decisions.py"]
 PLAN_CAUGHT_BY["reconcile_plans_reads_history"] = [
     f"{_EXAMPLES}::test_reconciliation_reads_active_and_unlogged_plans_not_the_history"
 ]

@@ -357,7 +357,7 @@ class PlanProtocol:
             return "unmatched: no plan of this member has this correlation id"
         if plan.doc["status"] not in ("approved", "rejected", "needs_revision"):
             return f"late: the plan is {plan.doc['status']}"
-        if envelope["body"]["sequence"] != retractions(plan.doc):
+        if envelope["body"]["sequence"] != retractions(plan.doc) and not broken("decision_sequence_unchecked"):
             return "late: a later decision replaced it"
         return "matched"
 
@@ -580,7 +580,7 @@ class PlanProtocol:
                 self.h.outbox.owe("plan.expire/outbox", self.abandoned(gone))
                 self._audit("plan.expire/audit", gone)  # last, so a crash before it leaves it unlogged
             run = self.h.storage.read(RUN, row.key)
-            if run is not None and run.doc["status"] == "running" and now > run.doc["deadline"]:
+            if run is not None and run.doc["status"] == "running" and _past(run.doc["deadline"], now):
                 self._move_run("plan.expire/execution", run, "failed", "monitor", "timed_out")
         for message in active(self.h.storage, "message", ("pending",)):
             envelope = message.doc["message"]
@@ -690,6 +690,11 @@ class PlanProtocol:
 
 ACTIVE = ("draft", "pending", "approved")
 """The plan statuses that may still change; reconciliation reads these and the unlogged ones."""
+
+
+def _past(deadline: float, now: float) -> bool:
+    """PLN-9: a run's deadline is its last instant; it has passed only after it."""
+    return now >= deadline if broken("plan_run_timed_out_at_deadline") else now > deadline
 
 
 def reconcile_plans(h: Harness, owners: Owners | None = None) -> None:

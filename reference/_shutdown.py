@@ -325,7 +325,7 @@ class ShutdownProtocol:
     def expire_due(self) -> list[str]:
         now, moved = self.h.clock.now(), []
         for stored in active(self.h.storage, KIND, ("requested", "draining")):
-            if now <= stored.doc["deadline"]:
+            if not _past(stored.doc["deadline"], now):
                 continue
             if stored.doc["status"] == "requested":
                 self._move(
@@ -412,6 +412,11 @@ class ShutdownProtocol:
         if stored is None:
             raise UnknownRecord(KIND, pid, "the Lead requests a shutdown with ShutdownProtocol.request")
         return stored
+
+
+def _past(deadline: float, now: float) -> bool:
+    """SHD-6: a request's deadline is its last instant; it has passed only after it."""
+    return now >= deadline if broken("shutdown_expires_at_deadline") else now > deadline
 
 
 __all__ = ["SHUTDOWN_STEPS", "ShutdownProtocol"]

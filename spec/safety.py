@@ -72,7 +72,10 @@ def stopped_member_acts_not(before: Snapshot, after: Snapshot) -> list[str]:
     """XPR-2, MEM-3: a member that is not running consumes nothing: no approval, plan or job.
 
     Judged on the member as the step found it: a draining, unhealthy or stopped member's call
-    consumes no approval (even an ``approved`` one), starts no plan execution and no job.
+    consumes no approval (even an ``approved`` one), starts no plan execution and no job, and
+    runs no further step of a started execution nor completes it (MEM-3: between two steps a
+    draining member stops). A run's failure and rollback are not the requester's acts alone (the
+    monitor times a run out, PLN-9), so they are not judged here.
     """
     members = _by(before["member"], "member_id")
     problems = []
@@ -89,6 +92,16 @@ def stopped_member_acts_not(before: Snapshot, after: Snapshot) -> list[str]:
     for run in after["plan_execution"]:
         if run["plan_id"] not in started and run["plan_id"] in plans:
             check(f"plan_execution/{run['plan_id']}", plans[run["plan_id"]]["requester_id"], "started")
+    runs = _by(before["plan_execution"], "plan_id")
+    for run in after["plan_execution"]:
+        old = runs.get(run["plan_id"])
+        if old is None or run["plan_id"] not in plans:
+            continue
+        requester = plans[run["plan_id"]]["requester_id"]
+        if len(run["executed_step_ids"]) > len(old["executed_step_ids"]):
+            check(f"plan_execution/{run['plan_id']}", requester, f"step {run['executed_step_ids'][-1]} run")
+        if run["status"] == "completed" and old["status"] != "completed":
+            check(f"plan_execution/{run['plan_id']}", requester, "completed")
     old_jobs = {job["job_id"] for job in before["job"]}
     for job in after["job"]:
         if job["job_id"] not in old_jobs:
@@ -100,7 +113,10 @@ def draining_member_accepts_nothing(snap: Snapshot) -> list[str]:
     """SHD-2, MEM-1: only a running member accepts new tasks; a draining one names its request.
 
     A promise of the member record itself, not only of the claim guard: a begin-drain that leaves
-    ``accepting_new_tasks`` set is a broken record even while the status guard masks it.
+    ``accepting_new_tasks`` set is a broken record even while the status guard masks it. And the
+    other way round (XPR-1): a running member drains for nothing, so its record names no shutdown
+    request — a restart that keeps the old incarnation's request id leaves a record that
+    reconciliation would read as a drain (REC-2).
     """
     problems = []
     for member in snap["member"]:
@@ -108,6 +124,10 @@ def draining_member_accepts_nothing(snap: Snapshot) -> list[str]:
             problems.append(f"member/{member['member_id']}: {member['status']} but accepting_new_tasks is true")
         if member["status"] == "draining" and member["shutdown_request_id"] is None:
             problems.append(f"member/{member['member_id']}: draining without a shutdown_request_id")
+        if member["status"] == "running" and member["shutdown_request_id"] is not None:
+            problems.append(
+                f"member/{member['member_id']}: running but names shutdown request {member['shutdown_request_id']}"
+            )
     return problems
 
 

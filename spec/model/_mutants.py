@@ -265,5 +265,28 @@ MUTANTS: dict[str, Mutant] = {
             "plan",
             "reconcile re-delivers a plan decision under phase 0, not the current one after a retraction",
         ),
+        Mutant(
+            "draining_member_runs_steps",
+            "MEM-3",
+            "stopped_member_acts_not",
+            "plan_drain",
+            "a draining requester goes on with its plan's steps (and may complete it) instead of stopping "
+            "between two steps",
+        ),
+        Mutant(
+            "restart_keeps_shutdown",
+            "XPR-1",
+            "draining_member_accepts_nothing",
+            "fencing",
+            "a restart begins the new incarnation running but keeps the old incarnation's shutdown request id",
+        ),
+        Mutant(
+            "consume_ignores_incarnation",
+            "XPR-1",
+            "INV-11",
+            "approval_fencing",
+            "consume skips the incarnation check: the restarted member's new incarnation uses an approval made "
+            "for its old one",
+        ),
     )
 }

@@ -140,7 +140,8 @@ def member_ops(model: Model, s: State) -> Iterator[Operation]:
         if member.status == "stopped" and not model.job_busy(s, m):
             if member.incarnation < c.max_incarnation:
                 bump = 0 if model.broken("restart_keeps_incarnation") else 1
-                restart_step = ("member.restart/member", lambda x, m=m, b=bump: _restart(x, m, b))
+                keep = model.broken("restart_keeps_shutdown")
+                restart_step = ("member.restart/member", lambda x, m=m, b=bump, k=keep: _restart(x, m, b, k))
                 yield A("member.restart", member=m), [restart_step]
             yield A("member.retire", member=m), [("member.retire/member", lambda x, m=m: _member(x, m, "retired"))]
         if s.profile_changes < c.profile_changes and member.status != "retired":
@@ -155,9 +156,10 @@ def _member(s: State, m: int, target: str, **changes: object) -> State:
     return replace(s, members=put(s.members, m, move("member", s.members[m], target, **changes)))
 
 
-def _restart(s: State, m: int, bump: int = 1) -> State:
+def _restart(s: State, m: int, bump: int = 1, keep_shutdown: bool = False) -> State:
     member = s.members[m]
-    return _member(s, m, "running", incarnation=member.incarnation + bump, accepting=True, shutdown=NONE, task=NONE)
+    shutdown = member.shutdown if keep_shutdown else NONE  # mutant restart_keeps_shutdown: the old request stays
+    return _member(s, m, "running", incarnation=member.incarnation + bump, accepting=True, shutdown=shutdown, task=NONE)
 
 
 def _profile(s: State, m: int, keep_tool: bool) -> State:
@@ -476,7 +478,7 @@ def consume_allowed(model: Model, s: State, a: int, m: int, changed: bool) -> bo
         ("consume_without_digest_check", not changed),
         ("consume_after_deadline", s.clock <= ap.deadline),
         ("approval_grants_capability", member.has_tool and member.profile_version == ap.profile_version),
-        ("fencing", member.incarnation == ap.incarnation),
+        ("consume_ignores_incarnation", member.incarnation == ap.incarnation),
     )
     return all(ok or model.broken(name) for name, ok in checks)
 
@@ -666,7 +668,8 @@ def _plan_requester(model: Model, s: State, p: int) -> Iterator[Operation]:
 
 def _plan_run(model: Model, s: State, p: int) -> Iterator[Operation]:
     plan, run = s.plans[p], s.runs[p]
-    if run.status == "running" and s.members[plan.requester].status == "running":
+    acting = ("running", "draining") if model.broken("draining_member_runs_steps") else ("running",)
+    if run.status == "running" and s.members[plan.requester].status in acting:
         if run.cursor < model.config.plan_steps:
 
             def step(x: State) -> State:
