@@ -50,6 +50,7 @@ SHORTEST = {
     "suspended_task_stuck": 6,
     "draining_member_runs_steps": 9,
     "restart_keeps_shutdown": 5,
+    "plan_start_ignores_incarnation": 12,
 }
 """The length (steps after the initial state) of each issue-19 mutant's shortest trace: breadth-first
 search finds the shortest, so a change of it is a change of the model to review."""

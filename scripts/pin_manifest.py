@@ -20,12 +20,20 @@ sys.path.insert(0, str(ROOT))
 
 from spec import drift  # noqa: E402
 from spec.explore import explore  # noqa: E402
-from spec.model import Model, load_config  # noqa: E402
+from spec.model import Model, config_names, load_config  # noqa: E402
 
 MANIFEST = ROOT / "spec" / "model" / "configs" / "manifest.json"
 
 
 def main(names: list[str]) -> int:
+    if any(name.startswith("-") for name in names):
+        print(__doc__.strip().splitlines()[-1].replace("``", ""), file=sys.stderr)
+        return 0 if set(names) <= {"-h", "--help"} else 2
+    unknown = sorted(set(names) - set(config_names()))
+    if unknown:
+        print(f"pin_manifest: unknown configuration {', '.join(unknown)}; known: {', '.join(config_names())}",
+              file=sys.stderr)  # fmt: skip
+        return 2
     manifest = json.loads(MANIFEST.read_text(encoding="utf-8"))
     for name in names or [n for n, pinned in manifest.items() if pinned.get("states") is not None]:
         if manifest.get(name, {}).get("pending"):

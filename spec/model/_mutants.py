@@ -288,5 +288,13 @@ MUTANTS: dict[str, Mutant] = {
             "consume skips the incarnation check: the restarted member's new incarnation uses an approval made "
             "for its old one",
         ),
+        Mutant(
+            "plan_start_ignores_incarnation",
+            "XPR-1",
+            "restart_raises_incarnation",
+            "plan_fencing",
+            "plan.start skips the incarnation check: the restarted member's new incarnation starts a plan approved "
+            "for its old one",
+        ),
     )
 }

@@ -639,7 +639,8 @@ def _plan_requester(model: Model, s: State, p: int) -> Iterator[Operation]:
     delivered = plan.delivered or model.broken("start_before_delivery")
     # XPR-1: a plan approved for an older incarnation of its requester (lost, inspected and
     # restarted since) is not started by the new one; it expires, or the new one withdraws it.
-    current = plan.status != "" and plan.incarnation == s.members[plan.requester].incarnation
+    same = plan.incarnation == s.members[plan.requester].incarnation
+    current = plan.status != "" and (same or model.broken("plan_start_ignores_incarnation"))
     startable = plan.status == "approved" and delivered and s.clock <= plan.deadline and run.status == "" and current
     duplicate = (
         model.broken("execute_plan_twice") and plan.status == "consumed" and run.status == "running" and run.starts < 2
