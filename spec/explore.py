@@ -41,7 +41,7 @@ from .model._ops import CRASH_POINTS, WRITE_STEPS
 from .model._reconcile import reconcile
 from .model._snapshot import SECTION_INPUTS, snapshot
 from .model._state import State
-from .model._symmetry import Interner, canonical_key
+from .model._symmetry import PERMUTED, _perms, canonical_key, image
 
 _MASK64 = (1 << 64) - 1
 _GOLDEN = 0x9E3779B97F4A7C15  # 2^64 / the golden ratio: multiplying by it spreads the slots (Fibonacci hashing)
@@ -183,7 +183,42 @@ class _Codec:
         )
 
 
+class _Canonical:
+    """The canonical key of a state under symmetry, in the codec's numbers: the least, over every
+    member and task permutation, of the signature (:meth:`_Codec.signature`) of the state's
+    image. A field's image depends on that field and the permutation alone
+    (:func:`spec.model._symmetry.image`), so it is computed once per tuple of records and
+    permutation, and numbered: a key then costs a few look-ups per permutation. The codec numbers
+    equal tuples alike and different tuples apart, so two states have the same key exactly when
+    one is an image of the other: the partition of :func:`spec.model._symmetry.canonical_key`
+    (``model_tests/test_state_memo.py`` compares the two on whole state spaces)."""
+
+    def __init__(self, codec: _Codec, members: int, tasks: int) -> None:
+        self.codec = codec
+        self.perms = _perms(members, tasks)[1:]  # the identity's image is the state itself
+        self.images: dict[int, int] = {}  # number of a tuple * len(perms) + the permutation -> image's number
+
+    def key(self, numbers: tuple[int, ...]) -> tuple[int, ...]:
+        best = numbers
+        count = len(self.perms)
+        images = self.images
+        for p, (pm, pt) in enumerate(self.perms):
+            out = list(numbers)
+            for position, name in _PERMUTED_POSITIONS:
+                number = numbers[position]
+                memo = number * count + p
+                known = images.get(memo)
+                if known is None:
+                    known = images[memo] = self.codec.number(image(name, self.codec.values[number], pm, pt))
+                out[position] = known
+            candidate = tuple(out)
+            if candidate < best:
+                best = candidate
+        return best
+
+
 _POSITION = {"clock": 0, **{name: i + 1 for i, name in enumerate(CODEC_FIELDS)}}
+_PERMUTED_POSITIONS = tuple((_POSITION[name], name) for name in PERMUTED)
 SECTION_POSITIONS: dict[str, tuple[int, ...]] = {
     section: tuple(_POSITION[name] for name in inputs) for section, inputs in SECTION_INPUTS.items()
 }
@@ -446,7 +481,8 @@ class _Search:
         self.depth = array("H")  # a depth beyond 65,535 raises OverflowError
         self.successors: list[list[int]] = []  # crash edges (crash + restart) are stored as -target - 1
         self.keep_graph = model.config.liveness  # the edges are kept only for the liveness check
-        self.intern = Interner()
+        initial = model.initial()
+        self.canonical = _Canonical(self.codec, len(initial.members), len(initial.tasks))
         self.stored: dict[tuple[int, ...], int] = {}  # the numbers of each stored state -> its number
         self.actions: dict[Action, Action] = {}
         self.crash_prefix: dict[State, State] = {}  # restarted state -> the crashed prefix it came from
@@ -511,8 +547,10 @@ class _Search:
         classed = self.dead_data or self.symmetry  # the key is of a class of states, not of one
         if classed:
             alike = erase(state, self.config.regions) if self.dead_data else state  # one state per dead-data class
-            if self.symmetry:
-                key = canonical_key(alike)
+            if self.symmetry and self.fingerprints:
+                key = canonical_key(alike)  # a hash of records: the same in every process
+            elif self.symmetry:
+                key = self.canonical.key(numbers if alike is state else self.codec.signature(alike))
             elif alike is not state:
                 key = self.codec.signature(alike)
         number = self.count
@@ -526,7 +564,7 @@ class _Search:
                 if known is not None:
                     self.stored[numbers] = known  # found again: no class key to compute then
                     return known, False
-                self.index[self.intern(key) if self.symmetry else key] = number
+                self.index[key] = number
             self.stored[numbers] = number
             self.states.append(self.codec.interned(state, numbers))
             self.queue.append(number)
