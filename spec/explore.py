@@ -41,7 +41,7 @@ from .model._ops import CRASH_POINTS, WRITE_STEPS
 from .model._reconcile import reconcile
 from .model._snapshot import SECTION_INPUTS, snapshot
 from .model._state import State
-from .model._symmetry import PERMUTED, _perms, canonical_key, image
+from .model._symmetry import PERMUTED, _perms, image
 
 _MASK64 = (1 << 64) - 1
 _GOLDEN = 0x9E3779B97F4A7C15  # 2^64 / the golden ratio: multiplying by it spreads the slots (Fibonacci hashing)
@@ -511,9 +511,7 @@ class _Search:
         classed = self.dead_data or self.symmetry  # the key is of a class of states, not of one
         if classed:
             alike = erase(state, self.config.regions) if self.dead_data else state  # one state per dead-data class
-            if self.symmetry and self.fingerprints:
-                key = canonical_key(alike)  # a hash of records: the same in every process
-            elif self.symmetry:
+            if self.symmetry:  # numbers of the codec: a saved search keeps them (its codec's values)
                 key = self.canonical.key(numbers if alike is state else self.codec.signature(alike))
             elif alike is not state:
                 key = self.codec.signature(alike)
