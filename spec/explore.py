@@ -367,11 +367,11 @@ class StateMemo:
                         found = table[part] = inv.check(before.snapshot(), after.snapshot())
                         self.size += 1
                 else:  # a step that changes none of its sections: a function of before
-                    part = get(old)
-                    found = still.get(part)
+                    alone = get(old)
+                    found = still.get(alone)
                     if found is None:
                         snap = before.snapshot()
-                        found = still[part] = inv.check(snap, snap)
+                        found = still[alone] = inv.check(snap, snap)
                         self.size += 1
             elif kind == "sections":
                 found = self._step_sections(inv, before, after, changed)
