@@ -227,6 +227,8 @@ def main() -> None:
             print(json.dumps({"engine": engine}, indent=2))
         else:
             print_engine(engine, args.baseline)
+        if not all(result["same_counts"] for result in engine.values()):
+            raise SystemExit(1)  # the engines disagree: a failed differential test
         return
     budget = args.seconds
     results: dict[str, dict[str, Any]] = {}
