@@ -243,17 +243,3 @@ def canonical_key(s: State) -> tuple[Any, ...]:
     tasks, task_perms = _orders([_task_local(s, t) for t in range(len(s.tasks))])
     rest = min(_records(s, pm, pt) for pm in member_perms for pt in task_perms)
     return (_head(s), members, tasks, rest)
-
-
-class Interner:
-    """Shares equal key parts between stored keys (hash-consing): states differ in few records,
-    so a key of shared parts costs a few pointers instead of a fresh tree of tuples."""
-
-    def __init__(self) -> None:
-        self._parts: dict[Any, Any] = {}
-
-    def __call__(self, key: tuple[Any, ...]) -> tuple[Any, ...]:
-        parts = self._parts
-        head, members, tasks, rest = key
-        rest = tuple(parts.setdefault(part, part) for part in rest)
-        return tuple(parts.setdefault(part, part) for part in (head, members, tasks, rest))
