@@ -26,6 +26,12 @@ simulated as ``teamproto check`` does, with :data:`WALKS` walks. Target: ≥ 10�
 stops after it. Both run interpreted (``TEAMPROTO_PURE=1``) unless ``--compiled``: then this
 tree runs its build (made by ``scripts/compile.py``) and the baseline is compiled in its
 temporary folder first (~40 s of CPU).
+
+The engines must agree, or the ratio means nothing: every round of both must report the same
+states, transitions, violations (with their clauses, messages and traces), edges taken, crash
+points and deadlocks. ``--engine-configs pinned mutants`` runs every pinned configuration and every
+model mutant on its own configuration (until its invariant is broken, or :data:`MUTANT_STATES`
+states) — the differential test of a new engine against today's, which stays the oracle.
 """
 
 from __future__ import annotations
@@ -47,11 +53,12 @@ from typing import Any
 from spec import _compiled
 from spec.check import default_suite
 from spec.explore import explore
-from spec.model import Model, load_config
+from spec.model import MUTANTS, Model, load_config, manifest
 
 ROOT = Path(__file__).resolve().parents[1]
-BASELINE = "d13c6b54d7986bea7ff9daed2b0e543538ce9d85"
-"""main before the faster engine (issue 18 item 3): today's engine, the oracle of the ratio."""
+BASELINE = "59053e7dde5448f697bbf3eb2f095fa219ce996d"
+"""main before this session's engine work (issue 18 item 3): today's engine, the oracle of the ratio
+(``--baseline d13c6b54d798`` measures against main before the state-keyed memo of the session before)."""
 
 WALKS = 300
 """Walks of a simulated configuration (``standard``, ``everything``: ``teamproto check`` runs 3,000)."""
@@ -60,18 +67,26 @@ CHILD = """
 import json, sys, time
 from spec import _compiled
 from spec.explore import explore
-from spec.model import Model, load_config, manifest
-model = Model(load_config(sys.argv[1]))
+from spec.model import MUTANTS, Model, load_config, manifest
+name, _, mutant = sys.argv[1].partition(":")
+model = Model(load_config(name), mutant or None)
 started = time.process_time()
-if manifest()[sys.argv[1]]["states"] is None:  # never explored to completion: simulated, as check does
+if manifest()[name]["states"] is None:  # never explored to completion: simulated, as check does
     from spec.simulate import Plan, simulate
     report = simulate(model, Plan(walks=int(sys.argv[2])))
+elif mutant:  # until its invariant is broken, as the model tests run it
+    report = explore(model, stop_on=MUTANTS[mutant].caught_by, max_states=int(sys.argv[3]))
 else:
     report = explore(model)
 cpu = time.process_time() - started
 print(json.dumps({"states": report.states, "transitions": report.transitions, "cpu": cpu,
-                  "violations": sorted(report.violations), "compiled": _compiled.ACTIVE}))
+                  "violations": sorted(report.violations), "compiled": _compiled.ACTIVE,
+                  "findings": [sorted(map(list, report.edges_taken)), sorted(report.crashed_at), report.deadlocks,
+                               {n: [v.clause, v.message, [str(a) for a, _ in v.trace]]
+                                for n, v in sorted(report.violations.items())}]}))
 """
+MUTANT_STATES = 20_000
+"""A mutant's search (``CONFIG:MUTANT``) stops at its invariant's violation or at this many states."""
 
 
 def unpack(revision: str, folder: Path) -> None:
@@ -91,7 +106,12 @@ def child_run(root: Path, name: str, compiled: bool) -> dict[str, Any]:
     if not compiled:
         env["TEAMPROTO_PURE"] = "1"
     out = subprocess.run(
-        [sys.executable, "-c", CHILD, name, str(WALKS)], env=env, cwd=root, check=True, capture_output=True, text=True
+        [sys.executable, "-c", CHILD, name, str(WALKS), str(MUTANT_STATES)],
+        env=env,
+        cwd=root,
+        check=True,
+        capture_output=True,
+        text=True,
     )
     result: dict[str, Any] = json.loads(out.stdout)
     result["states_per_cpu_second"] = result["states"] / result["cpu"]
@@ -116,8 +136,8 @@ def engine_against_baseline(names: list[str], revision: str, rounds: int, compil
             best_mine = max(mine, key=lambda r: r["transitions_per_cpu_second"])
             best_theirs = max(theirs, key=lambda r: r["transitions_per_cpu_second"])
             same = all(
-                (r["states"], r["transitions"], r["violations"])
-                == (theirs[0]["states"], theirs[0]["transitions"], theirs[0]["violations"])
+                (r["states"], r["transitions"], r["violations"], r["findings"])
+                == (theirs[0]["states"], theirs[0]["transitions"], theirs[0]["violations"], theirs[0]["findings"])
                 for r in mine + theirs
             )
             results[name] = {
@@ -142,7 +162,11 @@ def print_engine(results: dict[str, Any], revision: str) -> None:
                 f"{r['states_per_cpu_second']:>12,.0f} {r['transitions_per_cpu_second']:>12,.0f}"
                 + ("  (compiled)" if r["compiled"] else "")
             )
-        agree = "same states, transitions and findings" if result["same_counts"] else "COUNTS DIFFER"
+        agree = (
+            "same states, transitions, findings, traces, edges, crash points, deadlocks"
+            if result["same_counts"]
+            else "COUNTS DIFFER"
+        )
         print(f"{name:<14} this tree / baseline, per CPU-second: {result['ratio']:.2f}x ({agree})")
 
 
@@ -167,23 +191,44 @@ def run(name: str, naive: bool, budget: float) -> dict[str, Any]:
     }
 
 
+def _expand(arg: str) -> list[str]:
+    """``pinned``: every configuration with pinned counts; ``mutants``: every model mutant on its own."""
+    if arg == "pinned":
+        return [name for name, pinned in manifest().items() if pinned["states"] is not None]
+    if arg == "mutants":
+        return [f"{MUTANTS[m].config}:{m}" for m in sorted(MUTANTS)]
+    return [arg]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description="explorer throughput, reduced against naive")
     parser.add_argument("configs", nargs="*", help="configurations (default: the default suite, then standard)")
     parser.add_argument("--seconds", type=float, default=120.0, help="bound of every run (default 120)")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
-    parser.add_argument("--engine-configs", nargs="+", default=["pair_crashes"], help="engine against baseline")
+    parser.add_argument(
+        "--engine-configs",
+        nargs="+",
+        default=["pair_crashes"],
+        help="engine against baseline: CONFIG, CONFIG:MUTANT, 'pinned' or 'mutants' (every one)",
+    )
     parser.add_argument("--baseline", default=BASELINE, help="the git revision of today's engine")
     parser.add_argument("--rounds", type=int, default=2, help="alternate runs of each engine (best counts)")
     parser.add_argument("--compiled", action="store_true", help="compare the compiled builds")
     parser.add_argument("--engine-only", action="store_true", help="only the engine against the baseline")
     args = parser.parse_args()
-    engine = engine_against_baseline(args.engine_configs, args.baseline, args.rounds, args.compiled)
+    names = [n for arg in args.engine_configs for n in _expand(arg)]
+    engine = engine_against_baseline(names, args.baseline, args.rounds, args.compiled)
+    if not all(result["same_counts"] for result in engine.values()):
+        print(
+            "the engines DIFFER on " + ", ".join(n for n, r in engine.items() if not r["same_counts"]), file=sys.stderr
+        )
     if args.engine_only:
         if args.json:
             print(json.dumps({"engine": engine}, indent=2))
         else:
             print_engine(engine, args.baseline)
+        if not all(result["same_counts"] for result in engine.values()):
+            raise SystemExit(1)  # the engines disagree: a failed differential test
         return
     budget = args.seconds
     results: dict[str, dict[str, Any]] = {}

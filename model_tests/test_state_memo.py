@@ -94,3 +94,38 @@ def test_the_state_numbers_tell_states_apart() -> None:
         known = by_numbers.setdefault(codec.signature(state), state)
         assert known == state
     assert len(by_numbers) == len(set(states))
+
+
+@pytest.mark.parametrize(
+    ("name", "limit"), [("pair", 1100), ("wide", 1500), ("pair_crashes", 2500), ("standard", 2500)]
+)
+def test_the_numbered_canonical_key_partitions_as_canonical_key(name: str, limit: int) -> None:
+    """The explorer's symmetry key in numbers (``_Canonical``) puts two states together exactly
+    when :func:`spec.model._symmetry.canonical_key` does (whole spaces of pair; the first states of
+    the others, crashed states included)."""
+    from spec.model._dead import erase
+    from spec.model._symmetry import canonical_key
+
+    config = load_config(name)
+    states = [erase(s, config.regions) for s in _sample(name, limit)]
+    codec = explore_module._Codec()
+    canonical = explore_module._Canonical(codec, len(states[0].members), len(states[0].tasks))
+    numbered: dict[tuple[int, ...], Any] = {}
+    classes: dict[Any, tuple[int, ...]] = {}
+    for state in states:
+        key, reference = canonical.key(codec.signature(state)), canonical_key(state)
+        assert numbered.setdefault(key, reference) == reference
+        assert classes.setdefault(reference, key) == key
+    assert len(classes) < len(set(states))  # symmetric states were merged
+
+
+def test_a_numbered_key_missing_a_permutation_is_caught() -> None:
+    """The comparison can fail: without the member swap, mirror states are no longer one class."""
+    from spec.model._symmetry import canonical_key
+
+    states = _sample("pair", 1100)
+    codec = explore_module._Codec()
+    canonical = explore_module._Canonical(codec, 2, 2)
+    canonical.perms = [(pm, pt) for pm, pt in canonical.perms if pm == (0, 1)]
+    keys = {canonical.key(codec.signature(s)) for s in states}
+    assert len(keys) > len({canonical_key(s) for s in states})

@@ -41,7 +41,7 @@ from .model._ops import CRASH_POINTS, WRITE_STEPS
 from .model._reconcile import reconcile
 from .model._snapshot import SECTION_INPUTS, snapshot
 from .model._state import State
-from .model._symmetry import Interner, canonical_key
+from .model._symmetry import PERMUTED, _perms, image
 
 _MASK64 = (1 << 64) - 1
 _GOLDEN = 0x9E3779B97F4A7C15  # 2^64 / the golden ratio: multiplying by it spreads the slots (Fibonacci hashing)
@@ -183,7 +183,42 @@ class _Codec:
         )
 
 
+class _Canonical:
+    """The canonical key of a state under symmetry, in the codec's numbers: the least, over every
+    member and task permutation, of the signature (:meth:`_Codec.signature`) of the state's
+    image. A field's image depends on that field and the permutation alone
+    (:func:`spec.model._symmetry.image`), so it is computed once per tuple of records and
+    permutation, and numbered: a key then costs a few look-ups per permutation. The codec numbers
+    equal tuples alike and different tuples apart, so two states have the same key exactly when
+    one is an image of the other: the partition of :func:`spec.model._symmetry.canonical_key`
+    (``model_tests/test_state_memo.py`` compares the two on whole state spaces)."""
+
+    def __init__(self, codec: _Codec, members: int, tasks: int) -> None:
+        self.codec = codec
+        self.perms = _perms(members, tasks)[1:]  # the identity's image is the state itself
+        self.images: dict[int, int] = {}  # number of a tuple * len(perms) + the permutation -> image's number
+
+    def key(self, numbers: tuple[int, ...]) -> tuple[int, ...]:
+        best = numbers
+        count = len(self.perms)
+        images = self.images
+        for p, (pm, pt) in enumerate(self.perms):
+            out = list(numbers)
+            for position, name in _PERMUTED_POSITIONS:
+                number = numbers[position]
+                memo = number * count + p
+                known = images.get(memo)
+                if known is None:
+                    known = images[memo] = self.codec.number(image(name, self.codec.values[number], pm, pt))
+                out[position] = known
+            candidate = tuple(out)
+            if candidate < best:
+                best = candidate
+        return best
+
+
 _POSITION = {"clock": 0, **{name: i + 1 for i, name in enumerate(CODEC_FIELDS)}}
+_PERMUTED_POSITIONS = tuple((_POSITION[name], name) for name in PERMUTED)
 SECTION_POSITIONS: dict[str, tuple[int, ...]] = {
     section: tuple(_POSITION[name] for name in inputs) for section, inputs in SECTION_INPUTS.items()
 }
@@ -199,9 +234,6 @@ class _View:
         self.numbers = numbers
         self.config = config
         self.snap: dict[str, Any] | None = None
-        self.parent: _View | None = None  # a state it was reached from: checks of unchanged sections agree
-        self.found: dict[Any, list[str]] = {}  # its state checks' results, and their sections' shares
-        self.stutter: dict[int, list[str]] = {}  # step checks' results where their sections do not change
 
     def snapshot(self) -> dict[str, Any]:
         snap = self.snap
@@ -246,161 +278,128 @@ class StateMemo:
     result is a function of the sections it ``reads``, and a section of the fields of the state
     it is built from (:data:`SECTION_INPUTS`), so a result is keyed by the numbers of those fields
     (:meth:`_Codec.signature`; the configuration is fixed within a search). Only a key not seen
-    before builds the snapshot and runs the predicate. ``model_tests/test_state_memo.py`` shows
-    that searches checked this way and checked on every snapshot find the same.
+    before builds the snapshot and runs the predicate. Each check has its own table, keyed by
+    its numbers alone (a step check in a step that changes none of them by its numbers before:
+    the same documents before and after). ``model_tests/test_state_memo.py`` shows that
+    searches checked this way and checked on every snapshot find the same.
     """
 
     def __init__(self) -> None:
-        self.results: dict[Any, list[str]] = {}
-        self.state_checks = [self._plan(i, inv) for i, inv in enumerate(invariants.STATE_INVARIANTS)]
-        self.step_checks = [self._plan(i, inv) for i, inv in enumerate(invariants.STEP_INVARIANTS)]
-        self.sections = {
+        self.size = 0  # results held, in every table
+        self.tables: list[dict[Any, list[str]]] = []
+        state_checks = [self._plan(inv) for inv in invariants.STATE_INVARIANTS]
+        self.state_checks = {
+            reconciled: [c for c in state_checks if reconciled or not c[0].after_reconcile]
+            for reconciled in (False, True)
+        }
+        self.step_checks = [self._plan(inv) for inv in invariants.STEP_INVARIANTS]
+        self.sections: dict[str, list[tuple[str, Callable[[tuple[int, ...]], Any], int, dict[Any, list[str]]]]] = {
             inv.name: [
-                (name, _getter(SECTION_POSITIONS[name]), _mask(SECTION_POSITIONS[name]))
+                (name, _getter(SECTION_POSITIONS[name]), _mask(SECTION_POSITIONS[name]), self._table())
                 for name in inv.reads or SECTION_INPUTS
             ]
             for inv in invariants.INVARIANTS
         }
 
-    @staticmethod
-    def _plan(index: int, inv: invariants.Invariant) -> tuple[Any, ...]:
+    def _table(self) -> dict[Any, list[str]]:
+        table: dict[Any, list[str]] = {}
+        self.tables.append(table)
+        return table
+
+    def _plan(self, inv: invariants.Invariant) -> tuple[Any, ...]:
         positions = tuple(sorted({p for section in inv.reads for p in SECTION_POSITIONS[section]}))
         quiet = tuple(sorted({p for section in inv.quiet_unless for p in SECTION_POSITIONS[section]}))
-        return inv, index, _getter(positions), bool(inv.reads), _mask(quiet), _mask(positions)
+        kind = "sections" if inv.by_section is not None else "keyed" if inv.reads else "plain"
+        return inv, kind, _getter(positions), _mask(quiet), _mask(positions), self._table(), self._table()
+
+    def _forget_if_large(self) -> None:
+        if self.size > MEMO_LIMIT:
+            for table in self.tables:
+                table.clear()
+            self.size = 0
 
     def check_state(self, view: _View, reconciled: bool) -> list[tuple[invariants.Invariant, str]]:
         """As :func:`spec.invariants.check_state` on the view's snapshot."""
         out: list[tuple[invariants.Invariant, str]] = []
-        if len(self.results) > MEMO_LIMIT:
-            self.results.clear()
-        parent = view.parent
-        changed = -1 if parent is None else changed_mask(parent.numbers, view.numbers)
-        view.parent = None  # the parent's results are taken now: let it go
-        for inv, index, get, keyed, _, mask in self.state_checks:
-            if not reconciled and inv.after_reconcile:
-                continue
-            for problem in self._state_result(view, inv, index, get, keyed, parent, changed, mask):
+        numbers = view.numbers
+        for inv, kind, get, _, _, table, _ in self.state_checks[reconciled]:
+            if kind == "keyed":
+                part = get(numbers)
+                found = table.get(part)
+                if found is None:
+                    found = table[part] = inv.check(view.snapshot())
+                    self.size += 1
+            elif kind == "sections":
+                found = self._state_sections(view, inv)
+            else:
+                found = inv.check(view.snapshot())
+            for problem in found:
                 out.append((inv, problem))
+        self._forget_if_large()
         return out
 
-    def _state_result(
-        self,
-        view: _View,
-        inv: invariants.Invariant,
-        index: int,
-        get: Callable[[tuple[int, ...]], Any],
-        keyed: bool,
-        parent: _View | None,
-        changed: int,
-        mask: int,
-    ) -> list[str]:
-        """One state check on ``view``: its parent's result when no section it reads changed."""
-        found = view.found.get(index)
-        if found is not None:
-            return found
-        if parent is not None and keyed and not mask & changed:
-            found = self._state_result(parent, inv, index, get, keyed, None, -1, mask)
-        elif inv.by_section is not None:
-            found = self._state_sections(view, inv, index, parent, changed)
-        elif not keyed:
-            found = inv.check(view.snapshot())
-        else:
-            key = ("s", index, get(view.numbers))
-            known = self.results.get(key)
-            if known is None:
-                known = self.results[key] = inv.check(view.snapshot())
-            found = known
-        view.found[index] = found
-        return found
-
-    def _state_sections(
-        self, view: _View, inv: invariants.Invariant, index: int, parent: _View | None, changed: int
-    ) -> list[str]:
-        """A state check that decomposes by section: each section's share memoised, and taken
-        from the parent when the section's inputs did not change."""
+    def _state_sections(self, view: _View, inv: invariants.Invariant) -> list[str]:
+        """A state check that decomposes by section: each section's share memoised."""
         assert inv.by_section is not None
         problems: list[str] = []
-        for name, get, mask in self.sections[inv.name]:
-            memo = (index, name)
-            share = view.found.get(memo)
+        numbers = view.numbers
+        for name, get, _, table in self.sections[inv.name]:
+            part = get(numbers)
+            share = table.get(part)
             if share is None:
-                if parent is not None and not mask & changed:
-                    share = self._state_sections_share(parent, inv, index, name, get)
-                else:
-                    share = self._state_sections_share(view, inv, index, name, get)
-            problems += share
+                share = table[part] = inv.by_section(name, view.snapshot()[name])
+                self.size += 1
+            if share:
+                problems += share
         return problems
-
-    def _state_sections_share(
-        self, view: _View, inv: invariants.Invariant, index: int, name: str, get: Callable[[tuple[int, ...]], Any]
-    ) -> list[str]:
-        assert inv.by_section is not None
-        memo = (index, name)
-        share = view.found.get(memo)
-        if share is None:
-            key = ("p", "state", index, name, get(view.numbers))
-            share = self.results.get(key)
-            if share is None:
-                share = self.results[key] = inv.by_section(name, view.snapshot()[name])
-            view.found[memo] = share
-        return share
 
     def check_step(self, before: _View, after: _View) -> list[tuple[invariants.Invariant, str]]:
         """As :func:`spec.invariants.check_step` on the views' snapshots."""
         out: list[tuple[invariants.Invariant, str]] = []
         old, new = before.numbers, after.numbers
         changed = changed_mask(old, new)
-        results = self.results
-        if len(results) > MEMO_LIMIT:
-            results.clear()
-        for inv, index, get, keyed, quiet, mask in self.step_checks:
-            if inv.by_section is not None:
-                found = self._by_section(inv, index, (before, after), changed)
-            elif keyed and not mask & changed:
-                found = self._stutter(before, inv, index, get)
-            elif keyed:
-                key = ("t", index, get(old), get(new))
-                known = results.get(key)
-                if known is None:
-                    known = results[key] = inv.check(before.snapshot(), after.snapshot())
-                found = known
+        for inv, kind, get, quiet, mask, table, still in self.step_checks:
+            if kind == "keyed":
+                if mask & changed:
+                    part = (get(old), get(new))
+                    found = table.get(part)
+                    if found is None:
+                        found = table[part] = inv.check(before.snapshot(), after.snapshot())
+                        self.size += 1
+                else:  # a step that changes none of its sections: a function of before
+                    alone = get(old)
+                    found = still.get(alone)
+                    if found is None:
+                        snap = before.snapshot()
+                        found = still[alone] = inv.check(snap, snap)
+                        self.size += 1
+            elif kind == "sections":
+                found = self._step_sections(inv, before, after, changed)
             elif quiet and not quiet & changed:
                 continue  # Invariant.quiet_unless: none of its sections changed
             else:
                 found = inv.check(before.snapshot(), after.snapshot())
             for problem in found:
                 out.append((inv, problem))
+        self._forget_if_large()
         return out
 
-    def _stutter(
-        self, before: _View, inv: invariants.Invariant, index: int, get: Callable[[tuple[int, ...]], Any]
-    ) -> list[str]:
-        """A step check in a step that changes none of its sections: a function of ``before``."""
-        found = before.stutter.get(index)
-        if found is None:
-            part = get(before.numbers)
-            key = ("t", index, part, part)
-            found = self.results.get(key)
-            if found is None:
-                snap = before.snapshot()
-                found = self.results[key] = inv.check(snap, snap)
-            before.stutter[index] = found
-        return found
-
-    def _by_section(self, inv: invariants.Invariant, index: int, views: tuple[_View, ...], changed: int) -> list[str]:
+    def _step_sections(self, inv: invariants.Invariant, before: _View, after: _View, changed: int) -> list[str]:
         """A step check that decomposes by section (``Invariant.by_section``), each share
         memoised; only the sections whose inputs changed (the others hold the same documents)."""
         assert inv.by_section is not None
         problems: list[str] = []
-        results = self.results
-        for name, get, mask in self.sections[inv.name]:
+        old, new = before.numbers, after.numbers
+        for name, get, mask, table in self.sections[inv.name]:
             if not mask & changed:
                 continue  # the very same documents before and after: nothing to find
-            key = ("p", "step", index, name, tuple(get(view.numbers) for view in views))
-            known = results.get(key)
-            if known is None:
-                known = results[key] = inv.by_section(name, *(view.snapshot()[name] for view in views))
-            problems += known
+            part = (get(old), get(new))
+            share = table.get(part)
+            if share is None:
+                share = table[part] = inv.by_section(name, before.snapshot()[name], after.snapshot()[name])
+                self.size += 1
+            if share:
+                problems += share
         return problems
 
 
@@ -446,7 +445,8 @@ class _Search:
         self.depth = array("H")  # a depth beyond 65,535 raises OverflowError
         self.successors: list[list[int]] = []  # crash edges (crash + restart) are stored as -target - 1
         self.keep_graph = model.config.liveness  # the edges are kept only for the liveness check
-        self.intern = Interner()
+        initial = model.initial()
+        self.canonical = _Canonical(self.codec, len(initial.members), len(initial.tasks))
         self.stored: dict[tuple[int, ...], int] = {}  # the numbers of each stored state -> its number
         self.actions: dict[Action, Action] = {}
         self.crash_prefix: dict[State, State] = {}  # restarted state -> the crashed prefix it came from
@@ -494,7 +494,7 @@ class _Search:
     def forget_if_large(self) -> None:
         """For a search that keeps no states (a simulation): drop the numbers and the memo when
         they grow large (the numbers key the memo, so both go together)."""
-        if len(self.codec.values) + len(self.memo.results) > MEMO_LIMIT:
+        if len(self.codec.values) + self.memo.size > MEMO_LIMIT:
             self.codec, self.memo, self.last, self.settled = _Codec(), StateMemo(), None, set()
 
     def add(self, state: State, parent: int, action: Action | None) -> tuple[int, bool]:
@@ -511,8 +511,8 @@ class _Search:
         classed = self.dead_data or self.symmetry  # the key is of a class of states, not of one
         if classed:
             alike = erase(state, self.config.regions) if self.dead_data else state  # one state per dead-data class
-            if self.symmetry:
-                key = canonical_key(alike)
+            if self.symmetry:  # numbers of the codec: a saved search keeps them (its codec's values)
+                key = self.canonical.key(numbers if alike is state else self.codec.signature(alike))
             elif alike is not state:
                 key = self.codec.signature(alike)
         number = self.count
@@ -526,7 +526,7 @@ class _Search:
                 if known is not None:
                     self.stored[numbers] = known  # found again: no class key to compute then
                     return known, False
-                self.index[self.intern(key) if self.symmetry else key] = number
+                self.index[key] = number
             self.stored[numbers] = number
             self.states.append(self.codec.interned(state, numbers))
             self.queue.append(number)
@@ -823,7 +823,6 @@ def _take(
     through (or ``None``); the state is ``None`` when the restart broke its table."""
     search.report.transitions += 1
     after = search.view(after_state)
-    after.parent = before
     _check_step(search, number, [(action, after_state)], before, after)
     if not after_state.crashed:
         return after_state, after, None
@@ -848,7 +847,6 @@ def _restart(
             return None, None
         search.report.transitions += 1
         restarted_view = search.view(restarted)
-        restarted_view.parent = crashed_view
         steps = [*prefix, (restart, restarted)]
         _check_step(search, number, steps, crashed_view, restarted_view)
         return restarted, restarted_view

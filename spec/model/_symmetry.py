@@ -40,38 +40,47 @@ def _key(key: tuple[str, int, int], pm: tuple[int, ...], pt: tuple[int, ...]) ->
     return key
 
 
-def permute(s: State, pm: tuple[int, ...], pt: tuple[int, ...]) -> State:
-    """The image of ``s`` when member i becomes pm[i] and task t becomes pt[t]."""
-    members: list[Any] = [None] * len(s.members)
-    jobs: list[Any] = [None] * len(s.jobs)
-    for i, member in enumerate(s.members):
-        members[pm[i]] = replace(member, task=_map(pt, member.task))
-        jobs[pm[i]] = replace(s.jobs[i], task=_map(pt, s.jobs[i].task))
-    tasks: list[Any] = [None] * len(s.tasks)
-    for t, task in enumerate(s.tasks):
-        tasks[pt[t]] = replace(task, owner=_map(pm, task.owner))
-    return replace(
-        s,
-        members=tuple(members),
-        jobs=tuple(jobs),
-        tasks=tuple(tasks),
-        approvals=tuple(replace(a, requester=_map(pm, a.requester), task=_map(pt, a.task)) for a in s.approvals),
-        executions=tuple(replace(e, requester=_map(pm, e.requester), task=_map(pt, e.task)) for e in s.executions),
-        plans=tuple(replace(p, requester=_map(pm, p.requester), task=_map(pt, p.task)) for p in s.plans),
-        shutdowns=tuple(
+PERMUTED = ("members", "tasks", "jobs", "approvals", "executions", "plans", "shutdowns", "bus", "outbox")
+"""The fields of a state that name members or tasks (the others are left as they are)."""
+
+
+def image(name: str, value: tuple[Any, ...], pm: tuple[int, ...], pt: tuple[int, ...]) -> tuple[Any, ...]:
+    """The field ``name`` of a state (its tuple of records ``value``) when member i becomes
+    pm[i] and task t becomes pt[t]: each field's image depends on that field alone."""
+    if name == "members" or name == "jobs":
+        out: list[Any] = [None] * len(value)
+        for i, record in enumerate(value):
+            out[pm[i]] = replace(record, task=_map(pt, record.task))
+        return tuple(out)
+    if name == "tasks":
+        out = [None] * len(value)
+        for t, task in enumerate(value):
+            out[pt[t]] = replace(task, owner=_map(pm, task.owner))
+        return tuple(out)
+    if name == "approvals" or name == "executions" or name == "plans":
+        return tuple(replace(r, requester=_map(pm, r.requester), task=_map(pt, r.task)) for r in value)
+    if name == "shutdowns":
+        return tuple(
             replace(
                 d,
                 target=_map(pm, d.target),
                 released=_map(pt, d.released),
                 waited=tuple(sorted(pm[m] for m in d.waited)),
             )
-            for d in s.shutdowns
-        ),
-        bus=tuple(
-            sorted(Message(_key(m.key, pm, pt), m.status, m.copy, _info(m.key[0], m.info, pm, pt)) for m in s.bus)
-        ),
-        outbox=tuple(sorted(Owed(_key(o.key, pm, pt), o.status, _info(o.key[0], o.info, pm, pt)) for o in s.outbox)),
-    )
+            for d in value
+        )
+    if name == "bus":
+        return tuple(
+            sorted(Message(_key(m.key, pm, pt), m.status, m.copy, _info(m.key[0], m.info, pm, pt)) for m in value)
+        )
+    if name == "outbox":
+        return tuple(sorted(Owed(_key(o.key, pm, pt), o.status, _info(o.key[0], o.info, pm, pt)) for o in value))
+    raise ValueError(f"{name} names no member or task")
+
+
+def permute(s: State, pm: tuple[int, ...], pt: tuple[int, ...]) -> State:
+    """The image of ``s`` when member i becomes pm[i] and task t becomes pt[t]."""
+    return replace(s, **{name: image(name, getattr(s, name), pm, pt) for name in PERMUTED})
 
 
 @cache
@@ -234,17 +243,3 @@ def canonical_key(s: State) -> tuple[Any, ...]:
     tasks, task_perms = _orders([_task_local(s, t) for t in range(len(s.tasks))])
     rest = min(_records(s, pm, pt) for pm in member_perms for pt in task_perms)
     return (_head(s), members, tasks, rest)
-
-
-class Interner:
-    """Shares equal key parts between stored keys (hash-consing): states differ in few records,
-    so a key of shared parts costs a few pointers instead of a fresh tree of tuples."""
-
-    def __init__(self) -> None:
-        self._parts: dict[Any, Any] = {}
-
-    def __call__(self, key: tuple[Any, ...]) -> tuple[Any, ...]:
-        parts = self._parts
-        head, members, tasks, rest = key
-        rest = tuple(parts.setdefault(part, part) for part in rest)
-        return tuple(parts.setdefault(part, part) for part in (head, members, tasks, rest))
