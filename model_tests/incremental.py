@@ -148,11 +148,18 @@ class Checks:
         self._step: tuple[invariants.Snapshot, invariants.Snapshot] | None = None
         self._results: dict[tuple[str, str], list[str]] = {}
         self._shares: dict[tuple[str, str], tuple[tuple[Any, ...], list[str]]] = {}
+        self._state_result: Problems = []
+        self._step_result: Problems = []
 
     def state(self, snap: invariants.Snapshot) -> Problems:
         changed = _changed(self._state, snap, self.mutant)
         self._state = snap
-        return [(inv, p) for inv in invariants.STATE_INVARIANTS for p in self._run(inv, (snap,), changed, None)]
+        if changed == set():  # the very sections of the last call: its result
+            return list(self._state_result)
+        self._state_result = [
+            (inv, p) for inv in invariants.STATE_INVARIANTS for p in self._run(inv, (snap,), changed, None)
+        ]
+        return list(self._state_result)
 
     def step(self, before: invariants.Snapshot, after: invariants.Snapshot) -> Problems:
         last = self._step
@@ -160,10 +167,15 @@ class Checks:
         changed_after = None if last is None else _changed(last[1], after, self.mutant)
         changed = None if changed_before is None or changed_after is None else changed_before | changed_after
         self._step = (before, after)
+        if changed == set():  # the very sections before and after of the last call: its result
+            return list(self._step_result)
         moved = _changed(before, after)
         if moved is None:
             moved = set(after)
-        return [(inv, p) for inv in invariants.STEP_INVARIANTS for p in self._run(inv, (before, after), changed, moved)]
+        self._step_result = [
+            (inv, p) for inv in invariants.STEP_INVARIANTS for p in self._run(inv, (before, after), changed, moved)
+        ]
+        return list(self._step_result)
 
     def _run(
         self,
