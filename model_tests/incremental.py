@@ -51,8 +51,6 @@ MUTANTS = {
 }
 """Named mutants of the incremental path; the differential test must catch each."""
 
-Row = tuple[str, int, str]
-
 
 class IncrementalSnapshot:
     """``Harness.snapshot()`` rebuilt only where the stored rows changed (see the module)."""
