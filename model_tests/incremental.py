@@ -15,6 +15,9 @@ from scratch each time, that was half of their cost, for a rule writes one to fi
 - :class:`Checks` runs a check again only when a section it reads (``Invariant.reads``) is not the
   very list it read last time; otherwise its last result stands (the declared reads are tested
   complete in ``model_tests/test_invariant_memo.py``, as :class:`spec.invariants.Memo` needs).
+- :class:`Operations` finds the model's operation for an action asking only the operation family
+  that yields its name, once known (the full model's operations are its families' in order, and a
+  name comes from one family: tested in ``model_tests/test_stateful_incremental.py``).
 - :class:`Refinement` projects the reference's snapshot again only when one of its sections is
   new, and the model's state only when it is another state.
 
@@ -29,13 +32,16 @@ checks after every rule), so that ``bench/stateful.py`` can time both in one run
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from typing import Any
 
 import reference as r
 from model_tests.replay import project
 from reference._storage import _validate
 from spec import invariants
-from spec.model import snapshot
+from spec.model import Model, _ops, snapshot
+from spec.model._model import Operation
+from spec.model._state import State
 from spec.schemas import RECORD_SCHEMAS
 
 FULL = os.environ.get("TEAMPROTO_STATEFUL_FULL", "") == "1"
@@ -239,3 +245,28 @@ class Refinement:
         if self._model[1] is None or self._model[0] is not state:
             self._model = (state, project(snapshot(state, self.config)))
         return bool(self._reference[1] == self._model[1])
+
+
+class Operations:
+    """The model's operations that may be an action named ``name``, in the model's order: for the
+    full model (``reduce=False``) in a state that has not crashed, ``Model.operations`` is the
+    concatenation of ``spec.model._ops.FAMILIES``; once the family that yields ``name`` is known,
+    only it is asked (the others' operations have other names)."""
+
+    def __init__(self, model: Model, full: bool = False) -> None:
+        self.model, self.full = model, full
+        self.family_of: dict[str, Any] = {}
+
+    def candidates(self, state: State, name: str) -> Iterator[Operation]:
+        if self.full or state.crashed or self.model.reduce:
+            yield from self.model.operations(state)
+            return
+        family = self.family_of.get(name)
+        if family is not None:
+            yield from family(self.model, state)
+            return
+        for family in _ops.FAMILIES:
+            for operation in family(self.model, state):
+                if operation[0].name == name:
+                    self.family_of.setdefault(name, family)
+                yield operation

@@ -28,7 +28,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 import reference as r
 import spec
-from model_tests.incremental import FULL, Checks, FullChecks, IncrementalSnapshot, Refinement
+from model_tests.incremental import FULL, Checks, FullChecks, IncrementalSnapshot, Operations, Refinement
 from model_tests.replay import (
     CHANGED,
     PLAN_NOTICES,
@@ -109,6 +109,7 @@ class ApprovalComparison(RuleBasedStateMachine):
         # for the explorer (an idle monitor pass taken at once) but that the reference may take.
         self.model = Model(self.config, reduce=False)
         self.state = self.model.initial()
+        self.operations = Operations(self.model, self.full)
         self.steps: list[tuple[Action | None, Any]] = [(None, self.state)]
         self.results: dict[str, dict[str, Any]] = {}
         self._setup()
@@ -136,7 +137,7 @@ class ApprovalComparison(RuleBasedStateMachine):
     # ---- driving both sides ----------------------------------------------------------------
     def _model_take(self, action: Action, crash_after: str | None = None) -> bool:
         """Apply ``action`` to the model if it is enabled; with a crash, only up to that step."""
-        for candidate, steps in self.model.operations(self.state):
+        for candidate, steps in self.operations.candidates(self.state, action.name):
             if (candidate.name, candidate.args) != (action.name, action.args):
                 continue
             state = self.state

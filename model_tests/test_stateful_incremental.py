@@ -22,9 +22,9 @@ import pytest
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis.stateful import invariant, run_state_machine_as_test
 
-from model_tests.incremental import MUTANTS, Checks, FullChecks, Refinement
-from model_tests.test_stateful import ApprovalComparison
-from spec.model import Model, load_config
+from model_tests.incremental import MUTANTS, Checks, FullChecks, Operations, Refinement
+from model_tests.test_stateful import CONFIG, PLAN_CONFIG, TEAM_CONFIG, ApprovalComparison
+from spec.model import Model, _ops, load_config
 from spec.model._snapshot import snapshot
 from spec.model._state import State
 
@@ -151,3 +151,29 @@ def test_each_mutant_of_the_incremental_path_is_caught(mutant: str) -> None:
 
     with pytest.raises(AssertionError, match="incremental snapshot differs"):
         _run(Mutated, 40)
+
+
+@pytest.mark.parametrize("config", [CONFIG, TEAM_CONFIG, PLAN_CONFIG], ids=["approval", "team", "plan"])
+def test_the_operations_shortcut_finds_what_the_model_finds(config: Any) -> None:
+    """``incremental.Operations`` relies on the full model's operations being its families' in
+    order, each name coming from one family: on random walks of the stateful tests' models, every
+    operation the model offers is the first one the shortcut offers under its name."""
+    model, rng = Model(config, reduce=False), random.Random(config.name)
+    names: dict[str, set[str]] = {}
+    for _ in range(8):
+        state, shortcut = model.initial(), Operations(model)
+        for _ in range(40):
+            offered = [(action.name, action.args) for action, _ in model.operations(state)]
+            families = [(f.__name__, a.name, a.args) for f in _ops.FAMILIES for a, _ in f(model, state)]
+            assert offered == [(name, args) for _, name, args in families]
+            for family, name, _ in families:
+                names.setdefault(name, set()).add(family)
+            for name, args in offered:
+                found = next(a for a, _ in shortcut.candidates(state, name) if (a.name, a.args) == (name, args))
+                assert (found.name, found.args) == (name, args)
+            following = [s for _, s in model.successors(state) if isinstance(s, State) and not s.crashed]
+            if not following:
+                break
+            state = rng.choice(following)
+    assert all(len(families) == 1 for families in names.values()), names
+    assert len(names) > 5
