@@ -5,7 +5,8 @@ memory and on SQLite, each with the incremental snapshots and checks (``model_te
 and with the full ones (``TEAMPROTO_STATEFUL_FULL=1``: every snapshot built whole, every check run,
 as before issue 18 item 9). Valid examples are counted as always, from Hypothesis' statistics
 (passing + failing; invalid ones apart). In each round both modes run the same seed
-(``--hypothesis-seed``), so they run the very same programs, in alternating order; the rate is
+(``--hypothesis-seed``, each run with an empty example database), so they run the very same
+programs, in alternating order; the rate is
 valid examples per second of the test's call phase (``bench/stateful_timer.py``), in CPU seconds
 (steady on a shared machine) and wall seconds. Prints each mode's median over the rounds with its
 spread, and the median of the per-round ratios.
@@ -43,6 +44,7 @@ def measure(case: str, mode: str, examples: int, seed: int) -> dict[str, float]:
             "TEAMPROTO_BENCH_EXAMPLES": str(examples),
             "TEAMPROTO_STATEFUL_FULL": MODES[mode],
             "TEAMPROTO_BENCH_TIMES": str(times),
+            "HYPOTHESIS_STORAGE_DIRECTORY": str(Path(folder) / "hypothesis"),  # no saved examples replayed
             "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "bench"), os.environ.get("PYTHONPATH")])),
         }
         command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "stateful_timer"]
