@@ -1,9 +1,17 @@
-"""Stateful model tests: valid examples per second on each backend and the share of invalid ones.
+"""Stateful model tests: valid examples per second, incremental checking beside full, one run.
 
-Runs the approval comparison (50 steps per example at most) on memory and on SQLite in one run,
-through pytest with Hypothesis statistics, and prints examples/s and invalid share for each.
-Target (issue 5): ≥ 50 valid examples/s on memory at 50 steps; invalid share ≤ 20 %.
-Run: ``python bench/stateful.py [--json] [EXAMPLES]``.
+Runs the approval comparison (``model_tests/test_stateful.py``, 50 steps per example at most) on
+memory and on SQLite, each with the incremental snapshots and checks (``model_tests/incremental.py``)
+and with the full ones (``TEAMPROTO_STATEFUL_FULL=1``: every snapshot built whole, every check run,
+as before issue 18 item 9). Valid examples are counted as always, from Hypothesis' statistics
+(passing + failing; invalid ones apart). In each round both modes run the same seed
+(``--hypothesis-seed``, each run with an empty example database), so they run the very same
+programs, in alternating order; the rate is
+valid examples per second of the test's call phase (``bench/stateful_timer.py``), in CPU seconds
+(steady on a shared machine) and wall seconds. Prints each mode's median over the rounds with its
+spread, and the median of the per-round ratios.
+Target (issue 5, issue 18 item 9): ≥ 50 valid examples/s on memory at 50 steps; invalid share ≤ 20 %.
+Run: ``python bench/stateful.py [--json] [--rounds N] [EXAMPLES]`` (default 3 rounds of 200).
 """
 
 from __future__ import annotations
@@ -11,54 +19,111 @@ from __future__ import annotations
 import json
 import os
 import re
+import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 CASES = {
     "memory": "model_tests/test_stateful.py::TestApprovalProtocol",
     "sqlite": "model_tests/test_stateful.py::TestApprovalProtocolSqlite",
 }
+MODES = {"full": "1", "incremental": ""}
 
 
-def measure(case: str, examples: int) -> dict[str, float]:
-    env = {**os.environ, "HYPOTHESIS_PROFILE": "bench", "TEAMPROTO_BENCH_EXAMPLES": str(examples)}
-    started = time.perf_counter()
-    result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--hypothesis-show-statistics", CASES[case]],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=1800,
-    )
-    seconds = time.perf_counter() - started
+def measure(case: str, mode: str, examples: int, seed: int) -> dict[str, float]:
+    with tempfile.TemporaryDirectory() as folder:
+        times = Path(folder) / "times.jsonl"
+        env = {
+            **os.environ,
+            "HYPOTHESIS_PROFILE": "bench",
+            "TEAMPROTO_BENCH_EXAMPLES": str(examples),
+            "TEAMPROTO_STATEFUL_FULL": MODES[mode],
+            "TEAMPROTO_BENCH_TIMES": str(times),
+            "HYPOTHESIS_STORAGE_DIRECTORY": str(Path(folder) / "hypothesis"),  # no saved examples replayed
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "bench"), os.environ.get("PYTHONPATH")])),
+        }
+        command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "stateful_timer"]
+        command += ["--hypothesis-show-statistics", f"--hypothesis-seed={seed}", CASES[case]]
+        started = time.perf_counter()
+        result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
+        process_seconds = time.perf_counter() - started
+        timed = [json.loads(line) for line in times.read_text(encoding="utf-8").splitlines()] if times.exists() else []
     found = re.findall(r"(\d+) passing, (\d+) failing, and (\d+) invalid", result.stdout)
     passing, failing, invalid = (int(x) for x in found[-1]) if found else (0, 0, 0)
-    total = passing + failing + invalid
+    total, valid = passing + failing + invalid, passing + failing
+    cpu, wall = (timed[0]["cpu"], timed[0]["wall"]) if timed else (float("nan"), float("nan"))
     return {
-        "valid_examples": passing + failing,
+        "valid_examples": valid,
         "invalid_examples": invalid,
-        "seconds": seconds,
-        "valid_per_second": (passing + failing) / seconds,
+        "cpu_seconds": cpu,
+        "wall_seconds": wall,
+        "process_wall_seconds": process_seconds,
+        "valid_per_cpu_second": valid / cpu,
+        "valid_per_wall_second": valid / wall,
         "invalid_share": invalid / total if total else 0.0,
         "exit_code": result.returncode,
     }
 
 
+def summary(runs: list[dict[str, float]], field: str) -> dict[str, float]:
+    values = [run[field] for run in runs]
+    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
+
+
 def main() -> None:
-    examples = next((int(a) for a in sys.argv[1:] if a.isdigit()), 200)
-    results = {case: measure(case, examples) for case in CASES}
+    arguments = sys.argv[1:]
+    rounds = int(arguments[arguments.index("--rounds") + 1]) if "--rounds" in arguments else 3
+    numbers = [int(a) for i, a in enumerate(arguments) if a.isdigit() and (i == 0 or arguments[i - 1] != "--rounds")]
+    examples = numbers[0] if numbers else 200
+    runs: dict[str, dict[str, list[dict[str, float]]]] = {case: {mode: [] for mode in MODES} for case in CASES}
+    for number in range(rounds):
+        for case in CASES:
+            for mode in MODES if number % 2 == 0 else reversed(MODES):  # alternating order
+                runs[case][mode].append(measure(case, mode, examples, seed=number))
+    results: dict[str, Any] = {"rounds": rounds, "examples": examples, "cases": {}}
+    for case, modes in runs.items():
+        results["cases"][case] = {
+            mode: {field: summary(r, field) for field in ("valid_per_cpu_second", "valid_per_wall_second")}
+            | {"runs": r}
+            for mode, r in modes.items()
+        }
+        ratios = [
+            i["cpu_seconds"] and f["cpu_seconds"] / i["cpu_seconds"] for f, i in zip(*modes.values(), strict=True)
+        ]
+        results["cases"][case]["speedup_cpu"] = {
+            "median": statistics.median(ratios),
+            "min": min(ratios),
+            "max": max(ratios),
+        }
     if "--json" in sys.argv:
         print(json.dumps(results, indent=2))
         return
-    for case, r in results.items():
-        print(
-            f"{case:<7} {r['valid_examples']:>5} valid, {r['invalid_examples']:>4} invalid in {r['seconds']:.1f} s: "
-            f"{r['valid_per_second']:.1f} valid examples/s, invalid share {100 * r['invalid_share']:.1f} %"
-        )
+    report(results)
+
+
+def _spread(values: dict[str, float]) -> str:
+    return f"{values['median']:6.1f} [{values['min']:.1f}–{values['max']:.1f}]"
+
+
+def report(results: dict[str, Any]) -> None:
+    print(f"{results['rounds']} rounds of {results['examples']} examples; median [min–max] over the rounds")
+    for case, modes in results["cases"].items():
+        for mode in MODES:
+            m = modes[mode]
+            cpu, wall, runs = m["valid_per_cpu_second"], m["valid_per_wall_second"], m["runs"]
+            valid = "/".join(str(run["valid_examples"]) for run in runs)
+            invalid = statistics.median(run["invalid_share"] for run in runs)
+            print(
+                f"{case:<7} {mode:<12} valid {valid}: {_spread(cpu)} valid/CPU-s, {_spread(wall)} valid/wall-s; "
+                f"invalid share {100 * invalid:.1f} %"
+            )
+        s = modes["speedup_cpu"]
+        print(f"{case:<7} incremental / full (CPU, same programs): {s['median']:.2f}× [{s['min']:.2f}–{s['max']:.2f}]")
     print("targets: memory ≥ 50 valid examples/s at 50 steps; invalid share ≤ 20 %")
 
 

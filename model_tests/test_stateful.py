@@ -28,6 +28,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 import reference as r
 import spec
+from model_tests.incremental import FULL, Checks, FullChecks, IncrementalSnapshot, Operations, Refinement
 from model_tests.replay import (
     CHANGED,
     PLAN_NOTICES,
@@ -35,10 +36,8 @@ from model_tests.replay import (
     outbox_message_id,
     plan_document,
     plan_message_id,
-    project,
 )
-from spec import invariants
-from spec.model import Model, parse_config, snapshot
+from spec.model import Model, parse_config
 from spec.model._model import Action, message_status
 from spec.model._ops import RISK_TEXT
 from spec.model._reconcile import reconcile
@@ -90,24 +89,31 @@ def crash_points(prefix: str) -> st.SearchStrategy[str | None]:
 class ApprovalComparison(RuleBasedStateMachine):
     backend = os.environ.get("TEAMPROTO_BACKEND", "memory")
     config = CONFIG
+    full = FULL
+    """Build every snapshot whole and run every check (``TEAMPROTO_STATEFUL_FULL=1``); otherwise
+    incrementally (model_tests/incremental.py: equal, model_tests/test_stateful_incremental.py)."""
+    incremental_mutant: str | None = None
 
     def __init__(self) -> None:
         super().__init__()
-        self.folder = Path(tempfile.mkdtemp(prefix="teamproto-"))
-        self.storage: r.Storage = (
-            r.SQLiteStorage(self.folder / "team.db") if self.backend == "sqlite" else r.MemoryStorage()
-        )
+        # A folder only for SQLite: making and removing one per example was 5-10 % of memory's time.
+        self.folder = Path(tempfile.mkdtemp(prefix="teamproto-")) if self.backend == "sqlite" else None
+        self.storage: r.Storage = r.SQLiteStorage(self.folder / "team.db") if self.folder else r.MemoryStorage()
         self.clock = r.ManualClock(0.0)
         self.world = r.IdempotentTool(output=TOOL_OUTPUT)  # deduplicates by key, echoes a secret
+        self.incremental = IncrementalSnapshot(self.storage, self.clock, self.incremental_mutant)
+        self.checks = FullChecks() if self.full else Checks(self.incremental_mutant)
+        self.refinement = Refinement(self.config, self.full)
         self.harness = self._harness()
         # The full model: its partial-order reductions leave out interleavings that are equivalent
         # for the explorer (an idle monitor pass taken at once) but that the reference may take.
         self.model = Model(self.config, reduce=False)
         self.state = self.model.initial()
+        self.operations = Operations(self.model, self.full)
         self.steps: list[tuple[Action | None, Any]] = [(None, self.state)]
         self.results: dict[str, dict[str, Any]] = {}
         self._setup()
-        self.before = self.harness.snapshot()
+        self.before = self.reference_snapshot()
 
     def _setup(self) -> None:
         for member, task in ((0, 0), (1, 1)):
@@ -116,9 +122,14 @@ class ApprovalComparison(RuleBasedStateMachine):
             self.harness.claim(f"m{member}", f"t{task}")
             self._model_take(Action("task.claim", (("member", member), ("task", task))))
 
+    def reference_snapshot(self) -> dict[str, Any]:
+        """``Harness.snapshot()``, built incrementally unless ``full`` (the two are equal)."""
+        return self.harness.snapshot() if self.full else self.incremental()
+
     def teardown(self) -> None:
         self.storage.close()
-        shutil.rmtree(self.folder, ignore_errors=True)
+        if self.folder is not None:
+            shutil.rmtree(self.folder, ignore_errors=True)
 
     def _harness(self) -> r.Harness:
         return r.Harness(self.storage, self.clock, [self.world.tool()])  # the real normaliser (APR-2)
@@ -126,7 +137,7 @@ class ApprovalComparison(RuleBasedStateMachine):
     # ---- driving both sides ----------------------------------------------------------------
     def _model_take(self, action: Action, crash_after: str | None = None) -> bool:
         """Apply ``action`` to the model if it is enabled; with a crash, only up to that step."""
-        for candidate, steps in self.model.operations(self.state):
+        for candidate, steps in self.operations.candidates(self.state, action.name):
             if (candidate.name, candidate.args) != (action.name, action.args):
                 continue
             state = self.state
@@ -351,10 +362,10 @@ class ApprovalComparison(RuleBasedStateMachine):
         mid = spec.ids.message_id(pid, "request")
         if self.harness.read("message", mid) is None:
             return
-        approvals_before = self.harness.snapshot()["operation_approval"]
+        approvals_before = self.reference_snapshot()["operation_approval"]
         result = self.harness.deliver(mid, pid)
         assert self.results.setdefault(mid, result) == result, "MSG-5: a duplicate delivery changed the result"
-        assert self.harness.snapshot()["operation_approval"] == approvals_before, "MSG-3"
+        assert self.reference_snapshot()["operation_approval"] == approvals_before, "MSG-3"
 
     def _pid(self, slot: int) -> str:
         return spec.ids.protocol_id(f"m{self.state.approvals[slot].requester}", f"call-{slot}", "operation_approval")
@@ -362,11 +373,11 @@ class ApprovalComparison(RuleBasedStateMachine):
     # ---- callers that must change nothing (issue 17) ------------------------------------
     def _refused_alone(self, error: type[Exception], call: Any) -> None:
         """A call the model has no move for: refused with ``error``, definite, nothing changed."""
-        before = self.harness.snapshot()
+        before = self.reference_snapshot()
         with pytest.raises(error) as caught:
             call()
         assert getattr(caught.value, "definite", True)
-        assert self.harness.snapshot() == before, f"{type(caught.value).__name__}: a refused call changed the stores"
+        assert self.reference_snapshot() == before, f"{type(caught.value).__name__}: a refused call changed the stores"
 
     @precondition(lambda self: any(ap.status for ap in self.state.approvals))
     @rule(data=st.data(), member=st.integers(0, 1), decision=st.sampled_from(["approved", "rejected"]))
@@ -397,12 +408,12 @@ class ApprovalComparison(RuleBasedStateMachine):
     @invariant()
     def refines_the_model_and_every_invariant_holds(self) -> None:
         """One snapshot per step (its records were validated as they were read)."""
-        after = self.harness.snapshot()
+        after = self.reference_snapshot()
         problems = [
             f"{inv.clause} {inv.name}: {message}"
-            for inv, message in invariants.check_state(after) + invariants.check_step(self.before, after)
+            for inv, message in self.checks.state(after) + self.checks.step(self.before, after)
         ]
-        if project(after) != project(snapshot(self.state, self.config)):
+        if not self.refinement.holds(after, self.state):
             problems.append("refinement: the reference's snapshot does not abstract to the model's state")
         if problems:
             path = write_trace(self.steps, problems[0], self.config)
@@ -651,10 +662,10 @@ class TeamComparison(ApprovalComparison):
         name = f"m{member}"
         task = self.harness.member(name)["current_task_id"]
         if not stale and task is not None:
-            before = self.harness.snapshot()
+            before = self.reference_snapshot()
             with pytest.raises(r.TeamRefusal):
                 self.harness.finish_task(name, task, outcome, spec.ids.message_id(task, "claim-0"))
-            assert self.harness.snapshot() == before, "TSK-1: a stale claim token changed the task"
+            assert self.reference_snapshot() == before, "TSK-1: a stale claim token changed the task"
             return
         call = lambda: self.harness.finish_task(name, task or "t0", outcome, self._token(task))  # noqa: E731
         self._act("task.finish", call, crash, member=member, outcome=outcome)
@@ -725,10 +736,10 @@ class TeamComparison(ApprovalComparison):
         key = f"shutdown-{slot}"
         call = lambda: self.harness.shutdowns.request(actor, f"m{member}", key, ttl_seconds=self.config.ttl_ticks)  # noqa: E731
         if actor != "lead":
-            before = self.harness.snapshot()
+            before = self.reference_snapshot()
             with pytest.raises(r.NotLead):
                 call()
-            assert self.harness.snapshot() == before, "SHD-1: a refused request changed something"
+            assert self.reference_snapshot() == before, "SHD-1: a refused request changed something"
             return
         self._act("shutdown.request", call, crash, member=member)
 
@@ -860,10 +871,10 @@ class TeamComparison(ApprovalComparison):
         pid = shutdown_id(slot)
         call = lambda: self.harness.shutdowns.begin_drain(f"m{sd.target}", spec.ids.message_id(pid, "request"))  # noqa: E731
         if message_status(self.state, ("shutdown_request", slot, 0)) != "pending":
-            before = self.harness.snapshot()  # a duplicate delivery: its recorded result (MSG-5)
+            before = self.reference_snapshot()  # a duplicate delivery: its recorded result (MSG-5)
             with contextlib.suppress(r.MessageNotPending):
                 call()
-            assert self.harness.snapshot() == before, "MSG-5: a duplicate delivery changed a record"
+            assert self.reference_snapshot() == before, "MSG-5: a duplicate delivery changed a record"
             return
         self._act("shutdown.begin_drain", call, crash, slot=slot)
 
@@ -878,10 +889,10 @@ class TeamComparison(ApprovalComparison):
         call = getattr(self.harness.shutdowns, which)
         m = self.state.members[member]
         if which == "finish" and m.status == "stopped" and m.shutdown >= 0:
-            before = self.harness.snapshot()  # SHD-5: finishing twice is a no-op (no model move)
+            before = self.reference_snapshot()  # SHD-5: finishing twice is a no-op (no model move)
             with contextlib.suppress(r.TeamRefusal):
                 call(f"m{member}")
-            assert self.harness.snapshot() == before, "SHD-5: finishing twice changed a record"
+            assert self.reference_snapshot() == before, "SHD-5: finishing twice changed a record"
             return
         self._act(f"shutdown.{which}", lambda: call(f"m{member}"), crash, member=member)
 
@@ -1185,10 +1196,10 @@ class PlanComparison(TeamComparison):
         mid = spec.ids.message_id(pid, f"decision-{plan.retractions}")
         call = lambda: self.harness.plans.deliver_decision(f"m{plan.requester}", mid)  # noqa: E731
         if message_status(self.state, key) != "pending":
-            before = self.harness.snapshot()
+            before = self.reference_snapshot()
             with contextlib.suppress(r.TeamRefusal, r.PlanRefused):
                 call()
-            assert self.harness.snapshot() == before, "MSG-5, PLN-3: a duplicate or late decision changed a record"
+            assert self.reference_snapshot() == before, "MSG-5, PLN-3: a duplicate or late decision changed a record"
             return
         self._act("plan.deliver_decision", call, crash, slot=slot)
 

@@ -1,0 +1,272 @@
+"""Incremental snapshots and invariant checks for the stateful model tests (issue 18 item 9).
+
+After every rule the stateful tests check the reference: every state invariant on its snapshot,
+every step invariant on that snapshot and the one before, and refinement against the model. Built
+from scratch each time, that was half of their cost, for a rule writes one to five records.
+
+- :class:`IncrementalSnapshot` builds what ``Harness.snapshot()`` builds — the clock, then every
+  record table in ``RECORD_SCHEMAS`` order, each the documents of ``Storage.scan`` in key order —
+  but reads each table's raw rows ``(key, version, text)`` and, when they are the very rows of its
+  last call, keeps that section (the same list of the same documents). A changed table is rebuilt;
+  a row whose text is unchanged keeps its document, any other is loaded and validated as
+  ``Storage.scan`` does (``reference._storage._validate``: not JSON, schema, status). The snapshot
+  is therefore a function of the stored rows alone, as the full one is; no write has to be
+  reported to it, so a reference that writes a table it should not is seen all the same.
+- :class:`Checks` runs a check again only when a section it reads (``Invariant.reads``) is not the
+  very list it read last time; otherwise its last result stands (the declared reads are tested
+  complete in ``model_tests/test_invariant_memo.py``, as :class:`spec.invariants.Memo` needs).
+- :class:`Operations` finds the model's operation for an action asking only the operation family
+  that yields its name, once known (the full model's operations are its families' in order, and a
+  name comes from one family: tested in ``model_tests/test_stateful_incremental.py``).
+- :class:`Refinement` projects the reference's snapshot again only when one of its sections is
+  new, and the model's state only when it is another state.
+
+Snapshots' documents are shared between calls: nothing may edit them (nothing does; the
+differential test, ``model_tests/test_stateful_incremental.py``, compares every snapshot and every
+check result with the full ones after every rule of many random runs).
+
+``TEAMPROTO_STATEFUL_FULL=1`` switches the incremental path off (the full snapshot and the plain
+checks after every rule), so that ``bench/stateful.py`` can time both in one run.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import reference as r
+from model_tests.replay import project
+from reference._storage import _validate
+from spec import invariants
+from spec.model import Model, _ops, snapshot
+from spec.model._model import Operation
+from spec.model._state import State
+from spec.schemas import RECORD_SCHEMAS
+
+FULL = os.environ.get("TEAMPROTO_STATEFUL_FULL", "") == "1"
+"""The incremental path is off: every snapshot built whole, every check run (bench baseline)."""
+
+MUTANTS = {
+    "snapshot_forgets_section": "an incremental snapshot keeps the audit_entry section it first "
+    "read, whatever is written to that table later",
+    "snapshot_keys_on_count": "an incremental snapshot keeps a section while its table holds as many "
+    "rows as before (an update goes unseen)",
+    "checks_ignore_the_clock": "the incremental checks see only the record sections change: a check "
+    "that reads the clock keeps its result while time passes",
+}
+"""Named mutants of the incremental path; the differential test must catch each."""
+
+
+class IncrementalSnapshot:
+    """``Harness.snapshot()`` rebuilt only where the stored rows changed (see the module)."""
+
+    def __init__(self, storage: r.Storage, clock: r.Clock, mutant: str | None = None) -> None:
+        assert mutant is None or mutant in MUTANTS, mutant
+        self.storage, self.clock, self.mutant = storage, clock, mutant
+        self._rows: dict[str, dict[str, tuple[int, str]]] = {}
+        self._sections: dict[str, list[dict[str, Any]]] = {}
+
+    def __call__(self) -> dict[str, Any]:
+        snap: dict[str, Any] = {"clock": self.clock.now()}
+        rows = self._all_rows()
+        for table in RECORD_SCHEMAS:
+            snap[table] = self._section(table, rows.get(table, {}))
+        return snap
+
+    def _all_rows(self) -> dict[str, dict[str, tuple[int, str]]]:
+        """Every table's rows, key -> (version, text): the memory backend's in one pass (its
+        ``_scan`` walks every row for each table), any other backend's through ``_scan``."""
+        tables: dict[str, dict[str, tuple[int, str]]] = {}
+        if isinstance(self.storage, r.MemoryStorage):
+            with self.storage._lock:
+                for (table, key), row in self.storage._rows.items():
+                    tables.setdefault(table, {})[key] = row
+            return tables
+        for table in RECORD_SCHEMAS:
+            tables[table] = {key: (version, text) for key, version, text in self.storage._scan(table)}
+        return tables
+
+    def _section(self, table: str, rows: dict[str, tuple[int, str]]) -> list[dict[str, Any]]:
+        previous = self._rows.get(table)
+        if previous is not None and self._unchanged(table, previous, rows):
+            return self._sections[table]
+        docs = {
+            (key, text): doc
+            for (key, (_, text)), doc in zip(
+                sorted((previous or {}).items()), self._sections.get(table, []), strict=True
+            )
+        }
+        section = [docs.get((key, text)) or _validate(table, key, text) for key, (_, text) in sorted(rows.items())]
+        self._rows[table], self._sections[table] = rows, section
+        return section
+
+    def _unchanged(self, table: str, previous: dict[str, tuple[int, str]], rows: dict[str, tuple[int, str]]) -> bool:
+        if self.mutant == "snapshot_forgets_section" and table == "audit_entry":
+            return True
+        if self.mutant == "snapshot_keys_on_count":
+            return len(previous) == len(rows)
+        return previous == rows
+
+
+def _same(known: tuple[Any, ...], values: tuple[Any, ...]) -> bool:
+    """The very same sections: each list the same object (its documents are never edited), each
+    other value (the clock) equal."""
+    if len(known) != len(values):
+        return False
+    for old, new in zip(known, values, strict=True):
+        if old is not new and (isinstance(new, list) or old != new):
+            return False
+    return True
+
+
+def _changed(
+    known: invariants.Snapshot | None, snap: invariants.Snapshot, mutant: str | None = None
+) -> set[str] | None:
+    """The sections of ``snap`` that are not the very ones of ``known`` (None: no ``known``)."""
+    if known is None or known.keys() != snap.keys():
+        return None
+    if mutant == "checks_ignore_the_clock":
+        return {section for section, value in snap.items() if isinstance(value, list) and known[section] is not value}
+    return {
+        section
+        for section, value in snap.items()
+        if known[section] is not value and (isinstance(value, list) or known[section] != value)
+    }
+
+
+Problems = list[tuple[invariants.Invariant, str]]
+
+
+class Checks:
+    """Every state and step invariant; a check runs again only when a section it reads
+    (``Invariant.reads``; every section if it declares none) is not the very one it read at its
+    last run, otherwise its last result stands. A check that decomposes by section
+    (``Invariant.by_section``) is kept per section, and a step check's share of a section that is
+    the very same before and after is empty (the contract of ``by_section``)."""
+
+    def __init__(self, mutant: str | None = None) -> None:
+        assert mutant is None or mutant in MUTANTS, mutant
+        self.mutant = mutant
+        self._state: invariants.Snapshot | None = None
+        self._step: tuple[invariants.Snapshot, invariants.Snapshot] | None = None
+        self._results: dict[tuple[str, str], list[str]] = {}
+        self._shares: dict[tuple[str, str], tuple[tuple[Any, ...], list[str]]] = {}
+        self._state_result: Problems = []
+        self._step_result: Problems = []
+
+    def state(self, snap: invariants.Snapshot) -> Problems:
+        changed = _changed(self._state, snap, self.mutant)
+        self._state = snap
+        if changed == set():  # the very sections of the last call: its result
+            return list(self._state_result)
+        self._state_result = [
+            (inv, p) for inv in invariants.STATE_INVARIANTS for p in self._run(inv, (snap,), changed, None)
+        ]
+        return list(self._state_result)
+
+    def step(self, before: invariants.Snapshot, after: invariants.Snapshot) -> Problems:
+        last = self._step
+        changed_before = None if last is None else _changed(last[0], before, self.mutant)
+        changed_after = None if last is None else _changed(last[1], after, self.mutant)
+        changed = None if changed_before is None or changed_after is None else changed_before | changed_after
+        self._step = (before, after)
+        if changed == set():  # the very sections before and after of the last call: its result
+            return list(self._step_result)
+        moved = _changed(before, after)
+        if moved is None:
+            moved = set(after)
+        self._step_result = [
+            (inv, p) for inv in invariants.STEP_INVARIANTS for p in self._run(inv, (before, after), changed, moved)
+        ]
+        return list(self._step_result)
+
+    def _run(
+        self,
+        inv: invariants.Invariant,
+        snaps: tuple[invariants.Snapshot, ...],
+        changed: set[str] | None,
+        moved: set[str] | None,
+    ) -> list[str]:
+        """``changed``: the sections that are not those of this check's last run (None: all);
+        ``moved`` (a step): the sections that differ between before and after."""
+        sections = inv.reads or tuple(snaps[0])
+        if inv.by_section is None:
+            if changed is None or (inv.name, "") not in self._results or not changed.isdisjoint(sections):
+                self._results[(inv.name, "")] = inv.check(*snaps)
+            return self._results[(inv.name, "")]
+        problems: list[str] = []
+        for section in sections:
+            if moved is None:  # a state check: every section visited at every call
+                key = (inv.name, section)
+                if changed is None or key not in self._results or section in changed:
+                    self._results[key] = inv.by_section(section, snaps[0][section])
+                problems += self._results[key]
+            elif section in moved:  # a step check (an unmoved section's share is empty)
+                problems += self._share(inv, section, tuple(snap[section] for snap in snaps))
+        return problems
+
+    def _share(self, inv: invariants.Invariant, section: str, values: tuple[Any, ...]) -> list[str]:
+        """A step check's share of a section, again only if before or after is not the very
+        section of its last run (a step that leaves the section alone does not run it)."""
+        assert inv.by_section is not None
+        known = self._shares.get((inv.name, section))
+        if known is None or not _same(known[0], values):
+            known = self._shares[(inv.name, section)] = (values, inv.by_section(section, *values))
+        return known[1]
+
+
+class FullChecks(Checks):
+    """The plain checks (``TEAMPROTO_STATEFUL_FULL=1`` and the differential test's oracle)."""
+
+    def state(self, snap: invariants.Snapshot) -> list[tuple[invariants.Invariant, str]]:
+        return invariants.check_state(snap)
+
+    def step(self, before: invariants.Snapshot, after: invariants.Snapshot) -> list[tuple[invariants.Invariant, str]]:
+        return invariants.check_step(before, after)
+
+
+class Refinement:
+    """Whether the reference's snapshot projects to the model state's (``model_tests.replay.project``),
+    each side projected again only when it changed: the reference's when a section is not the very
+    one projected last, the model's when its (immutable) state is another object."""
+
+    def __init__(self, config: Any, full: bool = False) -> None:
+        self.config, self.full = config, full
+        self._reference: tuple[tuple[Any, ...], Any] = ((), None)
+        self._model: tuple[Any, Any] = (None, None)
+
+    def holds(self, after: dict[str, Any], state: Any) -> bool:
+        if self.full:
+            return bool(project(after) == project(snapshot(state, self.config)))
+        values = tuple(after.values())
+        if self._reference[1] is None or not _same(self._reference[0], values):
+            self._reference = (values, project(after))
+        if self._model[1] is None or self._model[0] is not state:
+            self._model = (state, project(snapshot(state, self.config)))
+        return bool(self._reference[1] == self._model[1])
+
+
+class Operations:
+    """The model's operations that may be an action named ``name``, in the model's order: for the
+    full model (``reduce=False``) in a state that has not crashed, ``Model.operations`` is the
+    concatenation of ``spec.model._ops.FAMILIES``; once the family that yields ``name`` is known,
+    only it is asked (the others' operations have other names)."""
+
+    def __init__(self, model: Model, full: bool = False) -> None:
+        self.model, self.full = model, full
+        self.family_of: dict[str, Any] = {}
+
+    def candidates(self, state: State, name: str) -> Iterator[Operation]:
+        if self.full or state.crashed or self.model.reduce:
+            yield from self.model.operations(state)
+            return
+        family = self.family_of.get(name)
+        if family is not None:
+            yield from family(self.model, state)
+            return
+        for family in _ops.FAMILIES:
+            for operation in family(self.model, state):
+                if operation[0].name == name:
+                    self.family_of.setdefault(name, family)
+                yield operation
