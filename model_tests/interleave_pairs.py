@@ -142,6 +142,9 @@ PAIRS: dict[str, Scenario] = {
         # The two-write task operation that exists today beside reconciliation's claim repair
         # (REC-2); release (SHD-3) has the same two writes and joins as release||reconcile.
         Scenario("finish||reconcile", one_claimed_task, ((finish("m0", "t0"),), (RECONCILE,))),
+        # The holder's finish sent twice, from two processes (a retried tool call): one wins, the
+        # other gets the typed refusal a serial order gives, never a raw VersionConflict (STO-4).
+        Scenario("finish||finish", one_claimed_task, ((finish("m0", "t0"),), (finish("m0", "t0"),))),
         Scenario("claim||reconcile", two_members_one_pending_task, ((claim("m0", "t0"),), (RECONCILE,))),
         # A process that restarts reconciles the whole store while the others run on. Their clocks
         # differ: a reconciliation that re-delivered the live request (REC-4) would stamp the

@@ -47,6 +47,7 @@ CLAUSES = {
     "review||cancel": ("STO-4", "APR-4", "APR-9", "AUD-5"),
     "claim||claim": ("STO-4", "MEM-1", "INV-2"),
     "finish||reconcile": ("STO-4", "REC-2", "TSK-1"),
+    "finish||finish": ("STO-4", "TSK-1"),
     "claim||reconcile": ("STO-4", "REC-2", "MEM-1"),
     "request||reconcile": ("STO-4", "REC-1", "REC-4", "AUD-5", "MSG-6"),
     "consume||reconcile": ("STO-4", "REC-1", "REC-4", "APR-8", "AUD-5"),
@@ -68,6 +69,7 @@ KNOWN_DEFECT: dict[str, tuple[Defect, Defect, Defect]] = {
     "review||cancel": (None, None, None),  # AUD-5's append rule (was known defect 3)
     "claim||claim": (None, None, None),
     "finish||reconcile": (None, None, None),
+    "finish||finish": (None, None, None),
     "claim||reconcile": (None, None, None),
     "request||reconcile": (None, None, None),  # AUD-5's append rule (was known defect 2's audit half)
     "consume||reconcile": (None, None, None),  # REC-4 (was known defect 2, its execution half)

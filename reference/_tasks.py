@@ -172,22 +172,30 @@ class Tasks:
         if outcome not in ("completed", "failed"):
             raise TaskNotDue(task_id, "claimed", f"finish it as {outcome!r}: the outcome is completed or failed")
         with self.h.assignment_lock:
-            member, task = self.holder(member_id, task_id, token, incarnation)
-            draining_ok = broken("drain_completes_task") and member["status"] == "draining"
-            if member["status"] != "running" and not draining_ok:
-                raise MemberBusy(
-                    member_id, member["status"], f"finish task {task_id}", "a draining member releases it (SHD-3)"
-                )
-            if member["current_task_id"] != task_id:
-                raise NotClaimHolder(task_id, member_id, "it is not the member's current task")
-            busy = self.h.jobs.busy(member_id)
-            if busy:
-                raise DrainNotReady(member_id, busy, f"finish task {task_id}")
-            spec.ensure_transition("task", "claimed", outcome)
-            history = [*task.doc["history"], self.h.event(member_id, outcome)]
-            done = {**task.doc, "status": outcome, "history": history}
-            self.h.storage.update("task.finish/task", "task", task_id, done, task.version)
-            self.h.set_member_task("task.finish/member", member_id, None)
+            for _ in range(8):
+                member, task = self.holder(member_id, task_id, token, incarnation)
+                draining_ok = broken("drain_completes_task") and member["status"] == "draining"
+                if member["status"] != "running" and not draining_ok:
+                    raise MemberBusy(
+                        member_id, member["status"], f"finish task {task_id}", "a draining member releases it (SHD-3)"
+                    )
+                if member["current_task_id"] != task_id:
+                    raise NotClaimHolder(task_id, member_id, "it is not the member's current task")
+                busy = self.h.jobs.busy(member_id)
+                if busy:
+                    raise DrainNotReady(member_id, busy, f"finish task {task_id}")
+                spec.ensure_transition("task", "claimed", outcome)
+                history = [*task.doc["history"], self.h.event(member_id, outcome)]
+                done = {**task.doc, "status": outcome, "history": history}
+                try:
+                    self.h.storage.update("task.finish/task", "task", task_id, done, task.version)
+                except VersionConflict:
+                    if broken("version_conflict_escapes"):
+                        raise
+                    continue  # STO-4: lost to another writer, nothing written: decide again on fresh records
+                self.h.set_member_task("task.finish/member", member_id, None)
+                return
+            raise NotClaimHolder(task_id, member_id, "the task kept changing under the finish; try again")
 
     # ---- SHD-9: the unit deadline; the Lead's resume and inspect ------------------------------
     def suspend(self, member_id: str, unit_seconds: float) -> str:
