@@ -3,7 +3,7 @@ storage, tools and audit modules, one module at a time, with the fast test selec
 ``[tool.mutmut]`` in pyproject.toml and ``HYPOTHESIS_PROFILE=mutation``.
 
     .venv/bin/python scripts/mutation.py [approval storage tools audit] [--max-children 1] [--sample N]
-        [--survivors] [--recheck-kills N] [--report-only]
+        [--survivors] [--recheck-kills N] [--report-only] [--new-tests FILE ...]
 
 Prints, per module, the mutants killed, the survivors and the score, then every survivor with its
 diff; writes the survivors to ``mutation/survivors.json``. A survivor is either killed by a new
@@ -12,7 +12,9 @@ sees; ``tests/test_mutation_record.py`` keeps the two files in step with each ot
 source. Mutants that only rename the switch of a named reference mutant (``broken("name")``), or
 only switch it off for good (``(broken("name")) and False``), are not counted: they test
 ``reference._mutants``, not the protocol; the report gives their number. Needs ``pip install mutmut`` (3.x);
-CPU-heavy: it runs niced, with at most ``--max-children`` workers. Not run in CI.
+``--new-tests FILE`` runs each survivor of the last run against the new tests in FILE (written to kill
+survivors) in a fresh ``pytest`` process, without a mutmut run: a failing test kills it, else it
+stays a survivor. CPU-heavy: it runs niced, with at most ``--max-children`` workers. Not run in CI.
 
 Honest verdicts. mutmut counts as killed, besides a failing test (exit 1), a pytest internal error
 (3), a child killed by a signal and a run past its time limit — and on a loaded machine the wall
@@ -110,9 +112,10 @@ def tests_of(name: str) -> list[str]:
     return sorted(stats["tests_by_mangled_function_name"].get(name.partition("__mutmut_")[0], []))
 
 
-def recheck_one(name: str) -> str:
-    """Run the mutant's tests in a fresh pytest process: killed, survived, unresolved or no tests."""
-    tests = tests_of(name)
+def recheck_one(name: str, tests: list[str] | None = None) -> str:
+    """Run the mutant's tests (or ``tests``) in a fresh pytest process: killed, survived, unresolved
+    or no tests."""
+    tests = tests_of(name) if tests is None else tests
     if not tests:
         return "no tests"
     env = {**os.environ, "HYPOTHESIS_PROFILE": "mutation", "TEAMPROTO_MUTANT": "", "MUTANT_UNDER_TEST": name}
@@ -153,6 +156,23 @@ def recheck(module: str, every_kth_kill: int) -> tuple[int, int]:
         rechecked[name] = verdict
         RECHECKS.write_text(json.dumps(rechecked, indent=1, sort_keys=True), encoding="utf-8")
     return len(sampled), confirmed
+
+
+def against_new_tests(module: str, files: list[str]) -> None:
+    """The last run's survivors against tests written for them, each in a fresh pytest (as
+    :func:`recheck_one`): only a failing test (exit 1) kills; a pass leaves the survivor as it was.
+    The files are copied into ``mutants/`` first (mutmut refreshes its copy only when it runs)."""
+    for file in files:
+        shutil.copy2(ROOT / file, ROOT / "mutants" / file)
+    rechecked = load_rechecks()
+    for name, status in sorted(results(module).items()):
+        if status not in ("survived", "no tests"):
+            continue
+        verdict = recheck_one(name, files)
+        print(f"new tests on {name}: {verdict}", file=sys.stderr)
+        if verdict in ("killed", "unresolved"):
+            rechecked[name] = verdict
+    RECHECKS.write_text(json.dumps(rechecked, indent=1, sort_keys=True), encoding="utf-8")
 
 
 def diff(name: str) -> str:
@@ -233,6 +253,9 @@ def main() -> int:
     parser.add_argument(
         "--recheck-kills", type=int, default=0, metavar="N", help="also recheck every N-th plain kill in a fresh pytest"
     )
+    parser.add_argument(
+        "--new-tests", nargs="+", default=[], metavar="FILE", help="run the last run's survivors against these tests"
+    )
     args = parser.parse_args()
     unknown = sorted(set(args.modules) - set(MODULES))
     if unknown:
@@ -240,7 +263,9 @@ def main() -> int:
     reports = []
     samples = {}
     for module in args.modules or MODULES:
-        if not args.report_only:
+        if args.new_tests:
+            against_new_tests(module, args.new_tests)
+        elif not args.report_only:
             run(module, args.max_children, args.sample, args.survivors)
             samples[module] = recheck(module, args.recheck_kills)
         reports.append(summarise(module, results(module)))
