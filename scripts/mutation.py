@@ -53,9 +53,10 @@ def mutmut() -> str:
     return found
 
 
-def run(module: str, max_children: int, sample: int, survivors: bool) -> None:
+def run(module: str, max_children: int, sample: int, survivors: bool, resume: bool = False) -> None:
     """All the module's mutants, every ``sample``-th of them in name order (a uniform sample), or
-    again those that survived the last run (after new tests)."""
+    again those that survived the last run (after new tests). ``resume``: only the sample's mutants
+    that have no verdict yet (a run cut short, under the same tests)."""
     names = [f"reference._{module}.*"]
     if survivors:
         names = [name for name, status in results(module).items() if status in ("survived", "no tests")]
@@ -64,6 +65,10 @@ def run(module: str, max_children: int, sample: int, survivors: bool) -> None:
     elif sample > 1:
         mutmut_run([f"reference._{module}.no_such_mutant"], max_children)  # (re)generates the mutants
         names = sorted(results(module))[::sample]
+        if resume:
+            names = [name for name in names if results(module)[name] == "not checked"]
+            if not names:
+                return
     mutmut_run(names, max_children)
     ran, everything = set(names), names[0].endswith("*")  # their old rechecks are void
     kept = {
@@ -158,15 +163,16 @@ def recheck(module: str, every_kth_kill: int) -> tuple[int, int]:
     return len(sampled), confirmed
 
 
-def against_new_tests(module: str, files: list[str]) -> None:
+def against_new_tests(module: str, files: list[str], sample: int = 1) -> None:
     """The last run's survivors against tests written for them, each in a fresh pytest (as
     :func:`recheck_one`): only a failing test (exit 1) kills; a pass leaves the survivor as it was.
     The files are copied into ``mutants/`` first (mutmut refreshes its copy only when it runs)."""
     for file in files:
         shutil.copy2(ROOT / file, ROOT / "mutants" / file)
     rechecked = load_rechecks()
-    for name, status in sorted(results(module).items()):
-        if status not in ("survived", "no tests"):
+    statuses = results(module)
+    for name in sorted(statuses)[::sample]:
+        if statuses[name] not in ("survived", "no tests"):
             continue
         verdict = recheck_one(name, files)
         print(f"new tests on {name}: {verdict}", file=sys.stderr)
@@ -201,7 +207,9 @@ def only_disables_a_switch(change: str) -> bool:
     return bool(removed) and removed == added and any(DISABLED.search(line) for line in change.splitlines())
 
 
-def summarise(module: str, statuses: dict[str, str]) -> dict[str, Any]:
+def summarise(module: str, statuses: dict[str, str], sample: int = 1) -> dict[str, Any]:
+    """The module's score; with ``sample`` > 1, over every ``sample``-th mutant only (the sample)."""
+    statuses = {name: statuses[name] for name in sorted(statuses)[::sample]}
     survivors: list[dict[str, Any]] = []
     unresolved: list[str] = []
     switches, killed = 0, 0
@@ -256,6 +264,7 @@ def main() -> int:
     parser.add_argument(
         "--new-tests", nargs="+", default=[], metavar="FILE", help="run the last run's survivors against these tests"
     )
+    parser.add_argument("--resume", action="store_true", help="with --sample: run only mutants without a verdict")
     args = parser.parse_args()
     unknown = sorted(set(args.modules) - set(MODULES))
     if unknown:
@@ -264,11 +273,11 @@ def main() -> int:
     samples = {}
     for module in args.modules or MODULES:
         if args.new_tests:
-            against_new_tests(module, args.new_tests)
+            against_new_tests(module, args.new_tests, args.sample)
         elif not args.report_only:
-            run(module, args.max_children, args.sample, args.survivors)
+            run(module, args.max_children, args.sample, args.survivors, args.resume)
             samples[module] = recheck(module, args.recheck_kills)
-        reports.append(summarise(module, results(module)))
+        reports.append(summarise(module, results(module), args.sample))
     for report in reports:
         print(
             f"{report['module']}: {report['checked']} of {report['mutants']} mutants checked, "

@@ -1,6 +1,6 @@
 """Behaviour that mutants found unchecked (issue 17 item 5, ``scripts/mutation.py``).
 
-Clause: AUD-1, INV-12.
+Clause: AUD-1, INV-12, XPR-3, APR-4, MSG-1, STO-2, REC-1, MSG-6.
 Each test here was written for a mutant of ``reference/`` that the rest of the suite let survive
 (named in its docstring); it checks what a caller or the stores see, on both backends.
 """
@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 import reference as r
+from spec.ids import message_id
 from tests.conftest import Team
 
 ARGS = {"path": "srv/app"}
@@ -35,3 +36,68 @@ def test_the_monitor_is_the_actor_of_an_expiry(team: Team) -> None:
     assert (last["actor"], last["event"]) == ("monitor", "expired")
     logged = [(e["actor"], e["event"]) for e in audit_entries(team.storage) if e["subject_id"] == pid]
     assert logged == [("m0", "approval.requested"), ("monitor", "approval.expired")]
+
+
+@pytest.mark.clause("XPR-3")
+def test_a_failed_consumption_check_names_that_check(team: Team) -> None:
+    """XPR-3: a check that cannot complete refuses, naming the check, so the agent knows which
+    (``_consume_once``: ``FailClosed("XXthe consumption checkXX", …)`` survived)."""
+    pid = team.approved()
+    team.storage.corrupt("capability_profile", "m0", "{torn")  # type: ignore[attr-defined]
+    with pytest.raises(r.FailClosed) as caught:
+        team.harness.approvals.call(team.ctx(), "deploy", ARGS, pid)
+    assert caught.value.check == "the consumption check"
+    assert str(caught.value).startswith("refused: the consumption check could not be completed (")
+    assert str(caught.value).endswith("); the action did not run")
+
+
+@pytest.mark.clause("APR-4", "MSG-1")
+@pytest.mark.parametrize("decision", ["approved", "rejected"])
+def test_a_decision_without_a_summary_says_nothing_more(team: Team, decision: str) -> None:
+    """A review without a summary sends an empty one, never a made-up text (``_post_decision``:
+    ``doc["review_summary"] or "XXXX"`` survived)."""
+    pid = team.harness.approvals.request(team.ctx(), "deploy", ARGS)
+    team.harness.approvals.review("lead", pid, decision)
+    sent = team.harness.read("message", message_id(pid, "decision"))
+    assert sent is not None
+    assert sent.doc["message"]["body"] == {"protocol_id": pid, "decision": decision, "review_summary": ""}
+
+
+@pytest.mark.clause("APR-4")
+def test_a_second_contrary_review_names_both_decisions(team: Team) -> None:
+    """APR-4: a reviewed approval is not reviewed again the other way, and the refusal says which
+    way was asked (``_review_once``: ``ReviewConflict(pid, doc["status"], None)`` survived)."""
+    pid = team.approved()
+    with pytest.raises(r.ReviewConflict) as caught:
+        team.harness.approvals.review("lead", pid, "rejected")
+    assert str(caught.value) == f"{pid} is already approved; cannot review it as rejected"
+
+
+@pytest.mark.clause("STO-2")
+def test_a_retry_within_the_ttl_tolerance_is_the_same_request(storage: r.Storage) -> None:
+    """STO-2: a retry must match what the request bound, its time to live compared to within
+    1e-9 s (the rounding of deadline - created_at); a difference of exactly the tolerance is the
+    same request, a larger one a conflict (``_put_if_absent``: ``>= 1e-9`` survived). The clock
+    starts at 0 so that the differences are exact."""
+    team = Team(storage, clock=r.ManualClock(0.0))
+    pid = team.harness.approvals.request(team.ctx(), "deploy", ARGS, ttl_seconds=2e-9)
+    assert team.harness.approvals.request(team.ctx(), "deploy", ARGS, ttl_seconds=1e-9) == pid
+    with pytest.raises(r.ProtocolConflict):
+        team.harness.approvals.request(team.ctx(), "deploy", ARGS, ttl_seconds=4e-9)
+
+
+@pytest.mark.clause("REC-1", "MSG-6", "APR-4")
+@pytest.mark.parametrize("decision", ["approved", "rejected"])
+def test_reconciliation_redelivers_a_decision_a_crash_cut_off(team: Team, decision: str) -> None:
+    """A crash after the review's record and before its message: reconciliation sends the
+    decision, a rejection as well as an approval (``reconcile``: ``doc["status"] in ("approved",
+    "XXrejectedXX")`` survived — the crash tests finish every approval by approving it)."""
+    pid = team.harness.approvals.request(team.ctx(), "deploy", ARGS)
+    team.storage.faults.crash_after.add("approval.review/record")
+    with pytest.raises(r.Crash):
+        team.harness.approvals.review("lead", pid, decision, "why")
+    assert team.harness.read("message", message_id(pid, "decision")) is None
+    team = team.restart()
+    sent = team.harness.read("message", message_id(pid, "decision"))
+    assert sent is not None
+    assert sent.doc["message"]["body"] == {"protocol_id": pid, "decision": decision, "review_summary": "why"}
