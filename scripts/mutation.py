@@ -3,7 +3,8 @@ storage, tools and audit modules, one module at a time, with the fast test selec
 ``[tool.mutmut]`` in pyproject.toml and ``HYPOTHESIS_PROFILE=mutation``.
 
     .venv/bin/python scripts/mutation.py [approval storage tools audit] [--max-children 1] [--sample N]
-        [--survivors] [--recheck-kills N] [--report-only] [--new-tests FILE ...]
+        [--resume] [--survivors] [--recheck-kills N] [--report-only]
+        [--new-tests FILE ...]
 
 Prints, per module, the mutants killed, the survivors and the score, then every survivor with its
 diff; writes the survivors to ``mutation/survivors.json``. A survivor is either killed by a new
@@ -12,9 +13,11 @@ sees; ``tests/test_mutation_record.py`` keeps the two files in step with each ot
 source. Mutants that only rename the switch of a named reference mutant (``broken("name")``), or
 only switch it off for good (``(broken("name")) and False``), are not counted: they test
 ``reference._mutants``, not the protocol; the report gives their number. Needs ``pip install mutmut`` (3.x);
-``--new-tests FILE`` runs each survivor of the last run against the new tests in FILE (written to kill
-survivors) in a fresh ``pytest`` process, without a mutmut run: a failing test kills it, else it
-stays a survivor. CPU-heavy: it runs niced, with at most ``--max-children`` workers. Not run in CI.
+``--sample N`` also restricts the report to the sample; ``--resume`` runs only the sample's
+mutants that have no verdict yet (a run cut short). ``--new-tests FILE`` runs each survivor of the
+last run against the new tests in FILE (written to kill survivors) in a fresh ``pytest`` process,
+without a mutmut run: a failing test kills it, else it stays a survivor. CPU-heavy: it runs niced,
+with at most ``--max-children`` workers. Not run in CI.
 
 Honest verdicts. mutmut counts as killed, besides a failing test (exit 1), a pytest internal error
 (3), a child killed by a signal and a run past its time limit — and on a loaded machine the wall
