@@ -101,3 +101,17 @@ def test_reconciliation_redelivers_a_decision_a_crash_cut_off(team: Team, decisi
     sent = team.harness.read("message", message_id(pid, "decision"))
     assert sent is not None
     assert sent.doc["message"]["body"] == {"protocol_id": pid, "decision": decision, "review_summary": "why"}
+
+
+@pytest.mark.clause("STO-2")
+def test_an_insert_over_an_existing_row_names_the_row(storage: r.Storage) -> None:
+    """STO-2: a second insert under one key changes nothing and names the table and the key
+    (``MemoryStorage._insert``: ``AlreadyExists(None, key)`` survived)."""
+    team = Team(storage)
+    before = team.harness.read("task", "t0")
+    assert before is not None
+    with pytest.raises(r.AlreadyExists) as caught:
+        storage.insert("test/insert", "task", "t0", {**before.doc, "status": "pending"})
+    assert (caught.value.table, caught.value.key) == ("task", "t0")
+    assert str(caught.value) == "task/t0 already exists"
+    assert team.harness.read("task", "t0") == before
