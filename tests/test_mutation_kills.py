@@ -1,6 +1,6 @@
 """Behaviour that mutants found unchecked (issue 17 item 5, ``scripts/mutation.py``).
 
-Clause: AUD-1, INV-12, XPR-3, APR-4, MSG-1, STO-2, REC-1, MSG-6.
+Clause: AUD-1, INV-12, XPR-3, APR-4, MSG-1, STO-2, STO-4, REC-1, MSG-6.
 Each test here was written for a mutant of ``reference/`` that the rest of the suite let survive
 (named in its docstring); it checks what a caller or the stores see, on both backends.
 """
@@ -115,3 +115,19 @@ def test_an_insert_over_an_existing_row_names_the_row(storage: r.Storage) -> Non
     assert (caught.value.table, caught.value.key) == ("task", "t0")
     assert str(caught.value) == "task/t0 already exists"
     assert team.harness.read("task", "t0") == before
+
+
+@pytest.mark.clause("STO-4")
+def test_a_guarded_update_at_a_stale_version_names_the_version_found(storage: r.Storage) -> None:
+    """STO-4: a guarded update that asked for an old version is refused, definite, naming the
+    row, the version asked for and the one found, and writes nothing (``SQLiteStorage.
+    _update_guarded``: ``row and row[1]`` — the text for the version — survived)."""
+    team = Team(storage)
+    task = team.harness.read("task", "t0")
+    assert task is not None
+    guard = r.Guard(unchanged=(("member", "m0", team.harness.read("member", "m0").version),))  # type: ignore[union-attr]
+    with pytest.raises(r.VersionConflict) as caught:
+        storage.update("test/claim", "task", "t0", task.doc, task.version - 1, guard)
+    found = caught.value
+    assert (found.table, found.key, found.expected, found.actual) == ("task", "t0", task.version - 1, task.version)
+    assert found.definite and team.harness.read("task", "t0") == task
