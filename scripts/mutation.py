@@ -3,7 +3,8 @@ storage, tools and audit modules, one module at a time, with the fast test selec
 ``[tool.mutmut]`` in pyproject.toml and ``HYPOTHESIS_PROFILE=mutation``.
 
     .venv/bin/python scripts/mutation.py [approval storage tools audit] [--max-children 1] [--sample N]
-        [--survivors] [--recheck-kills N] [--report-only]
+        [--resume] [--survivors] [--recheck-kills N] [--report-only]
+        [--new-tests FILE ...]
 
 Prints, per module, the mutants killed, the survivors and the score, then every survivor with its
 diff; writes the survivors to ``mutation/survivors.json``. A survivor is either killed by a new
@@ -12,7 +13,11 @@ sees; ``tests/test_mutation_record.py`` keeps the two files in step with each ot
 source. Mutants that only rename the switch of a named reference mutant (``broken("name")``), or
 only switch it off for good (``(broken("name")) and False``), are not counted: they test
 ``reference._mutants``, not the protocol; the report gives their number. Needs ``pip install mutmut`` (3.x);
-CPU-heavy: it runs niced, with at most ``--max-children`` workers. Not run in CI.
+``--sample N`` also restricts the report to the sample; ``--resume`` runs only the sample's
+mutants that have no verdict yet (a run cut short). ``--new-tests FILE`` runs each survivor of the
+last run against the new tests in FILE (written to kill survivors) in a fresh ``pytest`` process,
+without a mutmut run: a failing test kills it, else it stays a survivor. CPU-heavy: it runs niced,
+with at most ``--max-children`` workers. Not run in CI.
 
 Honest verdicts. mutmut counts as killed, besides a failing test (exit 1), a pytest internal error
 (3), a child killed by a signal and a run past its time limit — and on a loaded machine the wall
@@ -51,9 +56,10 @@ def mutmut() -> str:
     return found
 
 
-def run(module: str, max_children: int, sample: int, survivors: bool) -> None:
+def run(module: str, max_children: int, sample: int, survivors: bool, resume: bool = False) -> None:
     """All the module's mutants, every ``sample``-th of them in name order (a uniform sample), or
-    again those that survived the last run (after new tests)."""
+    again those that survived the last run (after new tests). ``resume``: only the sample's mutants
+    that have no verdict yet (a run cut short, under the same tests)."""
     names = [f"reference._{module}.*"]
     if survivors:
         names = [name for name, status in results(module).items() if status in ("survived", "no tests")]
@@ -62,6 +68,10 @@ def run(module: str, max_children: int, sample: int, survivors: bool) -> None:
     elif sample > 1:
         mutmut_run([f"reference._{module}.no_such_mutant"], max_children)  # (re)generates the mutants
         names = sorted(results(module))[::sample]
+        if resume:
+            names = [name for name in names if results(module)[name] == "not checked"]
+            if not names:
+                return
     mutmut_run(names, max_children)
     ran, everything = set(names), names[0].endswith("*")  # their old rechecks are void
     kept = {
@@ -110,9 +120,10 @@ def tests_of(name: str) -> list[str]:
     return sorted(stats["tests_by_mangled_function_name"].get(name.partition("__mutmut_")[0], []))
 
 
-def recheck_one(name: str) -> str:
-    """Run the mutant's tests in a fresh pytest process: killed, survived, unresolved or no tests."""
-    tests = tests_of(name)
+def recheck_one(name: str, tests: list[str] | None = None) -> str:
+    """Run the mutant's tests (or ``tests``) in a fresh pytest process: killed, survived, unresolved
+    or no tests."""
+    tests = tests_of(name) if tests is None else tests
     if not tests:
         return "no tests"
     env = {**os.environ, "HYPOTHESIS_PROFILE": "mutation", "TEAMPROTO_MUTANT": "", "MUTANT_UNDER_TEST": name}
@@ -155,6 +166,24 @@ def recheck(module: str, every_kth_kill: int) -> tuple[int, int]:
     return len(sampled), confirmed
 
 
+def against_new_tests(module: str, files: list[str], sample: int = 1) -> None:
+    """The last run's survivors against tests written for them, each in a fresh pytest (as
+    :func:`recheck_one`): only a failing test (exit 1) kills; a pass leaves the survivor as it was.
+    The files are copied into ``mutants/`` first (mutmut refreshes its copy only when it runs)."""
+    for file in files:
+        shutil.copy2(ROOT / file, ROOT / "mutants" / file)
+    rechecked = load_rechecks()
+    statuses = results(module)
+    for name in sorted(statuses)[::sample]:
+        if statuses[name] not in ("survived", "no tests"):
+            continue
+        verdict = recheck_one(name, files)
+        print(f"new tests on {name}: {verdict}", file=sys.stderr)
+        if verdict in ("killed", "unresolved"):
+            rechecked[name] = verdict
+    RECHECKS.write_text(json.dumps(rechecked, indent=1, sort_keys=True), encoding="utf-8")
+
+
 def diff(name: str) -> str:
     shown = subprocess.run([mutmut(), "show", name], cwd=ROOT, capture_output=True, text=True, check=False)
     return "\n".join(
@@ -181,7 +210,9 @@ def only_disables_a_switch(change: str) -> bool:
     return bool(removed) and removed == added and any(DISABLED.search(line) for line in change.splitlines())
 
 
-def summarise(module: str, statuses: dict[str, str]) -> dict[str, Any]:
+def summarise(module: str, statuses: dict[str, str], sample: int = 1) -> dict[str, Any]:
+    """The module's score; with ``sample`` > 1, over every ``sample``-th mutant only (the sample)."""
+    statuses = {name: statuses[name] for name in sorted(statuses)[::sample]}
     survivors: list[dict[str, Any]] = []
     unresolved: list[str] = []
     switches, killed = 0, 0
@@ -233,6 +264,10 @@ def main() -> int:
     parser.add_argument(
         "--recheck-kills", type=int, default=0, metavar="N", help="also recheck every N-th plain kill in a fresh pytest"
     )
+    parser.add_argument(
+        "--new-tests", nargs="+", default=[], metavar="FILE", help="run the last run's survivors against these tests"
+    )
+    parser.add_argument("--resume", action="store_true", help="with --sample: run only mutants without a verdict")
     args = parser.parse_args()
     unknown = sorted(set(args.modules) - set(MODULES))
     if unknown:
@@ -240,10 +275,12 @@ def main() -> int:
     reports = []
     samples = {}
     for module in args.modules or MODULES:
-        if not args.report_only:
-            run(module, args.max_children, args.sample, args.survivors)
+        if args.new_tests:
+            against_new_tests(module, args.new_tests, args.sample)
+        elif not args.report_only:
+            run(module, args.max_children, args.sample, args.survivors, args.resume)
             samples[module] = recheck(module, args.recheck_kills)
-        reports.append(summarise(module, results(module)))
+        reports.append(summarise(module, results(module), args.sample))
     for report in reports:
         print(
             f"{report['module']}: {report['checked']} of {report['mutants']} mutants checked, "
