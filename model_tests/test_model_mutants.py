@@ -84,3 +84,27 @@ def test_mutants_are_named_checks_of_real_clauses() -> None:
         assert mutant.breaks in spec.CLAUSES and (mutant.caught_by in spec.CLAUSES or mutant.caught_by in names)
         assert set(mutant.also) <= names
         assert mutant.description
+
+
+def test_every_named_guard_of_the_model_is_a_mutant() -> None:
+    """A guard written as a named check (``checks = (("name", condition), ...)``, each removable by
+    ``model.broken(name)``) is a guard only if removing it is caught: so every such name is a model
+    mutant, which ``test_mutant_is_caught_by_its_invariant`` then explores. An outside review found
+    two checks of consume (and plan.start's incarnation check) that no mutant removed, so no pinned
+    configuration had to show that they decide anything (DESIGN rule 7, XPR-1, APR-5)."""
+    import ast
+    from pathlib import Path
+
+    import spec.model
+
+    named: dict[str, str] = {}
+    for path in sorted(Path(spec.model.__file__).parent.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "checks" for t in node.targets):
+                assert isinstance(node.value, ast.Tuple), f"{path.name}:{node.lineno}: checks is not a tuple"
+                for check in node.value.elts:
+                    assert isinstance(check, ast.Tuple) and isinstance(check.elts[0], ast.Constant)
+                    named[str(check.elts[0].value)] = f"{path.name}:{check.lineno}"
+    assert named, "no named checks found: the model's guards moved; update this test"
+    unnamed = {name: where for name, where in named.items() if name not in MUTANTS}
+    assert unnamed == {}, f"named checks that no model mutant removes: {unnamed}"

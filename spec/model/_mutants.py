@@ -289,6 +289,20 @@ MUTANTS: dict[str, Mutant] = {
             "for its old one",
         ),
         Mutant(
+            "consume_unapproved",
+            "APR-5",
+            "INV-3",
+            "tiny",
+            "consume accepts an approval that is not approved (requested, rejected, cancelled or spent)",
+        ),
+        Mutant(
+            "consume_without_task",
+            "APR-5",
+            "INV-1",
+            "tiny",
+            "consume skips the ownership check: a requester that no longer holds the approval's task uses it",
+        ),
+        Mutant(
             "plan_start_ignores_incarnation",
             "XPR-1",
             "restart_raises_incarnation",

@@ -472,9 +472,9 @@ def consume_allowed(model: Model, s: State, a: int, m: int, changed: bool) -> bo
     if ap.status == "" or member.status not in allowed:
         return False
     checks = (
-        ("approval_active", ap.status == "approved"),
+        ("consume_unapproved", ap.status == "approved"),
         ("consume_by_other_member", ap.requester == m),
-        ("owner", model.holds(s, m) == ap.task),
+        ("consume_without_task", model.holds(s, m) == ap.task),
         ("consume_without_digest_check", not changed),
         ("consume_after_deadline", s.clock <= ap.deadline),
         ("approval_grants_capability", member.has_tool and member.profile_version == ap.profile_version),
