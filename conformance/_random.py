@@ -23,22 +23,19 @@ from ._client import Crashed
 from ._replay import _id_problem, invariant_problems, resolve
 from ._translate import clauses_of, init_request, request_for
 
-CONFIG = parse_config(
-    "conformance",
-    {
-        "description": "the model side of the conformance suite's random programs",
-        "members": 2, "tasks": 2, "approvals": 3, "plans": 0, "shutdowns": 0, "max_ticks": 6, "ttl_ticks": 1,
-        "unit_ticks": 10**9, "plan_steps": 1, "crashes": True, "jobs": False, "lapses": False, "max_incarnation": 1,
-        "profile_changes": 3, "max_retractions": 0, "symmetry": False, "liveness": False, "require_coverage": False,
-    },
-)  # fmt: skip
+APPROVALS = {
+    "description": "the model side of the conformance suite's random programs",
+    "members": 2, "tasks": 2, "approvals": 3, "plans": 0, "shutdowns": 0, "max_ticks": 6, "ttl_ticks": 1,
+    "unit_ticks": 10**9, "plan_steps": 1, "crashes": True, "jobs": False, "lapses": False, "max_incarnation": 1,
+    "profile_changes": 3, "max_retractions": 0, "symmetry": False, "liveness": False, "require_coverage": False,
+}  # fmt: skip
+CONFIG = parse_config("conformance", APPROVALS)
 TEAM_CONFIG = parse_config(
     "conformance_team",
     {
+        **APPROVALS,
         "description": "the model side of the random programs that also approve and run plans and stop members",
-        "members": 2, "tasks": 2, "approvals": 2, "plans": 1, "shutdowns": 1, "max_ticks": 6, "ttl_ticks": 1,
-        "unit_ticks": 10**9, "plan_steps": 2, "crashes": True, "jobs": False, "lapses": False, "max_incarnation": 1,
-        "profile_changes": 1, "max_retractions": 1, "symmetry": False, "liveness": False, "require_coverage": False,
+        "approvals": 2, "plans": 1, "shutdowns": 1, "plan_steps": 2, "profile_changes": 1, "max_retractions": 1,
     },
 )  # fmt: skip
 """Every other program (the odd-numbered ones) runs on this one: plan approval and execution
