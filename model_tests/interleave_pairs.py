@@ -96,6 +96,38 @@ def draining_with_task(harness: r.Harness) -> None:
     harness.shutdowns.begin_drain("m0", SHUTDOWN_MESSAGE)
 
 
+PLAN = r.plan_key_id("m0", "plan-1")
+PLAN_BODY = {
+    "goal": "move the app",
+    "steps": [{"id": "s1", "action": "deploy", "params": ARGS}],
+    "estimated_cost": 1,
+    "rollback": "move it back",
+    "risks": [],
+    "ttl_seconds": DEADLINE,
+}
+PLAN_CTX = r.CallContext("m0", 1, "call-plan", "t0")
+DECISION = message_id(PLAN, "decision-0")
+
+
+def plan_pending(harness: r.Harness) -> None:
+    """m0 holds t0 and has submitted ``PLAN`` (deadline 300)."""
+    _member_with_task(harness, "m0", "t0")
+    harness.plans.draft(PLAN_CTX, "plan-1", PLAN_BODY)
+    harness.plans.submit(PLAN_CTX, PLAN)
+
+
+def plan_approved(harness: r.Harness) -> None:
+    """``plan_pending``, and the Lead approved it; the decision is not delivered yet."""
+    plan_pending(harness)
+    harness.plans.decide("lead", PLAN, "approved")
+
+
+def plan_delivered(harness: r.Harness) -> None:
+    """``plan_approved``, and m0 received the decision: it may start the plan."""
+    plan_approved(harness)
+    harness.plans.deliver_decision("m0", DECISION)
+
+
 def team(harness: r.Harness) -> None:
     """The Hypothesis programs' world: ``approved``; m1 holds t1; t2 is pending."""
     approved(harness)
@@ -121,6 +153,12 @@ def finish(member: str, task: str) -> Operation:
     return Operation(f"finish {member} {task}", lambda h: h.finish_task(member, task, "completed", token))
 
 
+DECIDE_PLAN = Operation("decide plan", lambda h: h.plans.decide("lead", PLAN, "approved"))
+WITHDRAW_PLAN = Operation("withdraw plan", lambda h: h.plans.withdraw(PLAN_CTX, PLAN))
+RETRACT_PLAN = Operation("retract plan", lambda h: h.plans.retract("lead", PLAN, "rejected"))
+DELIVER_DECISION = Operation("deliver decision", lambda h: h.plans.deliver_decision("m0", DECISION))
+START_PLAN = Operation("start plan", lambda h: h.plans.start(PLAN_CTX, PLAN))
+EXPIRE_PLANS = Operation("expire plans", lambda h: h.monitor_pass())
 BEGIN_DRAIN = Operation("begin_drain", lambda h: h.shutdowns.begin_drain("m0", SHUTDOWN_MESSAGE))
 REQUEST_SHUTDOWN = Operation("request_shutdown", lambda h: h.shutdowns.request("lead", "m0", "sd-1"))
 RELEASE = Operation("release", lambda h: h.shutdowns.release_task("m0"))
@@ -160,6 +198,18 @@ PAIRS: dict[str, Scenario] = {
         Scenario("claim||begin_drain", shutdown_requested, ((claim("m0", "t0"),), (BEGIN_DRAIN,))),
         Scenario("claim||request_shutdown", two_members_one_pending_task, ((claim("m0", "t0"),), (REQUEST_SHUTDOWN,))),
         Scenario("release||reconcile", draining_with_task, ((RELEASE,), (RECONCILE,))),
+        # Plans (PLN, Reference III): the Lead's decision against the requester's withdrawal and
+        # against the monitor just past the deadline; a retraction against the delivery it races
+        # (PLN-6: after delivery only withdrawal or expiry ends it); the start sent twice (PLN-7).
+        Scenario("decide_plan||withdraw_plan", plan_pending, ((DECIDE_PLAN,), (WITHDRAW_PLAN,))),
+        Scenario(
+            "decide_plan||expire_plans",
+            plan_pending,
+            ((DECIDE_PLAN,), (EXPIRE_PLANS,)),
+            clocks=(DEADLINE, DEADLINE + 1),
+        ),
+        Scenario("retract_plan||deliver_decision", plan_approved, ((RETRACT_PLAN,), (DELIVER_DECISION,))),
+        Scenario("start_plan||start_plan", plan_delivered, ((START_PLAN,), (START_PLAN,))),
     )
 }
 

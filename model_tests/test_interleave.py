@@ -55,6 +55,10 @@ CLAUSES = {
     "claim||begin_drain": ("STO-4", "MEM-1", "SHD-2", "INV-2"),
     "claim||request_shutdown": ("STO-4", "MEM-1", "SHD-1", "INV-2"),
     "release||reconcile": ("STO-4", "SHD-3", "REC-2", "TSK-3"),
+    "decide_plan||withdraw_plan": ("STO-4", "PLN-2", "PLN-11"),
+    "decide_plan||expire_plans": ("STO-4", "PLN-2", "PLN-5", "INV-12"),
+    "retract_plan||deliver_decision": ("STO-4", "PLN-3", "PLN-6", "MSG-5"),
+    "start_plan||start_plan": ("STO-4", "PLN-7", "INV-8"),
 }
 Defect = type[AssertionError] | None
 KNOWN_DEFECT: dict[str, tuple[Defect, Defect, Defect]] = {
@@ -77,6 +81,10 @@ KNOWN_DEFECT: dict[str, tuple[Defect, Defect, Defect]] = {
     "claim||begin_drain": (None, None, None),
     "claim||request_shutdown": (None, None, None),
     "release||reconcile": (None, None, None),
+    "decide_plan||withdraw_plan": (None, None, None),
+    "decide_plan||expire_plans": (None, None, None),
+    "retract_plan||deliver_decision": (None, None, None),
+    "start_plan||start_plan": (None, None, None),
 }
 
 

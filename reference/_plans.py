@@ -35,14 +35,16 @@ model step leaves at most the entry to append, which reconciliation does. A plan
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import functools
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import spec
 from spec.ids import arguments_digest, message_id, protocol_id
 from spec.redaction import redact
 
 from . import _audit
-from ._errors import AlreadyExists, ProtocolConflict, StaleIncarnation, UnknownTool
+from ._errors import AlreadyExists, ProtocolConflict, StaleIncarnation, UnknownTool, VersionConflict
 from ._instances import Owners
 from ._mutants import broken
 from ._plan_errors import (
@@ -116,6 +118,9 @@ def redact_text(plan: dict[str, Any]) -> dict[str, Any]:
     if isinstance(out.get("risks"), list):
         out["risks"] = [redact(risk) if isinstance(risk, str) else risk for risk in out["risks"]]
     return out
+
+
+T = TypeVar("T")
 
 
 class PlanProtocol:
@@ -234,6 +239,9 @@ class PlanProtocol:
     # ---- PLN-2, PLN-6: the approver ----------------------------------------------------------
     def decide(self, actor_id: str, pid: str, decision: str, comment: str = "") -> Document:
         """The responder decides a pending plan within its ttl (PLN-2, PLN-5)."""
+        return self._settle(lambda: self._decide_once(actor_id, pid, decision, comment))
+
+    def _decide_once(self, actor_id: str, pid: str, decision: str, comment: str) -> Document:
         if decision not in DECISIONS:
             raise spec.SchemaError("team_decide_plan", "$.decision", f"{decision!r} is not one of {list(DECISIONS)}")
         stored = self.require(pid)
@@ -276,6 +284,21 @@ class PlanProtocol:
         again) or ``rejected`` (a new decision, sent under the next sequence)."""
         if to not in ("pending", "rejected"):
             raise spec.SchemaError("plan retraction", "$.to", f"{to!r} is not pending or rejected")
+        return self._settle(lambda: self._retract_once(actor_id, pid, to))
+
+    def _settle(self, attempt: Callable[[], T]) -> T:
+        """STO-4: an operation whose first write lost a compare-and-set to another process wrote
+        nothing; it decides again on fresh records, so the loser gets the refusal a serial order
+        gives (a retraction after the delivery won, PLN-6), never a raw VersionConflict."""
+        for _ in range(8):
+            try:
+                return attempt()
+            except VersionConflict:
+                if broken("version_conflict_escapes"):
+                    raise
+        return attempt()
+
+    def _retract_once(self, actor_id: str, pid: str, to: str) -> Document:
         stored = self.require(pid)
         doc = stored.doc
         self._responder(actor_id, doc)
@@ -302,10 +325,16 @@ class PlanProtocol:
         if not count:
             return
         mid = message_id(doc["protocol_id"], f"decision-{count - 1}")
-        row = self.h.storage.read("message", mid)
-        if row is not None and row.doc["status"] == "pending":
+        for _ in range(8):  # the requester's process may expire it first (deliver_decision, PLN-6)
+            row = self.h.storage.read("message", mid)
+            if row is None or row.doc["status"] != "pending":
+                return
             spec.ensure_transition("message", "pending", "expired")
-            self.h.storage.update(step, "message", mid, {**row.doc, "status": "expired"}, row.version)
+            try:
+                self.h.storage.update(step, "message", mid, {**row.doc, "status": "expired"}, row.version)
+                return
+            except VersionConflict:
+                continue
 
     # ---- PLN-3: the requester receives the decision -----------------------------------------
     def deliver_decision(self, member_id: str, message_id_: str) -> dict[str, Any]:
@@ -314,6 +343,9 @@ class PlanProtocol:
         from then on it cannot be retracted (PLN-6). A decision that matches nothing, or comes
         too late (the plan is no longer awaiting it), is recorded and ignored; a duplicate gets
         the first result (MSG-5); a retracted (expired) one is refused and changes nothing."""
+        return self._settle(lambda: self._deliver_once(member_id, message_id_))
+
+    def _deliver_once(self, member_id: str, message_id_: str) -> dict[str, Any]:
         row = self.h.read("message", message_id_)
         if row is None:
             raise UnknownRecord("message", message_id_, "the approver must decide first")
@@ -329,6 +361,19 @@ class PlanProtocol:
         if row.doc["status"] != "pending":
             raise MessageNotPending(message_id_, row.doc["status"])
         plan = self.h.storage.read(KIND, envelope["correlation_id"])
+        if (
+            plan is not None
+            and envelope["body"]["sequence"] < retractions(plan.doc)
+            and not broken("decision_sequence_unchecked")
+        ):
+            # PLN-6: a retraction replaced this decision, and its own step that expires it runs in
+            # another process that has not reached it: finish that step for it, as a serial order
+            # (the retraction, then this delivery) would have, and refuse the delivery
+            spec.ensure_transition("message", "pending", "expired")
+            self.h.storage.update(
+                "plan.retract/message", "message", message_id_, {**row.doc, "status": "expired"}, row.version
+            )
+            raise MessageNotPending(message_id_, "expired")
         verdict = self._match(member_id, plan, envelope)
         delivered: Document | None = None
         with self.h.step("plan.deliver_decision/record"):
@@ -363,6 +408,10 @@ class PlanProtocol:
 
     # ---- PLN-11: withdrawal ------------------------------------------------------------------
     def withdraw(self, ctx: CallContext, pid: str) -> Document:
+        """PLN-11: the requester withdraws its own plan until execution starts."""
+        return self._settle(lambda: self._withdraw_once(ctx, pid))
+
+    def _withdraw_once(self, ctx: CallContext, pid: str) -> Document:
         stored = self._own(ctx, pid, "withdraw")
         status = stored.doc["status"]
         if status == "consumed":
@@ -390,6 +439,16 @@ class PlanProtocol:
     # ---- PLN-3, PLN-7: start -----------------------------------------------------------------
     def start(self, ctx: CallContext, pid: str) -> Document:
         """Write the executed marker (the ``plan_execution`` record), then mark the plan consumed."""
+        try:
+            return self._start_once(ctx, pid)
+        except AlreadyExists:
+            if broken("version_conflict_escapes"):
+                raise
+            # STO-4, PLN-7: another process wrote the executed marker first and nothing of this
+            # start was written: decide again, which refuses it as a serial order would
+            return self._start_once(ctx, pid)
+
+    def _start_once(self, ctx: CallContext, pid: str) -> Document:
         stored = self._own(ctx, pid, "start")
         doc = stored.doc
         marker = self.h.storage.read(RUN, pid)
@@ -571,17 +630,7 @@ class PlanProtocol:
         due = {row.key: row for row in active(self.h.storage, KIND, ("pending", "approved"))}
         runs = {run.key for run in active(self.h.storage, RUN, ("running",))}
         for key in sorted(due.keys() | runs):  # one plan at a time, in key order, as before
-            row = due.get(key) or self.require(key)
-            if row.doc["status"] in ("pending", "approved") and now > row.doc["deadline"]:
-                if row.doc["status"] == "pending" and broken("ttl_approves_plan"):
-                    self._move("plan.expire/record", row, "approved", "monitor", audit="plan.expire/audit")
-                    continue
-                gone = self._move("plan.expire/record", row, "expired", "monitor", reason="expired")
-                self.h.outbox.owe("plan.expire/outbox", self.abandoned(gone))
-                self._audit("plan.expire/audit", gone)  # last, so a crash before it leaves it unlogged
-            run = self.h.storage.read(RUN, row.key)
-            if run is not None and run.doc["status"] == "running" and _past(run.doc["deadline"], now):
-                self._move_run("plan.expire/execution", run, "failed", "monitor", "timed_out")
+            self._settle(functools.partial(self._expire_one, key, now))
         for message in active(self.h.storage, "message", ("pending",)):
             envelope = message.doc["message"]
             if envelope["message_type"] != "plan_request" or message.doc["status"] != "pending":
@@ -590,6 +639,22 @@ class PlanProtocol:
             if plan is not None and plan.doc["deadline"] < now:
                 doc = {**message.doc, "status": "expired"}
                 self.h.storage.update("plan.expire/message", "message", message.key, doc, message.version)
+
+    def _expire_one(self, key: str, now: float) -> None:
+        """One plan's part of the monitor's pass, read afresh: run again when a write lost a
+        compare-and-set to another process (STO-4: a decision or a start won), it judges the plan
+        as the winner left it."""
+        row = self.require(key)
+        if row.doc["status"] in ("pending", "approved") and now > row.doc["deadline"]:
+            if row.doc["status"] == "pending" and broken("ttl_approves_plan"):
+                self._move("plan.expire/record", row, "approved", "monitor", audit="plan.expire/audit")
+                return
+            gone = self._move("plan.expire/record", row, "expired", "monitor", reason="expired")
+            self.h.outbox.owe("plan.expire/outbox", self.abandoned(gone))
+            self._audit("plan.expire/audit", gone)  # last, so a crash before it leaves it unlogged
+        run = self.h.storage.read(RUN, row.key)
+        if run is not None and run.doc["status"] == "running" and _past(run.doc["deadline"], now):
+            self._move_run("plan.expire/execution", run, "failed", "monitor", "timed_out")
 
     # ---- helpers -----------------------------------------------------------------------------
     def require(self, pid: str) -> Stored:
