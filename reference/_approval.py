@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import spec
 from spec.ids import protocol_id
@@ -47,15 +47,13 @@ from ._errors import (
 )
 from ._instances import Owners
 from ._mutants import broken
-from ._storage import Document, Stored, active
+from ._storage import CONFLICT_RETRIES, Document, Stored, active, settle
 from ._tools import Arguments, Tool, redact_json
 
 if TYPE_CHECKING:
     from ._harness import CallContext, Harness
 
-T = TypeVar("T")
 KIND = "operation_approval"
-CONFLICT_RETRIES = 3
 """How often an operation that lost a compare-and-set is run again from its read (STO-4)."""
 BINDING = (
     "requester_id",
@@ -174,7 +172,7 @@ class ApprovalProtocol:
     def review(self, actor_id: str, pid: str, decision: str, summary: str = "") -> Document:
         if decision not in ("approved", "rejected"):
             raise spec.SchemaError("team_review_approval", "$.decision", f"{decision!r} is not approved or rejected")
-        return self._settle(lambda: self._review_once(actor_id, pid, decision, summary))
+        return settle(lambda: self._review_once(actor_id, pid, decision, summary))
 
     def _review_once(self, actor_id: str, pid: str, decision: str, summary: str) -> Document:
         stored = self._require(pid)
@@ -241,7 +239,7 @@ class ApprovalProtocol:
         is one process's; against another process the compare-and-set decides, and the loser is
         refused by the checks as the winner left the record (STO-4)."""
         with self.h.assignment_lock:
-            return self._settle(lambda: self._consume_once(ctx, pid, tool, arguments))
+            return settle(lambda: self._consume_once(ctx, pid, tool, arguments))
 
     def _consume_once(self, ctx: CallContext, pid: str, tool: Tool, arguments: Arguments) -> str:
         try:
@@ -264,21 +262,6 @@ class ApprovalProtocol:
         }
         self.h.storage.update("approval.consume/record", KIND, pid, consumed, stored.version)
         return pid
-
-    def _settle(self, attempt: Callable[[], T]) -> T:
-        """STO-4: a compare-and-set lost to another writer changed nothing, so the operation runs
-        again from its read: its own checks then judge the record as the winner left it, and the
-        loser gets their typed refusal, never a raw :class:`VersionConflict`. Bounded."""
-        for _ in range(CONFLICT_RETRIES - 1):
-            try:
-                return attempt()
-            except VersionConflict:
-                if broken("version_conflict_escapes"):
-                    raise
-        try:
-            return attempt()
-        except VersionConflict as error:
-            raise FailClosed(f"a write that lost {CONFLICT_RETRIES} compare-and-sets in a row", error) from error
 
     def _checked(self, ctx: CallContext, pid: str, tool: Tool, arguments: Arguments) -> Stored:
         stored = self._require(pid)
@@ -363,7 +346,7 @@ class ApprovalProtocol:
 
     # ---- APR-9: cancel; monitor --------------------------------------------------------------
     def cancel(self, ctx: CallContext, pid: str) -> Document:
-        return self._settle(lambda: self._cancel_once(ctx, pid))
+        return settle(lambda: self._cancel_once(ctx, pid))
 
     def _cancel_once(self, ctx: CallContext, pid: str) -> Document:
         stored = self._require(pid)
@@ -393,7 +376,7 @@ class ApprovalProtocol:
         expired = []
         now = self.h.clock.now()
         for stored in active(self.h.storage, KIND, ("requested", "approved")):
-            if self._due(stored.doc, now) and self._settle(self._expiry(stored.key, now)):
+            if self._due(stored.doc, now) and settle(self._expiry(stored.key, now)):
                 expired.append(stored.key)
         return expired
 

@@ -36,8 +36,7 @@ model step leaves at most the entry to append, which reconciliation does. A plan
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import spec
 from spec.ids import arguments_digest, message_id, protocol_id
@@ -61,7 +60,7 @@ from ._plan_errors import (
     StalePlan,
     UnknownPlan,
 )
-from ._storage import Document, Stored, active
+from ._storage import Document, Stored, active, settle
 from ._team_errors import MessageNotPending, UnknownRecord
 
 if TYPE_CHECKING:
@@ -118,9 +117,6 @@ def redact_text(plan: dict[str, Any]) -> dict[str, Any]:
     if isinstance(out.get("risks"), list):
         out["risks"] = [redact(risk) if isinstance(risk, str) else risk for risk in out["risks"]]
     return out
-
-
-T = TypeVar("T")
 
 
 class PlanProtocol:
@@ -239,7 +235,7 @@ class PlanProtocol:
     # ---- PLN-2, PLN-6: the approver ----------------------------------------------------------
     def decide(self, actor_id: str, pid: str, decision: str, comment: str = "") -> Document:
         """The responder decides a pending plan within its ttl (PLN-2, PLN-5)."""
-        return self._settle(lambda: self._decide_once(actor_id, pid, decision, comment))
+        return settle(lambda: self._decide_once(actor_id, pid, decision, comment))
 
     def _decide_once(self, actor_id: str, pid: str, decision: str, comment: str) -> Document:
         if decision not in DECISIONS:
@@ -284,19 +280,7 @@ class PlanProtocol:
         again) or ``rejected`` (a new decision, sent under the next sequence)."""
         if to not in ("pending", "rejected"):
             raise spec.SchemaError("plan retraction", "$.to", f"{to!r} is not pending or rejected")
-        return self._settle(lambda: self._retract_once(actor_id, pid, to))
-
-    def _settle(self, attempt: Callable[[], T]) -> T:
-        """STO-4: an operation whose first write lost a compare-and-set to another process wrote
-        nothing; it decides again on fresh records, so the loser gets the refusal a serial order
-        gives (a retraction after the delivery won, PLN-6), never a raw VersionConflict."""
-        for _ in range(8):
-            try:
-                return attempt()
-            except VersionConflict:
-                if broken("version_conflict_escapes"):
-                    raise
-        return attempt()
+        return settle(lambda: self._retract_once(actor_id, pid, to))
 
     def _retract_once(self, actor_id: str, pid: str, to: str) -> Document:
         stored = self.require(pid)
@@ -343,7 +327,7 @@ class PlanProtocol:
         from then on it cannot be retracted (PLN-6). A decision that matches nothing, or comes
         too late (the plan is no longer awaiting it), is recorded and ignored; a duplicate gets
         the first result (MSG-5); a retracted (expired) one is refused and changes nothing."""
-        return self._settle(lambda: self._deliver_once(member_id, message_id_))
+        return settle(lambda: self._deliver_once(member_id, message_id_))
 
     def _deliver_once(self, member_id: str, message_id_: str) -> dict[str, Any]:
         row = self.h.read("message", message_id_)
@@ -409,7 +393,7 @@ class PlanProtocol:
     # ---- PLN-11: withdrawal ------------------------------------------------------------------
     def withdraw(self, ctx: CallContext, pid: str) -> Document:
         """PLN-11: the requester withdraws its own plan until execution starts."""
-        return self._settle(lambda: self._withdraw_once(ctx, pid))
+        return settle(lambda: self._withdraw_once(ctx, pid))
 
     def _withdraw_once(self, ctx: CallContext, pid: str) -> Document:
         stored = self._own(ctx, pid, "withdraw")
@@ -630,7 +614,7 @@ class PlanProtocol:
         due = {row.key: row for row in active(self.h.storage, KIND, ("pending", "approved"))}
         runs = {run.key for run in active(self.h.storage, RUN, ("running",))}
         for key in sorted(due.keys() | runs):  # one plan at a time, in key order, as before
-            self._settle(functools.partial(self._expire_one, key, now))
+            settle(functools.partial(self._expire_one, key, now))
         for message in active(self.h.storage, "message", ("pending",)):
             envelope = message.doc["message"]
             if envelope["message_type"] != "plan_request" or message.doc["status"] != "pending":

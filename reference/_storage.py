@@ -29,13 +29,21 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import spec
 from spec.schemas import RECORD_MACHINES
 
 from . import _instances
-from ._errors import AlreadyExists, CorruptRecord, Crash, StorageError, StorageUnavailable, VersionConflict
+from ._errors import (
+    AlreadyExists,
+    CorruptRecord,
+    Crash,
+    FailClosed,
+    StorageError,
+    StorageUnavailable,
+    VersionConflict,
+)
 from ._mutants import broken
 
 Document = dict[str, Any]
@@ -289,6 +297,27 @@ class Storage:
         """Close the instance (REC-4) and release resources; the data stays."""
         with contextlib.suppress(StorageError):  # unreachable: the instance stays open until its process ends
             self.close_instance()
+
+
+T = TypeVar("T")
+CONFLICT_RETRIES = 3
+
+
+def settle(attempt: Callable[[], T]) -> T:
+    """STO-4: a compare-and-set lost to another writer changed nothing, so the operation runs
+    again from its read: its own checks then judge the record as the winner left it, and the
+    loser gets their typed refusal, never a raw :class:`VersionConflict`. Bounded. The operation
+    must lose only at its first write (or be idempotent from there on)."""
+    for _ in range(CONFLICT_RETRIES - 1):
+        try:
+            return attempt()
+        except VersionConflict:
+            if broken("version_conflict_escapes"):
+                raise
+    try:
+        return attempt()
+    except VersionConflict as error:
+        raise FailClosed(f"a write that lost {CONFLICT_RETRIES} compare-and-sets in a row", error) from error
 
 
 def active(storage: Storage, table: str, statuses: tuple[str, ...]) -> list[Stored]:
