@@ -5,8 +5,9 @@ memory and on SQLite, each with the incremental snapshots and checks (``model_te
 and with the full ones (``TEAMPROTO_STATEFUL_FULL=1``: every snapshot built whole, every check run,
 as before issue 18 item 9). Valid examples are counted as always, from Hypothesis' statistics
 (passing + failing; invalid ones apart). In each round both modes run the same seed
-(``--hypothesis-seed``, each run with an empty example database), so they run the very same
-programs, in alternating order; the rate is
+(``TEAMPROTO_BENCH_SEED``, the round's number; each run with an empty example database), so they
+run the very same programs, in alternating order, and each round other programs (the profiles
+derandomize: ``--hypothesis-seed`` alone would change nothing); the rate is
 valid examples per second of the test's call phase (``bench/stateful_timer.py``), in CPU seconds
 (steady on a shared machine) and wall seconds. Prints each mode's median over the rounds with its
 spread, and the median of the per-round ratios.
@@ -44,11 +45,12 @@ def measure(case: str, mode: str, examples: int, seed: int) -> dict[str, float]:
             "TEAMPROTO_BENCH_EXAMPLES": str(examples),
             "TEAMPROTO_STATEFUL_FULL": MODES[mode],
             "TEAMPROTO_BENCH_TIMES": str(times),
+            "TEAMPROTO_BENCH_SEED": str(seed),
             "HYPOTHESIS_STORAGE_DIRECTORY": str(Path(folder) / "hypothesis"),  # no saved examples replayed
             "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "bench"), os.environ.get("PYTHONPATH")])),
         }
         command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "stateful_timer"]
-        command += ["--hypothesis-show-statistics", f"--hypothesis-seed={seed}", CASES[case]]
+        command += ["--hypothesis-show-statistics", CASES[case]]
         started = time.perf_counter()
         result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
         process_seconds = time.perf_counter() - started

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, Phase, event, settings
+from hypothesis import HealthCheck, Phase, event, seed, settings
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
@@ -438,6 +438,13 @@ def write_trace(steps: list[tuple[Action | None, Any]], problem: str, config: An
     path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
     return path
 
+
+BENCH_SEED = os.environ.get("TEAMPROTO_BENCH_SEED", "")
+"""``bench/stateful.py``'s seed for the programs of one run. Without it the profiles derandomize,
+which seeds from the machine class's source: any edit of the class would change the programs, and
+a before/after comparison would time other programs."""
+if BENCH_SEED:
+    seed(int(BENCH_SEED))(ApprovalComparison)  # the subclasses inherit it
 
 ApprovalComparison.TestCase.settings = settings(
     stateful_step_count=50,
