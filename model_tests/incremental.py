@@ -66,22 +66,39 @@ class IncrementalSnapshot:
         self.storage, self.clock, self.mutant = storage, clock, mutant
         self._rows: dict[str, dict[str, tuple[int, str]]] = {}
         self._sections: dict[str, list[dict[str, Any]]] = {}
+        self._raw: dict[tuple[str, str], tuple[int, str]] | None = None
+        self._last: dict[str, Any] = {}
 
     def __call__(self) -> dict[str, Any]:
-        snap: dict[str, Any] = {"clock": self.clock.now()}
-        rows = self._all_rows()
+        """The snapshot; the very dict of the last call when its clock and every stored row are
+        the same (a refused call, an idle rule, the check right after a rule's own check)."""
+        now, raw = self.clock.now(), self._memory_rows()
+        if raw is not None and raw == self._raw and self._last.get("clock") == now:
+            return self._last
+        rows = self._all_rows(raw)
+        snap: dict[str, Any] = {"clock": now}
         for table in RECORD_SCHEMAS:
             snap[table] = self._section(table, rows.get(table, {}))
+        self._raw = raw
+        if _same(tuple(self._last.values()), tuple(snap.values())) and self._last.keys() == snap.keys():
+            return self._last
+        self._last = snap
         return snap
 
-    def _all_rows(self) -> dict[str, dict[str, tuple[int, str]]]:
-        """Every table's rows, key -> (version, text): the memory backend's in one pass (its
-        ``_scan`` walks every row for each table), any other backend's through ``_scan``."""
+    def _memory_rows(self) -> dict[tuple[str, str], tuple[int, str]] | None:
+        """A copy of the memory backend's every row, (table, key) -> (version, text), else None."""
+        if not isinstance(self.storage, r.MemoryStorage):
+            return None
+        with self.storage._lock:
+            return dict(self.storage._rows)
+
+    def _all_rows(self, raw: dict[tuple[str, str], tuple[int, str]] | None) -> dict[str, dict[str, tuple[int, str]]]:
+        """Every table's rows, key -> (version, text): the memory backend's from ``raw``, in one
+        pass (its ``_scan`` walks every row for each table), any other backend's through ``_scan``."""
         tables: dict[str, dict[str, tuple[int, str]]] = {}
-        if isinstance(self.storage, r.MemoryStorage):
-            with self.storage._lock:
-                for (table, key), row in self.storage._rows.items():
-                    tables.setdefault(table, {})[key] = row
+        if raw is not None:
+            for (table, key), row in raw.items():
+                tables.setdefault(table, {})[key] = row
             return tables
         for table in RECORD_SCHEMAS:
             tables[table] = {key: (version, text) for key, version, text in self.storage._scan(table)}
@@ -156,6 +173,8 @@ class Checks:
         self._step_result: Problems = []
 
     def state(self, snap: invariants.Snapshot) -> Problems:
+        if snap is self._state:  # the very snapshot of the last call (never edited): its result
+            return list(self._state_result)
         changed = _changed(self._state, snap, self.mutant)
         self._state = snap
         if changed == set():  # the very sections of the last call: its result
@@ -167,6 +186,8 @@ class Checks:
 
     def step(self, before: invariants.Snapshot, after: invariants.Snapshot) -> Problems:
         last = self._step
+        if last is not None and before is last[0] and after is last[1]:
+            return list(self._step_result)
         changed_before = None if last is None else _changed(last[0], before, self.mutant)
         changed_after = None if last is None else _changed(last[1], after, self.mutant)
         changed = None if changed_before is None or changed_after is None else changed_before | changed_after
@@ -235,10 +256,18 @@ class Refinement:
         self.config, self.full = config, full
         self._reference: tuple[tuple[Any, ...], Any] = ((), None)
         self._model: tuple[Any, Any] = (None, None)
+        self._last: tuple[Any, Any, bool] = (None, None, False)
 
     def holds(self, after: dict[str, Any], state: Any) -> bool:
         if self.full:
             return bool(project(after) == project(snapshot(state, self.config)))
+        if after is self._last[0] and state is self._last[1]:  # the very snapshot and state
+            return self._last[2]
+        verdict = self._holds(after, state)
+        self._last = (after, state, verdict)
+        return verdict
+
+    def _holds(self, after: dict[str, Any], state: Any) -> bool:
         values = tuple(after.values())
         if self._reference[1] is None or not _same(self._reference[0], values):
             self._reference = (values, project(after))

@@ -13,6 +13,7 @@ Backends: memory by default; ``TEAMPROTO_BACKEND=sqlite`` (or the ``Sqlite`` cas
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import shutil
 import tempfile
@@ -78,6 +79,19 @@ def note(text: str) -> None:
     """A Hypothesis event for the statistics; scripted programs run outside Hypothesis."""
     with contextlib.suppress(InvalidArgument):
         event(text)
+
+
+@functools.cache
+def _among(choices: tuple[Any, ...]) -> st.SearchStrategy[Any]:
+    """``st.sampled_from(choices)``, built once per tuple of choices: the very same draws, without
+    building, wrapping and validating a new strategy at every ``data.draw``."""
+    return st.sampled_from(choices)
+
+
+@functools.cache
+def _approval_id(requester: int, slot: int) -> str:
+    """The protocol id of ``requester``'s approval in ``slot`` (a uuid5, computed once)."""
+    return spec.ids.protocol_id(f"m{requester}", f"call-{slot}", "operation_approval")
 
 
 def crash_points(prefix: str) -> st.SearchStrategy[str | None]:
@@ -217,7 +231,7 @@ class ApprovalComparison(RuleBasedStateMachine):
     def retry(self, data: st.DataObject) -> None:
         """The same call again (same tool_call_id): same record, same message (MSG-4, STO-2)."""
         slots = [a for a, ap in enumerate(self.state.approvals) if ap.status == "requested"]
-        slot = data.draw(st.sampled_from(slots))
+        slot = data.draw(_among(tuple(slots)))
         member = self.state.approvals[slot].requester
         self._both(
             Action("approval.retry", (("slot", slot),)),
@@ -283,7 +297,7 @@ class ApprovalComparison(RuleBasedStateMachine):
         crash=crash_points("approval.review/"),
     )
     def review(self, data: st.DataObject, decision: str, crash: str | None) -> None:
-        slot = data.draw(st.sampled_from(self.slots("requested")))
+        slot = data.draw(_among(tuple(self.slots("requested"))))
         pid = self._pid(slot)
         if self.state.approvals[slot].status == decision:
             return  # idempotent in the reference, no model move: checked in tests/test_approval.py
@@ -303,7 +317,7 @@ class ApprovalComparison(RuleBasedStateMachine):
     def consume(self, data: st.DataObject, other_member: int, changed: int, crash: str | None) -> None:
         """Same or changed arguments, own or another member's approval: only the right call runs.
         Mostly the right call (so that calls do run); one in five is forged in each way."""
-        slot = data.draw(st.sampled_from(self.slots("approved", "approved", "consumed", "expired")))
+        slot = data.draw(_among(tuple(self.slots("approved", "approved", "consumed", "expired"))))
         requester = self.state.approvals[slot].requester
         member = 1 - requester if other_member == 0 else requester
         self.consume_slot(slot, member, crash, changed=changed == 0)
@@ -318,7 +332,7 @@ class ApprovalComparison(RuleBasedStateMachine):
     @precondition(lambda self: self.slots("requested", "approved", "consumed"))
     @rule(data=st.data(), crash=crash_points("approval.cancel/"))
     def cancel(self, data: st.DataObject, crash: str | None) -> None:
-        self.cancel_slot(data.draw(st.sampled_from(self.slots("requested", "approved", "consumed"))), crash)
+        self.cancel_slot(data.draw(_among(tuple(self.slots("requested", "approved", "consumed")))), crash)
 
     def cancel_slot(self, slot: int, crash: str | None) -> None:
         member = self.state.approvals[slot].requester
@@ -357,7 +371,7 @@ class ApprovalComparison(RuleBasedStateMachine):
     @rule(data=st.data())
     def deliver(self, data: st.DataObject) -> None:
         """Deliver (or re-deliver) the request message: one recorded result, no record changes."""
-        slot = data.draw(st.sampled_from([a for a, ap in enumerate(self.state.approvals) if ap.status]))
+        slot = data.draw(_among(tuple(a for a, ap in enumerate(self.state.approvals) if ap.status)))
         pid = self._pid(slot)
         mid = spec.ids.message_id(pid, "request")
         if self.harness.read("message", mid) is None:
@@ -368,7 +382,7 @@ class ApprovalComparison(RuleBasedStateMachine):
         assert self.reference_snapshot()["operation_approval"] == approvals_before, "MSG-3"
 
     def _pid(self, slot: int) -> str:
-        return spec.ids.protocol_id(f"m{self.state.approvals[slot].requester}", f"call-{slot}", "operation_approval")
+        return _approval_id(self.state.approvals[slot].requester, slot)
 
     # ---- callers that must change nothing (issue 17) ------------------------------------
     def _refused_alone(self, error: type[Exception], call: Any) -> None:
@@ -383,7 +397,7 @@ class ApprovalComparison(RuleBasedStateMachine):
     @rule(data=st.data(), member=st.integers(0, 1), decision=st.sampled_from(["approved", "rejected"]))
     def review_by_a_member(self, data: st.DataObject, member: int, decision: str) -> None:
         """A member, not the responder, approves or rejects any approval: refused (APR-4)."""
-        slot = data.draw(st.sampled_from([a for a, ap in enumerate(self.state.approvals) if ap.status]))
+        slot = data.draw(_among(tuple(a for a, ap in enumerate(self.state.approvals) if ap.status)))
         pid = self._pid(slot)
         self._refused_alone(r.NotResponder, lambda: self.harness.approvals.review(f"m{member}", pid, decision))
 
@@ -392,7 +406,7 @@ class ApprovalComparison(RuleBasedStateMachine):
     def stale_context(self, data: st.DataObject, operation: str) -> None:
         """The requester's call with a context of an older incarnation (0): refused, whatever the
         operation and whatever the approval's state (XPR-1, INV-11)."""
-        slot = data.draw(st.sampled_from([a for a, ap in enumerate(self.state.approvals) if ap.status]))
+        slot = data.draw(_among(tuple(a for a, ap in enumerate(self.state.approvals) if ap.status)))
         member, pid = self.state.approvals[slot].requester, self._pid(slot)
         stale = self.ctx(member, slot, incarnation=0)
         fresh = r.CallContext(stale.actor_id, 0, "call-stale", stale.task_id)
