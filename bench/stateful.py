@@ -12,7 +12,9 @@ valid examples per second of the test's call phase (``bench/stateful_timer.py``)
 (steady on a shared machine) and wall seconds. Prints each mode's median over the rounds with its
 spread, and the median of the per-round ratios.
 Target (issue 5, issue 18 item 9): ≥ 50 valid examples/s on memory at 50 steps; invalid share ≤ 20 %.
-Run: ``python bench/stateful.py [--json] [--rounds N] [EXAMPLES]`` (default 3 rounds of 200).
+``--breakdown`` adds one timed run of the memory case that says where its CPU time goes
+(``bench/stateful_breakdown.py``: Hypothesis' parts, the reference's, the model's, the checks').
+Run: ``python bench/stateful.py [--json] [--breakdown] [--rounds N] [EXAMPLES]`` (default 3 rounds of 200).
 """
 
 from __future__ import annotations
@@ -36,9 +38,9 @@ CASES = {
 MODES = {"full": "1", "incremental": ""}
 
 
-def measure(case: str, mode: str, examples: int, seed: int) -> dict[str, float]:
+def measure(case: str, mode: str, examples: int, seed: int, breakdown: bool = False) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as folder:
-        times = Path(folder) / "times.jsonl"
+        times, parts = Path(folder) / "times.jsonl", Path(folder) / "parts.jsonl"
         env = {
             **os.environ,
             "HYPOTHESIS_PROFILE": "bench",
@@ -46,15 +48,18 @@ def measure(case: str, mode: str, examples: int, seed: int) -> dict[str, float]:
             "TEAMPROTO_STATEFUL_FULL": MODES[mode],
             "TEAMPROTO_BENCH_TIMES": str(times),
             "TEAMPROTO_BENCH_SEED": str(seed),
+            "TEAMPROTO_BENCH_BREAKDOWN": str(parts) if breakdown else "",
             "HYPOTHESIS_STORAGE_DIRECTORY": str(Path(folder) / "hypothesis"),  # no saved examples replayed
             "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "bench"), os.environ.get("PYTHONPATH")])),
         }
         command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "stateful_timer"]
+        command += ["-p", "stateful_breakdown"] if breakdown else []
         command += ["--hypothesis-show-statistics", CASES[case]]
         started = time.perf_counter()
         result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
         process_seconds = time.perf_counter() - started
         timed = [json.loads(line) for line in times.read_text(encoding="utf-8").splitlines()] if times.exists() else []
+        shares = [json.loads(line) for line in parts.read_text(encoding="utf-8").splitlines()] if parts.exists() else []
     found = re.findall(r"(\d+) passing, (\d+) failing, and (\d+) invalid", result.stdout)
     passing, failing, invalid = (int(x) for x in found[-1]) if found else (0, 0, 0)
     total, valid = passing + failing + invalid, passing + failing
@@ -69,7 +74,7 @@ def measure(case: str, mode: str, examples: int, seed: int) -> dict[str, float]:
         "valid_per_wall_second": valid / wall,
         "invalid_share": invalid / total if total else 0.0,
         "exit_code": result.returncode,
-    }
+    } | ({"parts": shares[0]["parts"]} if shares else {})
 
 
 def summary(runs: list[dict[str, float]], field: str) -> dict[str, float]:
@@ -102,10 +107,14 @@ def main() -> None:
             "min": min(ratios),
             "max": max(ratios),
         }
+    if "--breakdown" in arguments:
+        results["breakdown"] = measure("memory", "incremental", examples, seed=0, breakdown=True)
     if "--json" in sys.argv:
         print(json.dumps(results, indent=2))
         return
     report(results)
+    if "breakdown" in results:
+        report_breakdown(results["breakdown"])
 
 
 def _spread(values: dict[str, float]) -> str:
@@ -127,6 +136,24 @@ def report(results: dict[str, Any]) -> None:
         s = modes["speedup_cpu"]
         print(f"{case:<7} incremental / full (CPU, same programs): {s['median']:.2f}× [{s['min']:.2f}–{s['max']:.2f}]")
     print("targets: memory ≥ 50 valid examples/s at 50 steps; invalid share ≤ 20 %")
+
+
+def report_breakdown(run: dict[str, Any]) -> None:
+    """Where the CPU time of one memory run goes (``bench/stateful_breakdown.py``), per 100 valid
+    examples, and the rate if everything but Hypothesis' own parts cost nothing."""
+    parts, valid = run.get("parts", {}), run["valid_examples"]
+    if not parts or not valid:
+        print("breakdown: no data (the run failed?)")
+        return
+    total = sum(parts.values())
+    print(f"breakdown of one memory run (incremental, seed 0): {valid} valid examples, {total:.2f} CPU-s with timing")
+    for part, seconds in sorted(parts.items(), key=lambda item: -item[1]):
+        print(f"  {part:<30} {100 * seconds / valid:6.2f} CPU-s per 100 valid examples  {100 * seconds / total:5.1f} %")
+    own = sum(seconds for part, seconds in parts.items() if part.startswith("hypothesis"))
+    print(
+        f"  Hypothesis' own parts: {100 * own / total:.0f} %; with everything else free the rate would be "
+        f"{valid / own:.0f} valid examples/CPU-s"
+    )
 
 
 if __name__ == "__main__":
