@@ -57,9 +57,6 @@ CAUGHT_BY: dict[str, list[str]] = {
             "expiry_not_audited",
             "reconcile_skips_audit",
             "anyone_may_reject",
-            "review_closed_at_deadline",
-            "consume_closed_at_deadline",
-            "monitor_expires_at_deadline",
             "result_not_redacted",
         )
     },
@@ -104,7 +101,12 @@ CAUGHT_BY: dict[str, list[str]] = {
     "shutdown_by_anyone": ["tests/test_conformance.py::test_the_reference_refuses_the_teams_bad_input"],
     "receive_keeps_article_layout": ["tests/test_articles.py::test_the_reference_receives_them_in_its_own_layout"],
     "defaults_override": [f"{BINDING}::test_defaults_never_override_what_the_caller_gave"],
-    # every reader of every deadline, exactly on it (tests/test_deadline_boundaries.py)
+    # every reader of every deadline, exactly on it (tests/test_deadline_boundaries.py). The stateful
+    # approval test meets the very instant only by chance (a review at it after 130 of its 200 CI
+    # examples, or never: its seed follows the machine's source), so the boundaries' test is declared.
+    "review_closed_at_deadline": [BOUNDARIES],
+    "consume_closed_at_deadline": [BOUNDARIES],
+    "monitor_expires_at_deadline": [BOUNDARIES],
     "shutdown_expires_at_deadline": [BOUNDARIES],
     "plan_run_timed_out_at_deadline": [BOUNDARIES],
     "every_string_a_path": [f"{BINDING}::test_only_the_documented_fields_are_paths"],
