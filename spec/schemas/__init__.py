@@ -64,17 +64,21 @@ VALIDATED_SCHEMAS: Mapping[str, Schema] = {
 ``jsonschema``'s, which words the error of a document the check refuses."""
 
 _VALIDATORS = {name: Draft202012Validator(s) for name, s in VALIDATED_SCHEMAS.items()}
-_CHECKS: dict[str, Check] = compile_schemas(dict(VALIDATED_SCHEMAS))
+_COMPILED: dict[frozenset[str], dict[str, Check]] = {frozenset(): compile_schemas(dict(VALIDATED_SCHEMAS))}
+_CHECKS: dict[str, Check] = dict(_COMPILED[frozenset()])
 
 
 def use_checks(*, drop: frozenset[str] = frozenset(), compiled: bool = True) -> None:
-    """Rebuild the checks every validation uses: compiled (the default), leaving out the keywords
+    """Switch the checks every validation uses: compiled (the default), leaving out the keywords
     in ``drop`` (the reference mutant ``validator_drops_pattern``), or ``jsonschema``'s own
-    ``is_valid`` (``compiled=False``: the figure before, in ``bench/approval_roundtrip.py``)."""
-    if compiled:
-        _CHECKS.update(compile_schemas(dict(VALIDATED_SCHEMAS), drop))
-    else:
+    ``is_valid`` (``compiled=False``: the figure before, in ``bench/approval_roundtrip.py``).
+    Each set of compiled checks is built once."""
+    if not compiled:
         _CHECKS.update({name: validator.is_valid for name, validator in _VALIDATORS.items()})
+        return
+    if drop not in _COMPILED:
+        _COMPILED[drop] = compile_schemas(dict(VALIDATED_SCHEMAS), drop)
+    _CHECKS.update(_COMPILED[drop])
 
 
 def check(name: str, doc: object) -> bool:
