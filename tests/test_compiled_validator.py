@@ -205,3 +205,15 @@ def test_a_store_refuses_to_write_or_read_a_digest_that_is_not_64_hex_digits(bac
     storage._insert("operation_approval", "p3", json.dumps({**bad, "protocol_id": "p3"}, sort_keys=True))
     with pytest.raises(CorruptRecord, match="arguments_digest"):
         storage.read("operation_approval", "p3")
+
+
+@pytest.mark.clause("MSG-2", "STO-1")
+def test_a_document_only_the_compiled_check_refuses_is_still_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fail closed: were the two ever to disagree that way, the write is refused, naming why."""
+    import spec.schemas
+
+    doc = valid(VALIDATED_SCHEMAS["record:tool_execution"])
+    spec.validate_record("tool_execution", doc)
+    monkeypatch.setitem(spec.schemas._CHECKS, "record:tool_execution", lambda _: False)
+    with pytest.raises(spec.SchemaError, match="refused by the compiled check of record:tool_execution"):
+        spec.validate_record("tool_execution", doc)
