@@ -49,7 +49,9 @@ def _harness(folder: Path, name: str = "team") -> tuple[SQLiteStorage, Harness]:
 
 def round_trip(harness: Harness, number: int, tag: str = "a") -> None:
     """request → review → call (consume, execute, record the outcome), with the team audit log.
-    ``tag`` keeps each side's documents apart (the stores skip validating a text seen before)."""
+    ``tag`` and ``number`` make every document new to this process: a store skips validating a
+    text it has validated before (``reference._storage._VALIDATED``), which a real round trip,
+    with its fresh ids, never meets."""
     ctx = CallContext("m0", 1, f"{tag}-call-{number}", "t0")
     pid = harness.approvals.call(ctx, "deploy", {"path": f"srv/{number}"})["protocol_id"]
     harness.approvals.review("lead", pid, "approved", "ok")
@@ -62,7 +64,7 @@ def sizing(round_trips: int) -> tuple[int, int]:
         storage, harness = _harness(Path(folder))
         before = storage.writes
         for number in range(round_trips):
-            round_trip(harness, number)
+            round_trip(harness, number, "sizing")
         writes = storage.writes - before
         size = sum(len(row[0]) for row in storage._db.execute("SELECT doc FROM records"))
         storage.close()
@@ -97,17 +99,18 @@ def _turn(
 
 
 def one_round(
-    round_trips: int, writes_per_trip: int, row_bytes: int, first: int, sides: tuple[str, ...]
+    trips: range, writes_per_trip: int, row_bytes: int, first: int, sides: tuple[str, ...]
 ) -> dict[str, float]:
-    """One round on fresh files: each round trip beside as many raw single-row commits (and the
-    round trip before), the sides taking turns at going first (``first``: the round's first turn)."""
+    """One round on fresh files: each round trip (numbered ``trips``, new in every round) beside
+    as many raw single-row commits (and the round trip before), the sides taking turns at going
+    first (``first``: the round's first turn)."""
     with tempfile.TemporaryDirectory() as folder:
         stores = {side: _harness(Path(folder), side) for side in sides if side != "raw"}
         harnesses = {side: harness for side, (_, harness) in stores.items()}
         before = {side: storage.writes for side, (storage, _) in stores.items()}
         db, plan = _raw(Path(folder)), (writes_per_trip, "x" * row_bytes)
         seconds, cpu, rows = dict.fromkeys(sides, 0.0), dict.fromkeys(sides, 0.0), 0
-        for number in range(round_trips):
+        for number in trips:
             shift = (number + first) % len(sides)
             for side in sides[shift:] + sides[:shift]:
                 wall, clock = time.perf_counter(), time.process_time()
@@ -144,8 +147,10 @@ def main() -> None:
     sides = SIDES[:2] if "--no-before" in arguments else SIDES
     parts = [round_trips // rounds + (1 if number < round_trips % rounds else 0) for number in range(rounds)]
     writes_per_trip, row_bytes = sizing(max(parts))
+    starts = [sum(parts[:number]) for number in range(rounds)]
     done = [
-        one_round(part, writes_per_trip, row_bytes, number % len(sides), sides) for number, part in enumerate(parts)
+        one_round(range(start, start + part), writes_per_trip, row_bytes, number % len(sides), sides)
+        for number, (start, part) in enumerate(zip(starts, parts, strict=True))
     ]
     result = summary(done, round_trips, rounds, sides)
     if "--json" in sys.argv:
