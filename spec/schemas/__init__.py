@@ -13,7 +13,7 @@ from jsonschema.exceptions import ValidationError
 
 from ..errors import ProtocolError
 from ._build import DIALECT, REASON_CODES, Schema
-from ._compiled import KEYWORDS, Check, SchemaCompileError, compile_schemas
+from ._compiled import KEYWORDS, Check, LazyChecks, SchemaCompileError
 from ._messages import ARTICLE_TYPES, BODIES, DEFAULTS, MESSAGE_TYPES, REPLY_TYPES, article_schema, message_schema
 from ._records import RECORD_KEYS, RECORD_MACHINES, RECORDS, snapshot_schema
 
@@ -64,8 +64,9 @@ VALIDATED_SCHEMAS: Mapping[str, Schema] = {
 ``jsonschema``'s, which words the error of a document the check refuses."""
 
 _VALIDATORS = {name: Draft202012Validator(s) for name, s in VALIDATED_SCHEMAS.items()}
-_COMPILED: dict[frozenset[str], dict[str, Check]] = {frozenset(): compile_schemas(dict(VALIDATED_SCHEMAS))}
-_CHECKS: dict[str, Check] = dict(_COMPILED[frozenset()])
+_COMPILED: dict[frozenset[str], LazyChecks] = {frozenset(): LazyChecks(VALIDATED_SCHEMAS)}
+_CHECKS: dict[str, Check] = _COMPILED[frozenset()]
+"""The checks in use: compiled (each on its first use) unless :func:`use_checks` said otherwise."""
 
 
 def use_checks(*, drop: frozenset[str] = frozenset(), compiled: bool = True) -> None:
@@ -73,12 +74,13 @@ def use_checks(*, drop: frozenset[str] = frozenset(), compiled: bool = True) -> 
     in ``drop`` (the reference mutant ``validator_drops_pattern``), or ``jsonschema``'s own
     ``is_valid`` (``compiled=False``: the figure before, in ``bench/approval_roundtrip.py``).
     Each set of compiled checks is built once."""
+    global _CHECKS
     if not compiled:
-        _CHECKS.update({name: validator.is_valid for name, validator in _VALIDATORS.items()})
+        _CHECKS = {name: validator.is_valid for name, validator in _VALIDATORS.items()}
         return
     if drop not in _COMPILED:
-        _COMPILED[drop] = compile_schemas(dict(VALIDATED_SCHEMAS), drop)
-    _CHECKS.update(_COMPILED[drop])
+        _COMPILED[drop] = LazyChecks(VALIDATED_SCHEMAS, drop)
+    _CHECKS = _COMPILED[drop]
 
 
 def check(name: str, doc: object) -> bool:

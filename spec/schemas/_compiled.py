@@ -21,7 +21,7 @@ verdict only: the message of an invalid document is still ``jsonschema``'s (see
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from jsonschema import Draft202012Validator
@@ -258,15 +258,35 @@ def _count(value: object, where: str) -> None:
         raise SchemaCompileError(where, f"must be a whole number of at least 0, not {value!r}")
 
 
-def compile_schemas(schemas: dict[str, Schema], drop: frozenset[str] = frozenset()) -> dict[str, Check]:
-    """One check per schema (name → function answering whether a document is valid); ``drop``
-    leaves keywords out (for the differential test's own mutants and the named mutant
-    ``validator_drops_pattern``). Raises :class:`SchemaCompileError` for a schema it cannot mirror."""
-    compiler = _Compiler(drop)
-    entry = {name: compiler.function(schema, name) for name, schema in schemas.items()}
-    namespace = dict(compiler.names)
-    exec(compile("\n\n".join(compiler.functions), "<spec.schemas._compiled>", "exec"), namespace)
-    return {name: namespace[function] for name, function in entry.items()}  # type: ignore[misc]
+class LazyChecks(dict[str, Check]):
+    """The checks of ``schemas`` (name → function answering whether a document is valid): every
+    schema's source is generated here, so a schema the compiler cannot mirror raises
+    :class:`SchemaCompileError` at once, but each is compiled by Python on its first use (about
+    40 ms for all of them, kept off every process's start). ``drop`` leaves keywords out (the
+    differential test's own mutants and the reference mutant ``validator_drops_pattern``)."""
+
+    def __init__(self, schemas: Mapping[str, Schema], drop: frozenset[str] = frozenset()) -> None:
+        super().__init__()
+        self.sources: dict[str, tuple[str, str, dict[str, object]]] = {}
+        for name, schema in schemas.items():
+            compiler = _Compiler(drop)
+            entry = compiler.function(schema, name)
+            self.sources[name] = (entry, "\n\n".join(compiler.functions), compiler.names)
+
+    def __missing__(self, name: str) -> Check:
+        entry, text, names = self.sources[name]
+        namespace = dict(names)
+        exec(compile(text, f"<spec.schemas._compiled: {name}>", "exec"), namespace)
+        check: Check = namespace[entry]  # type: ignore[assignment]
+        self[name] = check
+        return check
+
+
+def compile_schemas(schemas: Mapping[str, Schema], drop: frozenset[str] = frozenset()) -> dict[str, Check]:
+    """Every check of ``schemas``, compiled now (see :class:`LazyChecks`). Raises
+    :class:`SchemaCompileError` for a schema it cannot mirror."""
+    checks = LazyChecks(schemas, drop)
+    return {name: checks[name] for name in schemas}
 
 
 def source(schema: Schema) -> str:
@@ -276,4 +296,4 @@ def source(schema: Schema) -> str:
     return "\n\n".join(compiler.functions)
 
 
-__all__ = ["KEYWORDS", "Check", "SchemaCompileError", "compile_schemas", "source"]
+__all__ = ["KEYWORDS", "Check", "LazyChecks", "SchemaCompileError", "compile_schemas", "source"]
