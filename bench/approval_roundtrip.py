@@ -10,8 +10,14 @@ machine the cost of a commit drifts with the other processes' I/O, and taking tu
 gives both sides the same share of it. The ratio is each round's (raw seconds over
 the protocol's for the same rows); its median over the rounds is the figure, printed with its
 quartiles and range, beside the ratio of the summed times and the CPU milliseconds per write of
-each side (the rest of a write's time is the commit). Run:
-``python bench/approval_roundtrip.py [--json] [--rounds N] [ROUND_TRIPS]`` (default 240 round trips).
+each side (the rest of a write's time is the commit).
+
+A third side, *before*, runs the same round trips on a harness of its own with the checks of
+``jsonschema``'s own validator instead of the compiled ones (``spec.schemas.use_checks``; issue 18
+item 9b), taking its turn in the same rotation: the ratio and CPU per write before and after, side
+by side in one run (``--no-before``: the two sides alone). Run:
+``python bench/approval_roundtrip.py [--json] [--rounds N] [--no-before] [ROUND_TRIPS]`` (default
+240 round trips).
 """
 
 from __future__ import annotations
@@ -23,12 +29,17 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from reference import CallContext, Harness, ManualClock, RecordingTool, SQLiteStorage
+from spec.schemas import use_checks
+
+SIDES = ("protocol", "raw", "before")
+"""The protocol with the compiled checks, raw SQLite, the protocol with jsonschema's checks."""
 
 
-def _harness(folder: Path) -> tuple[SQLiteStorage, Harness]:
-    storage = SQLiteStorage(folder / "team.db")
+def _harness(folder: Path, name: str = "team") -> tuple[SQLiteStorage, Harness]:
+    storage = SQLiteStorage(folder / f"{name}.db")
     harness = Harness(storage, ManualClock(1000.0), [RecordingTool().tool()])
     harness.add_member("m0", ["deploy"])
     harness.add_task("t0")
@@ -36,9 +47,12 @@ def _harness(folder: Path) -> tuple[SQLiteStorage, Harness]:
     return storage, harness
 
 
-def round_trip(harness: Harness, number: int) -> None:
-    """request → review → call (consume, execute, record the outcome), with the team audit log."""
-    ctx = CallContext("m0", 1, f"call-{number}", "t0")
+def round_trip(harness: Harness, number: int, tag: str = "a") -> None:
+    """request → review → call (consume, execute, record the outcome), with the team audit log.
+    ``tag`` and ``number`` make every document new to this process: a store skips validating a
+    text it has validated before (``reference._storage._VALIDATED``), which a real round trip,
+    with its fresh ids, never meets."""
+    ctx = CallContext("m0", 1, f"{tag}-call-{number}", "t0")
     pid = harness.approvals.call(ctx, "deploy", {"path": f"srv/{number}"})["protocol_id"]
     harness.approvals.review("lead", pid, "approved", "ok")
     harness.approvals.call(ctx, "deploy", {"path": f"srv/{number}"}, approval_id=pid)
@@ -50,7 +64,7 @@ def sizing(round_trips: int) -> tuple[int, int]:
         storage, harness = _harness(Path(folder))
         before = storage.writes
         for number in range(round_trips):
-            round_trip(harness, number)
+            round_trip(harness, number, "sizing")
         writes = storage.writes - before
         size = sum(len(row[0]) for row in storage._db.execute("SELECT doc FROM records"))
         storage.close()
@@ -66,36 +80,52 @@ def _raw(folder: Path) -> sqlite3.Connection:
     return db
 
 
-def one_round(round_trips: int, writes_per_trip: int, row_bytes: int, first: int) -> dict[str, float]:
-    """One round on fresh files: each round trip beside as many raw single-row commits, the two
-    taking turns at going first (``first``: the round's first turn, 0 protocol, 1 raw)."""
+def _turn(
+    side: str, harnesses: dict[str, Harness], db: sqlite3.Connection, number: int, rows: int, plan: tuple[int, str]
+) -> int:
+    """One side's turn: a round trip, or as many raw single-row commits. Returns the raw rows."""
+    writes_per_trip, payload = plan
+    if side == "raw":
+        for _ in range(writes_per_trip):  # one autocommit statement per row, as the storage writes
+            db.execute("INSERT INTO records VALUES (?, ?, 1, ?)", ("t", str(rows), payload))
+            rows += 1
+        return rows
+    use_checks(compiled=side == "protocol")
+    try:
+        round_trip(harnesses[side], number, "a" if side == "protocol" else "b")
+    finally:
+        use_checks()
+    return rows
+
+
+def one_round(
+    trips: range, writes_per_trip: int, row_bytes: int, first: int, sides: tuple[str, ...]
+) -> dict[str, float]:
+    """One round on fresh files: each round trip (numbered ``trips``, new in every round) beside
+    as many raw single-row commits (and the round trip before), the sides taking turns at going
+    first (``first``: the round's first turn)."""
     with tempfile.TemporaryDirectory() as folder:
-        storage, harness = _harness(Path(folder))
-        db, payload, before = _raw(Path(folder)), "x" * row_bytes, storage.writes
-        seconds, cpu, rows = [0.0, 0.0], [0.0, 0.0], 0
-        for number in range(round_trips):
-            for side in (0, 1) if (number + first) % 2 == 0 else (1, 0):
+        stores = {side: _harness(Path(folder), side) for side in sides if side != "raw"}
+        harnesses = {side: harness for side, (_, harness) in stores.items()}
+        before = {side: storage.writes for side, (storage, _) in stores.items()}
+        db, plan = _raw(Path(folder)), (writes_per_trip, "x" * row_bytes)
+        seconds, cpu, rows = dict.fromkeys(sides, 0.0), dict.fromkeys(sides, 0.0), 0
+        for number in trips:
+            shift = (number + first) % len(sides)
+            for side in sides[shift:] + sides[:shift]:
                 wall, clock = time.perf_counter(), time.process_time()
-                if side == 0:
-                    round_trip(harness, number)
-                else:
-                    for _ in range(writes_per_trip):  # one autocommit statement per row, as the storage writes
-                        db.execute("INSERT INTO records VALUES (?, ?, 1, ?)", ("t", str(rows), payload))
-                        rows += 1
+                rows = _turn(side, harnesses, db, number, rows, plan)
                 seconds[side] += time.perf_counter() - wall
                 cpu[side] += time.process_time() - clock
-        writes = storage.writes - before
-        storage.close()
+        writes = {side: storage.writes - before[side] for side, (storage, _) in stores.items()}
+        for storage, _ in stores.values():
+            storage.close()
         db.close()
-    assert writes == rows, f"the protocol made {writes} writes, the raw side {rows}"
-    return {
-        "protocol_seconds": seconds[0],
-        "raw_seconds": seconds[1],
-        "protocol_cpu": cpu[0],
-        "raw_cpu": cpu[1],
-        "writes": writes,
-        "ratio": seconds[1] / seconds[0],
-    }
+    assert set(writes.values()) == {rows}, f"the protocol made {writes} writes, the raw side {rows}"
+    out = {"writes": rows, **{f"{side}_seconds": seconds[side] for side in sides}}
+    out.update({f"{side}_cpu": cpu[side] for side in sides})
+    out.update({f"ratio_{side}": seconds["raw"] / seconds[side] for side in sides if side != "raw"})
+    return out
 
 
 def spread(values: list[float]) -> dict[str, float]:
@@ -114,50 +144,70 @@ def main() -> None:
     rounds = int(arguments[arguments.index("--rounds") + 1]) if "--rounds" in arguments else 12
     numbers = [int(a) for i, a in enumerate(arguments) if a.isdigit() and (i == 0 or arguments[i - 1] != "--rounds")]
     round_trips = numbers[0] if numbers else 240
+    sides = SIDES[:2] if "--no-before" in arguments else SIDES
     parts = [round_trips // rounds + (1 if number < round_trips % rounds else 0) for number in range(rounds)]
     writes_per_trip, row_bytes = sizing(max(parts))
-    done = [one_round(part, writes_per_trip, row_bytes, number % 2) for number, part in enumerate(parts)]
-    protocol_seconds = sum(r["protocol_seconds"] for r in done)
-    raw_seconds = sum(r["raw_seconds"] for r in done)
-    writes = sum(r["writes"] for r in done)
-    result = {
-        "round_trips": round_trips,
-        "rounds": rounds,
-        "durable_writes_per_round_trip": writes / round_trips,
-        "protocol_round_trips_per_second": round_trips / protocol_seconds,
-        "raw_rows_per_second": writes / raw_seconds,
-        "protocol_writes_per_second": writes / protocol_seconds,
-        "ratio_protocol_over_raw": spread([r["ratio"] for r in done]),
-        "ratio_of_sums": raw_seconds / protocol_seconds,
-        "protocol_cpu_ms_per_write": 1000 * sum(r["protocol_cpu"] for r in done) / writes,
-        "raw_cpu_ms_per_write": 1000 * sum(r["raw_cpu"] for r in done) / writes,
-        "raw_wall_ms_per_write": 1000 * raw_seconds / writes,
-        "target_ratio_at_least": 0.5,
-    }
+    starts = [sum(parts[:number]) for number in range(rounds)]
+    done = [
+        one_round(range(start, start + part), writes_per_trip, row_bytes, number % len(sides), sides)
+        for number, (start, part) in enumerate(zip(starts, parts, strict=True))
+    ]
+    result = summary(done, round_trips, rounds, sides)
     if "--json" in sys.argv:
         print(json.dumps(result, indent=2))
         return
     report(result)
 
 
-def report(result: dict[str, object]) -> None:
-    ratio = result["ratio_protocol_over_raw"]
-    assert isinstance(ratio, dict)
+def summary(done: list[dict[str, float]], round_trips: int, rounds: int, sides: tuple[str, ...]) -> dict[str, Any]:
+    total = {key: sum(r[key] for r in done) for key in done[0]}
+    writes = total["writes"]
+    result: dict[str, Any] = {
+        "round_trips": round_trips,
+        "rounds": rounds,
+        "durable_writes_per_round_trip": writes / round_trips,
+        "raw_rows_per_second": writes / total["raw_seconds"],
+        "raw_cpu_ms_per_write": 1000 * total["raw_cpu"] / writes,
+        "raw_wall_ms_per_write": 1000 * total["raw_seconds"] / writes,
+        "target_ratio_at_least": 0.5,
+    }
+    for side in sides:
+        if side == "raw":
+            continue
+        prefix = "protocol" if side == "protocol" else "before"
+        result[f"{prefix}_round_trips_per_second"] = round_trips / total[f"{side}_seconds"]
+        result[f"{prefix}_writes_per_second"] = writes / total[f"{side}_seconds"]
+        result[f"ratio_{prefix}_over_raw" if side == "before" else "ratio_protocol_over_raw"] = spread(
+            [r[f"ratio_{side}"] for r in done]
+        )
+        result[f"ratio_of_sums{'_before' if side == 'before' else ''}"] = (
+            total["raw_seconds"] / total[f"{side}_seconds"]
+        )
+        result[f"{prefix}_cpu_ms_per_write"] = 1000 * total[f"{side}_cpu"] / writes
+    return result
+
+
+def report(result: dict[str, Any]) -> None:
     print(f"round trips                 : {result['round_trips']} in {result['rounds']} alternating rounds")
     print(f"durable writes / round trip : {result['durable_writes_per_round_trip']:.1f}")
+    raw_cpu, raw_wall = result["raw_cpu_ms_per_write"], result["raw_wall_ms_per_write"]
     print(
-        f"protocol                    : {result['protocol_round_trips_per_second']:.1f} round trips/s "
-        f"({result['protocol_writes_per_second']:.0f} writes/s)"
+        f"raw SQLite, same rows       : {result['raw_rows_per_second']:.0f} rows/s, "
+        f"{raw_cpu:.2f} ms CPU and {raw_wall:.2f} ms wall a write (the commit)"
     )
-    print(f"raw SQLite, same rows       : {result['raw_rows_per_second']:.0f} rows/s")
-    print(
-        f"ratio per round (≥ 0.5)     : median {ratio['median']:.2f}, quartiles {ratio['q1']:.2f}–{ratio['q3']:.2f}, "
-        f"range {ratio['min']:.2f}–{ratio['max']:.2f}; of the summed times {result['ratio_of_sums']:.2f}"
-    )
-    print(
-        f"per write                   : protocol {result['protocol_cpu_ms_per_write']:.2f} ms CPU, raw "
-        f"{result['raw_cpu_ms_per_write']:.2f} ms CPU, raw {result['raw_wall_ms_per_write']:.2f} ms wall (the commit)"
-    )
+    labels = [("protocol", "compiled checks (after)", ""), ("before", "jsonschema checks (before)", "_before")]
+    for prefix, label, suffix in labels:
+        if f"{prefix}_cpu_ms_per_write" not in result:
+            continue
+        ratio = result["ratio_protocol_over_raw" if prefix == "protocol" else "ratio_before_over_raw"]
+        trips, writes = result[f"{prefix}_round_trips_per_second"], result[f"{prefix}_writes_per_second"]
+        cpu = result[f"{prefix}_cpu_ms_per_write"]
+        print(f"{label:<28}: {trips:.1f} round trips/s ({writes:.0f} writes/s), {cpu:.2f} ms CPU a write")
+        print(
+            f"{'':<28}  ratio per round (≥ 0.5): median {ratio['median']:.2f}, quartiles {ratio['q1']:.2f}–"
+            f"{ratio['q3']:.2f}, range {ratio['min']:.2f}–{ratio['max']:.2f}; of the summed times "
+            f"{result[f'ratio_of_sums{suffix}']:.2f}"
+        )
 
 
 if __name__ == "__main__":

@@ -112,6 +112,8 @@ CAUGHT_BY: dict[str, list[str]] = {
     "every_string_a_path": [f"{BINDING}::test_only_the_documented_fields_are_paths"],
     "numbers_conflated": [f"{BINDING}::test_one_one_point_oh_true_and_the_string_one_are_four_arguments"],
     "list_order_ignored": [f"{BINDING}::test_any_undocumented_change_changes_the_digest"],
+    # the compiled validator of writes: its differential test and the stores' refusal
+    "validator_drops_pattern": ["tests/test_compiled_validator.py"],
     **PROCESS_CAUGHT_BY,  # the real-process mutants: only these tests can catch them
     **PLAN_CAUGHT_BY,  # plans: the plan machine and the plan examples
     **RECOVERY_CAUGHT_BY,

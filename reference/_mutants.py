@@ -87,6 +87,8 @@ MUTANTS: dict[str, str] = {
     "stored and sent as written",
     "receive_keeps_article_layout": "MSG-1, PLN-1: a message received in the source article's layout is "
     "stored as it came, its defaults never filled",
+    "validator_drops_pattern": "MSG-2, STO-1: the compiled validator of every write and read leaves out the "
+    "pattern keyword (a digest or hash that is not 64 hex digits is stored)",
     "reconcile_takes_live_work": "REC-4: reconciliation takes every harness instance for dead and takes over "
     "the work a live one has in flight (its consumption, its request's or decision's message)",
 }
@@ -98,6 +100,12 @@ MUTANTS.update(PLAN_MUTANTS)  # plans (reference._plan_mutants): the plan model 
 ACTIVE = os.environ.get("TEAMPROTO_MUTANT", "")
 if ACTIVE and ACTIVE not in MUTANTS:
     raise SystemExit(f"TEAMPROTO_MUTANT={ACTIVE!r} is not a reference mutant; known: {', '.join(MUTANTS)}")
+
+
+if ACTIVE == "validator_drops_pattern":  # the compiled checks are built in spec.schemas, without it
+    from spec.schemas import use_checks
+
+    use_checks(drop=frozenset({"pattern"}))
 
 
 def broken(name: str) -> bool:

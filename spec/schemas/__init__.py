@@ -13,6 +13,7 @@ from jsonschema.exceptions import ValidationError
 
 from ..errors import ProtocolError
 from ._build import DIALECT, REASON_CODES, Schema
+from ._compiled import KEYWORDS, Check, LazyChecks, SchemaCompileError
 from ._messages import ARTICLE_TYPES, BODIES, DEFAULTS, MESSAGE_TYPES, REPLY_TYPES, article_schema, message_schema
 from ._records import RECORD_KEYS, RECORD_MACHINES, RECORDS, snapshot_schema
 
@@ -53,13 +54,39 @@ MESSAGE_SCHEMAS: Mapping[str, Schema] = {t: _message_schema(t) for t in MESSAGE_
 RECORD_SCHEMAS: Mapping[str, Schema] = {k: _with_dialect(s) for k, s in RECORDS.items()}
 SNAPSHOT_SCHEMA: Schema = _with_dialect(snapshot_schema())
 
-_MESSAGE_VALIDATORS = {
-    (t, layout): Draft202012Validator(_with_dialect(s))
-    for t, layouts in MESSAGE_LAYOUTS.items()
-    for layout, s in layouts.items()
+VALIDATED_SCHEMAS: Mapping[str, Schema] = {
+    **{f"message:{t}:{lay}": _with_dialect(s) for t, layouts in MESSAGE_LAYOUTS.items() for lay, s in layouts.items()},
+    **{f"record:{k}": s for k, s in RECORD_SCHEMAS.items()},
+    "snapshot": SNAPSHOT_SCHEMA,
 }
-_RECORD_VALIDATORS = {k: Draft202012Validator(s) for k, s in RECORD_SCHEMAS.items()}
-_SNAPSHOT_VALIDATOR = Draft202012Validator(SNAPSHOT_SCHEMA)
+"""Every schema a document is validated against, by name (``message:<type>:<layout>``,
+``record:<kind>``, ``snapshot``): the compiled checks' (:mod:`spec.schemas._compiled`) and
+``jsonschema``'s, which words the error of a document the check refuses."""
+
+_VALIDATORS = {name: Draft202012Validator(s) for name, s in VALIDATED_SCHEMAS.items()}
+_COMPILED: dict[frozenset[str], LazyChecks] = {frozenset(): LazyChecks(VALIDATED_SCHEMAS)}
+_CHECKS: dict[str, Check] = _COMPILED[frozenset()]
+"""The checks in use: compiled (each on its first use) unless :func:`use_checks` said otherwise."""
+
+
+def use_checks(*, drop: frozenset[str] = frozenset(), compiled: bool = True) -> None:
+    """Switch the checks every validation uses: compiled (the default), leaving out the keywords
+    in ``drop`` (the reference mutant ``validator_drops_pattern``), or ``jsonschema``'s own
+    ``is_valid`` (``compiled=False``: the figure before, in ``bench/approval_roundtrip.py``).
+    Each set of compiled checks is built once."""
+    global _CHECKS
+    if not compiled:
+        _CHECKS = {name: validator.is_valid for name, validator in _VALIDATORS.items()}
+        return
+    if drop not in _COMPILED:
+        _COMPILED[drop] = LazyChecks(VALIDATED_SCHEMAS, drop)
+    _CHECKS = _COMPILED[drop]
+
+
+def check(name: str, doc: object) -> bool:
+    """Whether ``doc`` is valid against the schema ``name`` of :data:`VALIDATED_SCHEMAS` (the
+    check in use: compiled unless :func:`use_checks` said otherwise)."""
+    return _CHECKS[name](doc)
 
 
 def _json_path(parts: Iterable[Any]) -> str:
@@ -69,13 +96,14 @@ def _json_path(parts: Iterable[Any]) -> str:
     return path
 
 
-def _first_error(validator: Draft202012Validator, doc: object) -> tuple[str, str] | None:
-    """The deepest, then first, error as (path, reason); a missing field is named in the path."""
-    if validator.is_valid(doc):
+def _first_error(name: str, doc: object) -> tuple[str, str] | None:
+    """None if ``doc`` passes the check of schema ``name``; else ``jsonschema``'s deepest, then
+    first, error as (path, reason); a missing field is named in the path."""
+    if _CHECKS[name](doc):
         return None
-    errors = sorted(validator.iter_errors(doc), key=lambda e: (-len(e.absolute_path), str(e.absolute_path)))
-    if not errors:
-        return None
+    errors = sorted(_VALIDATORS[name].iter_errors(doc), key=lambda e: (-len(e.absolute_path), str(e.absolute_path)))
+    if not errors:  # the two disagree (tests/test_compiled_validator.py says they never do): refuse
+        return "$", f"refused by the compiled check of {name} but not by jsonschema (report this)"
     error: ValidationError = errors[0]
     parts = list(error.absolute_path)
     if error.validator == "required" and isinstance(error.instance, dict):
@@ -108,7 +136,7 @@ def validate_message(doc: object) -> Mapping[str, Any]:
         known = ", ".join(MESSAGE_TYPES)
         raise SchemaError("message", "$.message_type", f"unknown message type {message_type!r}; known: {known}")
     article = "body" not in doc and "article" in MESSAGE_LAYOUTS[message_type] and _article_layout(message_type, doc)
-    found = _first_error(_MESSAGE_VALIDATORS[(message_type, "article" if article else "body")], doc)
+    found = _first_error(f"message:{message_type}:{'article' if article else 'body'}", doc)
     if found:
         raise SchemaError(str(message_type), *found)
     return doc
@@ -129,11 +157,11 @@ def record_key(kind: str, doc: Mapping[str, Any]) -> str:
 
 def validate_record(kind: str, doc: object) -> Mapping[str, Any]:
     """Validate a persisted record of ``kind`` and return it; raise :class:`SchemaError`."""
-    if kind not in _RECORD_VALIDATORS:
+    if kind not in RECORD_SCHEMAS:
         raise SchemaError("record", "$", f"unknown record kind {kind!r}; known: {', '.join(RECORDS)}")
     if not isinstance(doc, Mapping):
         raise SchemaError(kind, "$", f"expected an object, got {type(doc).__name__}")
-    found = _first_error(_RECORD_VALIDATORS[kind], doc)
+    found = _first_error(f"record:{kind}", doc)
     if found:
         raise SchemaError(kind, *found, record=record_key(kind, doc))
     if kind in ("message", "outbox_entry"):
@@ -147,7 +175,7 @@ def validate_record(kind: str, doc: object) -> Mapping[str, Any]:
 
 def validate_snapshot(doc: object) -> Mapping[str, Any]:
     """Validate a whole snapshot: its shape, then every record in it."""
-    found = _first_error(_SNAPSHOT_VALIDATOR, doc)
+    found = _first_error("snapshot", doc)
     if found:
         raise SchemaError("snapshot", *found)
     assert isinstance(doc, Mapping)
@@ -161,6 +189,7 @@ from ._defaults import with_defaults  # noqa: E402  (it validates with validate_
 
 __all__ = [
     "DEFAULTS",
+    "KEYWORDS",
     "MESSAGE_LAYOUTS",
     "MESSAGE_SCHEMAS",
     "MESSAGE_TYPES",
@@ -170,9 +199,14 @@ __all__ = [
     "RECORD_SCHEMAS",
     "REPLY_TYPES",
     "SNAPSHOT_SCHEMA",
+    "VALIDATED_SCHEMAS",
+    "Check",
+    "SchemaCompileError",
     "SchemaError",
+    "check",
     "record_id",
     "record_key",
+    "use_checks",
     "validate_message",
     "validate_record",
     "validate_snapshot",
