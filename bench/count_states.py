@@ -11,12 +11,18 @@ explorer's; compare ``teamproto check --json``'s ``states_by_depth``).
 Prints, after each level and every 20,000 states expanded: new states at the depth being built,
 the total, transitions, seconds, states/s and peak memory. ``--seconds`` bounds the run (polled
 every 2,000 states; it stops within the level it is building, and says so).
-Run: ``python bench/count_states.py [CONFIG] [--seconds S] [--json]`` (default ``standard``, 600 s).
+``--set FIELD=VALUE`` (repeatable) counts a variant of the configuration (``--set plans=0``,
+``--set max_ticks=0``, ``--set crashes=false``; ``null`` for None): the variants of ``standard``
+show where its product comes from. ``--no-independence`` counts without the records' partial-order
+reduction (``spec.model._por``), to measure what it saves.
+Run: ``python bench/count_states.py [CONFIG] [--set F=V ...] [--seconds S] [--json]`` (default
+``standard``, 600 s).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import gc
 import json
 import resource
@@ -25,12 +31,32 @@ import time
 
 from spec import _compiled
 from spec.model import Model, load_config
+from spec.model._config import Config
 from spec.model._state import State
 from spec.simulate import _fingerprint
 
 
-def count(name: str, seconds: float, say: bool) -> dict[str, object]:
-    model = Model(load_config(name))
+def variant(name: str, settings: list[str]) -> Config:
+    """The configuration ``name`` with ``FIELD=VALUE`` overrides (JSON values: 0, false, null)."""
+    config = load_config(name)
+    changes: dict[str, object] = {}
+    for setting in settings:
+        field, _, value = setting.partition("=")
+        if field not in {f.name for f in dataclasses.fields(config)} or field == "name":
+            raise SystemExit(f"--set {setting}: no configuration field {field!r}")
+        changes[field] = json.loads(value)
+    if changes:
+        label = ",".join(f"{k}={v}" for k, v in changes.items())
+        config = dataclasses.replace(config, name=f"{name}[{label}]", **changes)  # type: ignore[arg-type]
+    return config
+
+
+def count(
+    name: str, seconds: float, say: bool, settings: list[str] | None = None, independence: bool = True
+) -> dict[str, object]:
+    config = variant(name, settings or [])
+    name = config.name
+    model = Model(config, independence=independence)
 
     started = time.perf_counter()
     initial = model.initial()
@@ -96,14 +122,17 @@ def main() -> None:
     parser.add_argument("config", nargs="?", default="standard")
     parser.add_argument("--seconds", type=float, default=600.0, help="bound of the run (default 600)")
     parser.add_argument("--json", action="store_true", help="machine-readable output (progress on stderr)")
+    parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE", help="count a variant")
+    parser.add_argument("--no-independence", action="store_true", help="without the records' reduction")
     args = parser.parse_args()
+    independence = not args.no_independence
     if args.json:
         sys.stdout, real = sys.stderr, sys.stdout
-        result = count(args.config, args.seconds, True)
+        result = count(args.config, args.seconds, True, args.set, independence)
         json.dump(result, real, indent=2)
         real.write("\n")
         return
-    result = count(args.config, args.seconds, True)
+    result = count(args.config, args.seconds, True, args.set, independence)
     print(
         f"{result['config']}: {'complete' if result['complete'] else 'INCOMPLETE'}, {result['states']:,} states "
         f"(compiled: {result['compiled']})"

@@ -13,9 +13,11 @@ them (dead data erased, symmetry where the configuration has it); no invariant i
 Beside them it counts what the sound reduction of ``spec.model._por`` (isolated approvals and plans
 taken alone, on by default in ``Model``) keeps: ``full`` and ``bound`` are counted without it.
 
-Run: ``python bench/por_bound.py [--groups member|single] [--seconds N] [--ticks N] CONFIG ...``;
-prints the full count, the sound reduction's count, the bound, their ratios and times, side by
-side in one run (``--ticks`` overrides the configuration's clock bound, e.g. 0 for ``standard``).
+Run: ``python bench/por_bound.py [--groups member|single] [--seconds N] [--ticks N] [--set F=V ...]
+CONFIG ...``; prints the full count, the sound reduction's count, the bound, their ratios and
+times, side by side in one run (``--ticks`` overrides the configuration's clock bound, e.g. 0 for
+``standard``; ``--set`` counts a variant, as ``bench/count_states.py`` does). Under deadline
+regions (``max_ticks`` null) states are keyed by their regions, as the explorer keys them.
 """
 
 from __future__ import annotations
@@ -86,14 +88,23 @@ def _alone(model: Model, s: State, groups: str) -> set[Action] | None:
 
 
 def count(
-    name: str, groups: str | None, budget: float, *, sound: bool = False, ticks: int | None = None
+    name: str,
+    groups: str | None,
+    budget: float,
+    *,
+    sound: bool = False,
+    ticks: int | None = None,
+    settings: list[str] | None = None,
 ) -> tuple[int, bool, float]:
-    config = load_config(name)
+    from count_states import variant  # bench/count_states.py, beside this script
+
+    config = variant(name, settings or []) if settings else load_config(name)
     if ticks is not None:
         config = dataclasses.replace(config, max_ticks=ticks)
     model = Model(config, independence=sound)
+    regions = config.regions
     key: Callable[[State], Hashable] = (
-        (lambda x: canonical_key(erase(x))) if model.config.symmetry else (lambda x: erase(x))
+        (lambda x: canonical_key(erase(x, regions))) if model.config.symmetry else (lambda x: erase(x, regions))
     )
     start = model.initial()
     seen, queue = {key(start)}, deque([start])
@@ -122,14 +133,16 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=300)
     parser.add_argument("--ticks", type=int, default=None)
     parser.add_argument("--no-bound", action="store_true", help="count full and sound only")
+    parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE", help="count a variant")
     options = parser.parse_args()
+    ticks, settings = options.ticks, options.set
     print(f"{'config':14s} {'full':>10s} {'s':>6s} {'sound':>10s} {'s':>6s} {'ratio':>7s} {'bound':>10s} {'ratio':>7s}")
     for name in options.configs:
-        full, full_done, full_time = count(name, None, options.seconds, ticks=options.ticks)
-        sound, sound_done, sound_time = count(name, None, options.seconds, sound=True, ticks=options.ticks)
+        full, full_done, full_time = count(name, None, options.seconds, ticks=ticks, settings=settings)
+        sound, sound_done, sound_time = count(name, None, options.seconds, sound=True, ticks=ticks, settings=settings)
         bound, bound_done = (sound, sound_done)
         if not options.no_bound:
-            bound, bound_done, _ = count(name, options.groups, options.seconds, ticks=options.ticks)
+            bound, bound_done, _ = count(name, options.groups, options.seconds, ticks=ticks, settings=settings)
         note = "" if full_done and sound_done and bound_done else "  (bounded: not complete; counts within the time)"
         print(
             f"{name:14s} {full:10,d} {full_time:6.1f} {sound:10,d} {sound_time:6.1f} {full / sound:6.2f}x"

@@ -34,3 +34,17 @@ def test_counts_are_the_explorers(name: str) -> None:
 def test_a_bounded_count_says_it_is_incomplete() -> None:
     counted = _bench().count("pair_crashes", 0.0, False)
     assert not counted["complete"] and counted["states"] < 45_242
+
+
+def test_a_variant_is_counted_as_the_explorer_explores_it() -> None:
+    """``--set FIELD=VALUE`` counts a variant (how the multipliers of ``standard`` are measured);
+    an unknown field is refused."""
+    import dataclasses
+
+    counted = _bench().count("plan", 600.0, False, ["max_ticks=0", "crashes=false"])
+    report = explore(Model(dataclasses.replace(load_config("plan"), max_ticks=0, crashes=False)))
+    assert counted["config"] == "plan[max_ticks=0,crashes=False]"
+    assert (counted["states"], counted["states_by_depth"]) == (report.states, report.states_by_depth)
+    assert counted["states"] != _bench().count("plan", 600.0, False)["states"]
+    with pytest.raises(SystemExit, match="no configuration field"):
+        _bench().count("plan", 600.0, False, ["colour=1"])

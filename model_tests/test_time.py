@@ -29,16 +29,22 @@ from spec.model._time import FLOOR, relative
 
 CLOCK = {
     "tiny": (3, 2),
-    "monitor": (3, 3),
+    "monitor": (3, 2),
     "plan": (3, 3),
-    "fencing": (2, 3),
+    "fencing": (2, 2),
     "plan_lost": (1, 3),
-    "pair_lapses": (1, 3),
-    "approval_drain": (2, 4),
+    "pair_lapses": (1, 1),
+    "approval_drain": (2, 3),
 }
 """Configuration in deadline regions → (its clock bound before it had regions, the smallest clock
 bound whose search reaches every region class). ``wide`` and ``standard`` are too large to
 search with a clock that long."""
+
+MUTANT_CLOCK = {"tiny": 2, "monitor": 3, "plan": 3, "fencing": 3, "plan_lost": 3, "pair_lapses": 3, "approval_drain": 4}
+"""The clock bound a mutant's comparison runs to: the smallest that reached every region class
+before the unread deadlines were erased (``spec.model._time.UNREAD``). A mutant may keep a
+deadline open that the healthy model closes (monitor_skips_shutdown never times a drain out), so
+the healthy model's smallest bound can be too short for it."""
 
 QUICK = {False: ("tiny", "monitor"), True: ("tiny", "monitor")}
 """Compared in the default run, healthy (False) and with each mutant (True); the rest with
@@ -95,7 +101,7 @@ def test_regions_reach_the_classes_of_a_long_enough_clock(name: str, mutant: str
 def test_regions_find_what_a_long_enough_clock_finds_in_every_mutant(name: str, mutant: str) -> None:
     """Each model mutant of a configuration in regions: the same violations, edges, crash points,
     deadlocks and liveness verdict as the clock search, and caught by its own check."""
-    regions, clock = _compare(name, mutant, CLOCK[name][1])
+    regions, clock = _compare(name, mutant, MUTANT_CLOCK[name])
     assert regions.report.findings() == clock.report.findings()
     assert MUTANTS[mutant].found_in(regions.report.violations)
 

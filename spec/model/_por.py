@@ -45,6 +45,19 @@ review or a start is allowed up to its deadline) and the monitor pass writes eve
 record is isolated only once both are over — at the clock bound, or at once with 0 ticks. Where
 deadlines become events of their own records (issue 18 item 1), a record's deadline event belongs
 to its own operations and this condition can shrink to the events of other records.
+
+Why it stays off under deadline regions (issue 18 items 2 and 5, measured): one tick moves every
+live deadline at once, so it is dependent on every live record's operations — from a record's last
+region (offset 0) a tick disables its review, consume, decision or start, and from any region a
+tick and an operation that creates a request (its deadline is the clock plus the ttl) give other
+regions in the two orders. A path of other operations and two ticks therefore reaches an
+operation dependent on the record's before the record's own (C1 fails), whatever the requester's
+state: an ample set would have to hold the tick, and with it every creating and deadline-reading
+operation of every record. Adding the dependents instead of forbidding isolation (a stubborn set)
+adds the tick, and with it the operations of every record with a live deadline: the very ones
+the set was to leave out. ``bench/por_bound.py`` bounds any reduction of members'
+steps from above (unsound: no C1 over future states): on ``standard`` without crashes, jobs and
+shutdown it saves 2.3× (37,252 → 16,109 states), with crashes 2.2× (120,778 → 55,139).
 """
 
 from __future__ import annotations

@@ -21,12 +21,19 @@ region abstraction of timed automata, on the model's integer clock):
   was consumed by its deadline (INV-1 reads ``consumed_at > deadline``, nothing else reads
   ``consumed_at``).
 - **What is erased.** The absolute clock (keyed as 0), a final record's deadline when its
-  request message is no longer pending, an empty slot's or a draft plan's deadline (a draft
-  has none yet: PLN-5's ttl runs from submission; the one state that reads it — a plan_request
-  posted by a submit cut off by a crash — is crashed, and its only move, the restart, re-pends
-  the plan with a fresh deadline), and a task's claim time (unit deadlines, SHD-9, need a
-  bounded clock: each suspension lets the task be claimed again, so unbounded time would make
-  the claims unbounded; configurations with unit deadlines keep the clock).
+  request message is no longer pending, the deadline of a record in a status where nothing reads
+  it any more (:data:`UNREAD`: a ``failed`` plan execution — the monitor fails only running ones,
+  the rollback has no time guard, reconciliation reads no run's deadline, INV-12 and the deadline
+  step checks cover requests, not runs; a ``timed_out`` shutdown — the monitor acts only on
+  requested and draining ones, SHD-2's drain begins only from requested or resumes only from
+  draining, INV-12 counts timed_out as settled, the expiry check reads only the step into it —
+  in both, unless its request message is still pending, whose expiry reads it), an empty slot's
+  or a draft plan's deadline (a draft has none yet: PLN-5's ttl runs from submission; the one
+  state that reads it — a plan_request posted by a submit cut off by a crash — is crashed, and
+  its only move, the restart, re-pends the plan with a fresh deadline), and a task's claim time
+  (unit deadlines, SHD-9, need a bounded clock: each suspension lets the task be claimed again,
+  so unbounded time would make the claims unbounded; configurations with unit deadlines keep
+  the clock).
 - **The tick.** Time is unbounded, but a tick is taken only when it changes something: some
   kept offset is above the floor, or the monitor pass after it would not be idle. Any other tick
   and its idle monitor pass lead back to the same key: a self-loop of the quotient, which adds
@@ -83,6 +90,15 @@ _FINAL = {
     "runs": frozenset(final_states("plan_execution")),
     "shutdowns": frozenset(final_states("shutdown_request")),
 }
+UNREAD = {
+    "approvals": frozenset[str](),
+    "plans": frozenset[str](),
+    "runs": frozenset({"failed"}),
+    "shutdowns": frozenset({"timed_out"}),
+}
+"""Statuses, not final, in which no guard, write step, reconciliation or check reads the record's
+deadline any more: erased from the key as a final record's (``model_tests/test_unread_deadlines.py``
+checks it state by state, and that the search finds what it finds without it)."""
 _REQUEST = {"approvals": "approval_request", "plans": "plan_request", "shutdowns": "shutdown_request"}
 
 
@@ -102,7 +118,7 @@ def _kept(kind: str, status: str, slot: int, pending: set[tuple[str, int]]) -> b
     """Whether a record's deadline can still be read (see the module docstring)."""
     if status in ("", "draft"):
         return False
-    if status not in _FINAL[kind]:
+    if status not in _FINAL[kind] and status not in UNREAD[kind]:
         return True
     request = _REQUEST.get(kind)
     return request is not None and (request, slot) in pending
@@ -166,4 +182,4 @@ def tick_matters(model: Model, s: State) -> bool:
     return not monitor_is_idle(model, replace(s, clock=s.clock + 1, monitor_done=False))
 
 
-__all__ = ["FLOOR", "relative", "tick_matters"]
+__all__ = ["FLOOR", "UNREAD", "relative", "tick_matters"]
