@@ -1,0 +1,419 @@
+"""The explorer on plain-tuple states (:mod:`spec.model._flat`): the same search, faster.
+
+:func:`explore_flat` is :func:`spec.explore.explore`'s breadth-first search step for step — the
+same successors in the same order, the same reductions (outbox-first send, ``_por.ample``, dead
+data, symmetry), crashed states checked and restarted at once, reconciliation checked for
+idempotence (REC-1), deadlocks, edges, crash points, shortest traces and witnesses — on states
+that are plain tuples. What changes is the representation:
+
+- the visited set is keyed by the tuple itself, and a class of states by :class:`Canonical`: the
+  least image of the tuple (dead data erased as :func:`spec.model._dead.erase` does) over every
+  member and task permutation, compared field by field so that only the permutations that tie
+  so far are carried on (the least tuple is the same whatever the order of elimination);
+- every check is the snapshot predicate of :mod:`spec.invariants` (the contract), memoised by
+  :class:`spec.explore.StateMemo` on the state's own fields — the plain tuple has the layout of
+  the codec's numbers, field for field — and the snapshot is built from :func:`decode` only on
+  a miss; a step check whose fields a step leaves alone is a function of the state before, so
+  it is looked up once per expanded state, not once per transition.
+
+``spec.explore.explore`` runs it whenever :func:`spec.model._flat.supports` the configuration and
+mutant and no option asks for what it lacks (fingerprints, saved searches, liveness).
+``bench/explore.py --engine-configs pinned mutants`` and ``model_tests/test_flat.py`` check that
+it reports what the model's search reports.
+"""
+
+from __future__ import annotations
+
+import gc
+from array import array
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from . import invariants
+from ._records import Report, Violation
+from ._tables import IllegalTransition
+from .model import _model
+from .model._action import Action
+from .model._dead import _FINAL_JOBS, _FINAL_TASKS, FINAL_JOB, FINAL_TASK
+from .model._flat import JOBS, MEMBERS, TASKS, Flat, FlatModel, decode
+from .model._model import Model
+from .model._snapshot import snapshot
+from .model._symmetry import _info, _key, _perms
+
+_FINAL_JOB = tuple(getattr(FINAL_JOB, n) for n in FINAL_JOB.__dataclass_fields__)
+_FINAL_TASK = tuple(getattr(FINAL_TASK, n) for n in FINAL_TASK.__dataclass_fields__)
+
+
+def erase(f: Flat) -> Flat:
+    """:func:`spec.model._dead.erase` on a plain tuple (no deadline regions here)."""
+    jobs = f[JOBS]
+    for job in jobs:
+        if job[0] in _FINAL_JOBS and job != _FINAL_JOB:
+            jobs = tuple(_FINAL_JOB if j[0] in _FINAL_JOBS else j for j in jobs)
+            break
+    tasks = f[TASKS]
+    for task in tasks:
+        if task[0] in _FINAL_TASKS and task != _FINAL_TASK:
+            tasks = tuple(_FINAL_TASK if t[0] in _FINAL_TASKS else t for t in tasks)
+            break
+    if jobs is f[JOBS] and tasks is f[TASKS]:
+        return f
+    return (*f[:TASKS], tasks, jobs, *f[JOBS + 1 :])
+
+
+def _m(perm: tuple[int, ...], index: int) -> int:
+    return index if index < 0 else perm[index]
+
+
+def image(position: int, value: tuple[Any, ...], pm: tuple[int, ...], pt: tuple[int, ...]) -> tuple[Any, ...]:
+    """Field ``position`` of a plain-tuple state when member i becomes pm[i] and task t becomes
+    pt[t] (:func:`spec.model._symmetry.image`, on tuples)."""
+    out: list[Any]
+    if position == MEMBERS or position == JOBS:
+        at = 4 if position == MEMBERS else 1  # Member.task, Job.task
+        out = [None] * len(value)
+        for i, r in enumerate(value):
+            out[pm[i]] = (*r[:at], _m(pt, r[at]), *r[at + 1 :])
+        return tuple(out)
+    if position == TASKS:
+        out = [None] * len(value)
+        for t, r in enumerate(value):
+            out[pt[t]] = (r[0], _m(pm, r[1]), *r[2:])
+        return tuple(out)
+    if position == 4 or position == 6:  # approvals, plans: requester, task at 1 and 3
+        return tuple((r[0], _m(pm, r[1]), r[2], _m(pt, r[3]), *r[4:]) for r in value)
+    if position == 5:  # executions: requester, task at 1 and 2
+        return tuple((r[0], _m(pm, r[1]), _m(pt, r[2]), *r[3:]) for r in value)
+    if position == 8:  # shutdowns: target, released, waited
+        return tuple(
+            (r[0], _m(pm, r[1]), r[2], r[3], _m(pt, r[4]), tuple(sorted(pm[m] for m in r[5])), *r[6:]) for r in value
+        )
+    if position == 9:
+        return tuple(sorted((_key(m[0], pm, pt), m[1], m[2], _info(m[0][0], m[3], pm, pt)) for m in value))
+    if position == 10:
+        return tuple(sorted((_key(o[0], pm, pt), o[1], _info(o[0][0], o[2], pm, pt)) for o in value))
+    raise ValueError(f"field {position} names no member or task")
+
+
+_PERMUTED = (1, 2, 3, 4, 5, 6, 8, 9, 10)  # members, tasks, jobs, approvals, executions, plans, shutdowns, bus, outbox
+
+
+class Canonical:
+    """The least image of a plain-tuple state over every member and task permutation: equal for
+    two states exactly when one is an image of the other (the partition of
+    :func:`spec.model._symmetry.canonical_key`). Images of a field are memoised per permutation."""
+
+    def __init__(self, members: int, tasks: int) -> None:
+        self.perms = _perms(members, tasks)
+        self.memo: list[dict[Any, Any]] = [{} for _ in range(11 * len(self.perms))]
+
+    def key(self, f: Flat) -> Flat:
+        perms = self.perms
+        alive = list(range(1, len(perms)))  # the identity's image of a field is the field itself
+        out = list(f)
+        memo = self.memo
+        for position in _PERMUTED:
+            if not alive:
+                break
+            best = f[position]
+            ties = [0]
+            for p in alive:
+                table = memo[position * len(perms) + p]
+                value = f[position]
+                im = table.get(value)
+                if im is None:
+                    pm, pt = perms[p]
+                    im = table[value] = image(position, value, pm, pt)
+                if im < best:
+                    best, ties = im, [p]
+                elif im == best:
+                    ties.append(p)
+            out[position] = best
+            alive = [p for p in ties if p != 0]
+            if 0 in ties:
+                # the identity ties: only permutations tying with it stay, and they start from f
+                continue
+            # the identity lost: the rest of the key is of the permuted state; carry the ties on
+            return self._rest(f, out, position, ties)
+        return tuple(out)
+
+    def _rest(self, f: Flat, out: list[Any], done: int, ties: list[int]) -> Flat:
+        perms, memo = self.perms, self.memo
+        for position in _PERMUTED:
+            if position <= done:
+                continue
+            best = None
+            keep: list[int] = []
+            for p in ties:
+                table = memo[position * len(perms) + p]
+                value = f[position]
+                im = table.get(value)
+                if im is None:
+                    pm, pt = perms[p]
+                    im = table[value] = image(position, value, pm, pt)
+                if best is None or im < best:
+                    best, keep = im, [p]
+                elif im == best:
+                    keep.append(p)
+            out[position] = best
+            ties = keep
+        return tuple(out)
+
+
+class _View:
+    """A plain-tuple state as :class:`spec.explore.StateMemo` sees it: ``numbers`` are the state's
+    own fields, the snapshot is built from :func:`decode` only when a check must run."""
+
+    __slots__ = ("config", "numbers", "snap", "state")
+
+    def __init__(self, state: Flat, config: Any) -> None:
+        self.state = state
+        self.numbers = state
+        self.config = config
+        self.snap: dict[str, Any] | None = None
+
+    def snapshot(self) -> dict[str, Any]:
+        snap = self.snap
+        if snap is None:
+            snap = self.snap = snapshot(decode(self.state), self.config)
+        return snap
+
+
+class FlatSearch:
+    """The bookkeeping of one search (``spec.explore._Search`` without fingerprints)."""
+
+    def __init__(self, model: Model, stop_on: str | None, max_states: int | None) -> None:
+        from .explore import StateMemo
+
+        self.model, self.stop_on, self.max_states = model, stop_on, max_states
+        self.config = model.config
+        self.flat = FlatModel(model.config)
+        self.report = Report(model.config.name, None, require_coverage=model.config.require_coverage)
+        self.progress: Callable[[int, int, int], None] | None = None
+        self.out_of_time: Callable[[], bool] | None = None
+        self.dead_data = model.reduce
+        self.symmetry = model.config.symmetry
+        self.count = 0
+        self.index: dict[Any, int] = {}
+        self.stored: dict[Flat, int] = {}
+        self.states: list[Flat] = []
+        self.queue: deque[int] = deque()
+        self.parent = array("q")
+        self.via: list[Action | None] = []
+        self.depth = array("H")
+        self.crash_prefix: dict[Flat, Flat] = {}
+        self.canonical = Canonical(model.config.members, model.config.tasks)
+        self.memo = StateMemo()
+        self.settled: set[Flat] = set()
+        self.first: dict[str, tuple[int, Action]] = {}
+        self.edges_known = 0
+        self.last: _View | None = None
+
+    def view(self, state: Flat) -> _View:
+        last = self.last
+        if last is not None and last.state is state:
+            return last
+        view = self.last = _View(state, self.config)
+        return view
+
+    def note(self, number: int, action: Action) -> None:
+        """``_Search.note``: the first move showing an operation, a crash point or an edge."""
+        first = self.first
+        if f"op {action.name}" not in first:
+            first[f"op {action.name}"] = (number, action)
+        if action.crash_after and f"crash {action.crash_after}" not in first:
+            first[f"crash {action.crash_after}"] = (number, action)
+        edges = _model.EDGE_LOG[-1]
+        if len(edges) != self.edges_known:
+            self.edges_known = len(edges)
+            for machine, source, target in edges:
+                first.setdefault(f"edge {machine} {source} -> {target}", (number, action))
+
+    def witness(self, number: int, *last: Action) -> list[str]:
+        actions: list[str] = [str(action) for action in last]
+        while number > 0:
+            action = self.via[number]
+            assert action is not None
+            actions.append(str(action))
+            number = self.parent[number]
+        actions.reverse()
+        return actions
+
+    def add(self, state: Flat, parent: int, action: Action | None) -> tuple[int, bool]:
+        known = self.stored.get(state)
+        if known is not None:
+            return known, False
+        number = self.count
+        if self.dead_data or self.symmetry:
+            alike = erase(state) if self.dead_data else state
+            key = self.canonical.key(alike) if self.symmetry else alike
+            known = self.index.get(key)
+            if known is not None:
+                self.stored[state] = known
+                return known, False
+            self.index[key] = number
+        self.stored[state] = number
+        self.states.append(state)
+        self.queue.append(number)
+        self.count += 1
+        self.parent.append(parent)
+        self.via.append(action)
+        self.depth.append(0 if parent < 0 else self.depth[parent] + 1)
+        return number, True
+
+    def trace(self, number: int, *last: tuple[Action, Flat]) -> list[tuple[Action | None, Any]]:
+        path: list[tuple[Action | None, Any]] = []
+        while number >= 0:
+            state = self.states[number]
+            action = self.via[number]
+            if action is not None and action.crash_after:
+                path.append((Action("restart"), decode(state)))
+                path.append((action, decode(self.crash_prefix[state])))
+            else:
+                path.append((action, decode(state)))
+            number = self.parent[number]
+        path.reverse()
+        path.extend((action, decode(state)) for action, state in last)
+        return path
+
+    def violate(self, clause: str, name: str, message: str, number: int, *last: tuple[Action, Flat]) -> None:
+        """The first violation of each check, with its shortest trace (state ``number``, then ``last``)."""
+        if name not in self.report.violations:
+            self.report.violations[name] = Violation(clause, name, message, self.trace(number, *last))
+
+    def stopped(self) -> bool:
+        return self.stop_on is not None and (
+            self.stop_on in self.report.violations
+            or self.stop_on in {v.clause for v in self.report.violations.values()}
+        )
+
+
+def explore_flat(
+    model: Model,
+    *,
+    stop_on: str | None = None,
+    max_states: int | None = None,
+    progress: Callable[[int, int, int], None] | None = None,
+    out_of_time: Callable[[], bool] | None = None,
+) -> Report:
+    """:func:`spec.explore.explore` on plain tuples, for a model :func:`spec.model._flat.supports`."""
+    search = FlatSearch(model, stop_on, max_states)
+    search.progress, search.out_of_time = progress, out_of_time
+    _model.EDGE_LOG.append(set())
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        _bfs(search)
+    finally:
+        edges = _model.EDGE_LOG.pop()
+        if collecting:
+            gc.enable()
+    report = search.report
+    report.edges_taken |= edges
+    report.witnesses = {key: search.witness(n, action) for key, (n, action) in sorted(search.first.items())}
+    if not report.complete and search.count:
+        report.frontier = search.witness(search.count - 1)
+    report.states = search.count
+    report.depth = max(search.depth, default=0)
+    report.states_by_depth = [0] * (report.depth + 1)
+    for depth in search.depth:
+        report.states_by_depth[depth] += 1
+    if report.complete:
+        report.expanded_through = report.depth
+    return report
+
+
+def _bfs(search: FlatSearch) -> None:
+    flat, report = search.flat, search.report
+    initial = flat.initial()
+    view = search.view(initial)
+    start, _ = search.add(initial, -1, None)
+    _check_state(search, start, view, True)
+    while search.queue and not search.stopped():
+        if search.max_states is not None and search.count >= search.max_states:
+            report.complete = False
+            return
+        number = search.queue.popleft()
+        state = search.states[number]
+        report.expanded_through = search.depth[number] - 1
+        before = search.view(state)
+        outgoing = 0
+        for action, after_state in flat.successors(state):
+            if isinstance(after_state, IllegalTransition):
+                message = str(after_state)
+                search.violate("INV-3", "transitions_follow_tables", message, number)
+                continue
+            outgoing += 1
+            taken, after, crashed = _take(search, number, action, after_state, before)
+            search.note(number, action)
+            if taken is None or after is None:
+                continue
+            target, new = search.add(taken, number, action)
+            if new and crashed is not None:
+                search.crash_prefix[taken] = crashed
+            if new:
+                _check_state(search, target, after, True)
+        if outgoing == 0 and not flat.is_goal(state):
+            report.deadlocks += 1
+            search.violate(
+                "INV-12",
+                "no_deadlock",
+                "no action is enabled and some request is not final",
+                number,
+            )
+        if number % 2000 == 0:
+            if search.progress is not None:
+                search.progress(search.count, len(search.queue), search.depth[number])
+            if search.out_of_time is not None and search.out_of_time():
+                report.complete = False
+                return
+
+
+def _take(
+    search: FlatSearch, number: int, action: Action, after_state: Flat, before: _View
+) -> tuple[Flat | None, _View | None, Flat | None]:
+    search.report.transitions += 1
+    after = search.view(after_state)
+    _check_step(search, number, [(action, after_state)], before, after)
+    if not after_state[12]:
+        return after_state, after, None
+    search.report.crashed_at.add(action.crash_after)
+    prefix = [(action, after_state)]
+    for inv, message in search.memo.check_state(after, False):
+        search.violate(inv.clause, inv.name, message, number, *prefix)
+    for restart, restarted in search.flat.successors(after_state):
+        if isinstance(restarted, IllegalTransition):
+            message = str(restarted)
+            search.violate("INV-3", "transitions_follow_tables", message, number, *prefix)
+            return None, None, after_state
+        search.report.transitions += 1
+        restarted_view = search.view(restarted)
+        _check_step(search, number, [*prefix, (restart, restarted)], after, restarted_view)
+        return restarted, restarted_view, after_state
+    raise AssertionError("a crashed state must have its restart")
+
+
+def _check_state(search: FlatSearch, number: int, view: _View, _: bool) -> None:
+    state = view.state
+    for inv, message in search.memo.check_state(view, not state[12]):
+        search.violate(inv.clause, inv.name, message, number)
+
+
+def _check_step(search: FlatSearch, number: int, steps: list[tuple[Action, Flat]], before: _View, after: _View) -> None:
+    action, after_state = steps[-1]
+    for inv, message in search.memo.check_step(before, after):
+        search.violate(inv.clause, inv.name, message, number, *steps)
+    if action.name == "restart":
+        if after_state in search.settled:
+            return
+        again_state = search.flat.reconcile(after_state)
+        if again_state == after_state:
+            search.settled.add(after_state)
+            return
+        again = snapshot(decode(again_state), search.config)
+        for message in invariants.reconcile_is_idempotent(after.snapshot(), again):
+            search.violate("INV-7", "reconcile_is_idempotent", message, number, *steps)
+
+
+__all__ = ["Canonical", "FlatSearch", "erase", "explore_flat", "image"]
