@@ -28,6 +28,7 @@ import gc
 from array import array
 from collections import deque
 from collections.abc import Callable
+from operator import itemgetter, ne
 from typing import Any
 
 from . import invariants
@@ -161,22 +162,191 @@ class Canonical:
         return tuple(out)
 
 
-class _View:
-    """A plain-tuple state as :class:`spec.explore.StateMemo` sees it: ``numbers`` are the state's
-    own fields, the snapshot is built from :func:`decode` only when a check must run."""
+_FIELDS = 11  # clock and the ten tuples of records: what snapshot sections are built from
 
-    __slots__ = ("config", "numbers", "snap", "state")
 
-    def __init__(self, state: Flat, config: Any) -> None:
-        self.state = state
-        self.numbers = state
+class Checks:
+    """The checks of :mod:`spec.invariants` on plain-tuple states, memoised on small numbers.
+
+    Each of a state's first eleven fields (the clock and its ten tuples of records) is numbered
+    once per distinct value; the state's *signature* is the tuple of those numbers (successors
+    share unchanged fields with their parent, so most are found by identity). A check's result is
+    a function of the snapshot sections it ``reads``, and a section of the fields it is built
+    from (:data:`spec.model._snapshot.SECTION_INPUTS`), so it is memoised on those fields'
+    numbers, as :class:`spec.explore.StateMemo` does. The snapshot itself is assembled from
+    sections memoised the same way, built from :func:`decode` only for a section never seen, so
+    snapshots share their documents. A step check whose fields a step leaves alone is a function
+    of the state before: it is looked up once per state expanded and pattern of changed fields.
+    """
+
+    def __init__(self, config: Any) -> None:
+        from .explore import SECTION_POSITIONS
+
         self.config = config
+        self.by_id: dict[int, int] = {}
+        self.by_value: dict[Any, int] = {}
+        self.keep: list[Any] = []  # every numbered object stays alive, so its id stays its own
+        self.sections = [(name, _getter(SECTION_POSITIONS[name]), {}) for name in SECTION_POSITIONS]
+        self.section_of = {name: (get, table) for name, get, table in self.sections}
+        self.state_checks = {
+            reconciled: [
+                self._plan(inv) for inv in invariants.STATE_INVARIANTS if reconciled or not inv.after_reconcile
+            ]
+            for reconciled in (False, True)
+        }
+        self.step_invariants = [self._plan(inv) for inv in invariants.STEP_INVARIANTS]
+        self.plans: dict[tuple[bool, ...], tuple[Any, ...]] = {}
+        self.still: dict[Any, list[str]] = {}  # per (invariant, its numbers before) when the step changes none
+        self.before_still: dict[Any, list[tuple[invariants.Invariant, str]]] = {}
+
+    @staticmethod
+    def _plan(inv: invariants.Invariant) -> tuple[Any, ...]:
+        from .explore import SECTION_POSITIONS
+
+        positions = tuple(sorted({p for section in inv.reads for p in SECTION_POSITIONS[section]}))
+        quiet = frozenset(p for section in inv.quiet_unless for p in SECTION_POSITIONS[section])
+        kind = "sections" if inv.by_section is not None else "keyed" if inv.reads else "plain"
+        parts = [
+            (name, frozenset(SECTION_POSITIONS[name]), _getter(SECTION_POSITIONS[name]), {})
+            for name in inv.reads or SECTION_POSITIONS
+        ]
+        return inv, kind, _getter(positions), frozenset(positions), quiet, {}, parts
+
+    def signature(self, f: Flat) -> tuple[int, ...]:
+        fields = f[:_FIELDS]
+        numbers = list(map(self.by_id.get, map(id, fields)))
+        if None in numbers:
+            for position, number in enumerate(numbers):
+                if number is None:
+                    value = fields[position]
+                    number = self.by_value.get(value)
+                    if number is None:
+                        number = self.by_value[value] = len(self.by_value)
+                    self.by_id[id(value)] = numbers[position] = number
+                    self.keep.append(value)
+        return tuple(numbers)  # type: ignore[arg-type]
+
+    def snapshot(self, view: _View) -> dict[str, Any]:
+        """The view's snapshot from memoised sections (built from the decoded state on a miss)."""
+        sig = view.numbers
+        out: dict[str, Any] = {}
+        for name, get, table in self.sections:
+            doc = table.get(get(sig))
+            if doc is None:
+                full = snapshot(decode(view.state), self.config)
+                for name2, get2, table2 in self.sections:
+                    out[name2] = table2.setdefault(get2(sig), full[name2])
+                return out
+            out[name] = doc
+        return out
+
+    def check_state(self, view: _View, reconciled: bool) -> list[tuple[invariants.Invariant, str]]:
+        out: list[tuple[invariants.Invariant, str]] = []
+        sig = view.numbers
+        for inv, kind, get, _, _, table, parts in self.state_checks[reconciled]:
+            if kind == "keyed":
+                part = get(sig)
+                found = table.get(part)
+                if found is None:
+                    found = table[part] = inv.check(view.snapshot())
+            elif kind == "sections":
+                assert inv.by_section is not None
+                found = []
+                for name, _, getp, tablep in parts:
+                    key = getp(sig)
+                    share = tablep.get(key)
+                    if share is None:
+                        share = tablep[key] = inv.by_section(name, view.snapshot()[name])
+                    found = found + share if share else found
+            else:
+                found = inv.check(view.snapshot())
+            for problem in found:
+                out.append((inv, problem))
+        return out
+
+    def _step_plan(self, changed: tuple[bool, ...]) -> tuple[Any, ...]:
+        moved = frozenset(p for p, c in enumerate(changed) if c)
+        paired, still, sections, plain = [], [], [], []
+        for inv, kind, get, positions, quiet, table, parts in self.step_invariants:
+            if kind == "keyed":
+                (paired if positions & moved else still).append((inv, get, table))
+            elif kind == "sections":
+                sections.extend((inv, name, getp, tablep) for name, inputs, getp, tablep in parts if inputs & moved)
+            elif not quiet or quiet & moved:
+                plain.append(inv)
+        return paired, still, sections, plain
+
+    def check_step(self, before: _View, after: _View) -> list[tuple[invariants.Invariant, str]]:
+        old, new = before.numbers, after.numbers
+        changed = tuple(map(ne, old, new))
+        plan = self.plans.get(changed)
+        if plan is None:
+            plan = self.plans[changed] = self._step_plan(changed)
+        paired, still, sections, plain = plan
+        out: list[tuple[invariants.Invariant, str]] = []
+        for inv, get, table in paired:
+            part = (get(old), get(new))
+            found = table.get(part)
+            if found is None:
+                found = table[part] = inv.check(before.snapshot(), after.snapshot())
+            for problem in found:
+                out.append((inv, problem))
+        known = self.before_still.get((old, changed))
+        if known is None:
+            if len(self.before_still) > 4096:
+                self.before_still.clear()
+            known = self.before_still[old, changed] = self._still(before, still)
+        out += known
+        for inv, name, get, table in sections:
+            part = (get(old), get(new))
+            share = table.get(part)
+            if share is None:
+                share = table[part] = inv.by_section(name, before.snapshot()[name], after.snapshot()[name])
+            for problem in share:
+                out.append((inv, problem))
+        for inv in plain:
+            for problem in inv.check(before.snapshot(), after.snapshot()):
+                out.append((inv, problem))
+        return out
+
+    def _still(self, before: _View, still: list[Any]) -> list[tuple[invariants.Invariant, str]]:
+        out: list[tuple[invariants.Invariant, str]] = []
+        sig = before.numbers
+        for inv, get, _ in still:
+            key = (inv.name, get(sig))
+            found = self.still.get(key)
+            if found is None:
+                snap = before.snapshot()
+                found = self.still[key] = inv.check(snap, snap)
+            for problem in found:
+                out.append((inv, problem))
+        return out
+
+
+def _getter(positions: tuple[int, ...]) -> Callable[[tuple[int, ...]], Any]:
+    return itemgetter(*positions) if positions else _nothing
+
+
+def _nothing(numbers: tuple[int, ...]) -> Any:
+    return ()
+
+
+class _View:
+    """A plain-tuple state as the checks see it: its signature (:meth:`Checks.signature`), and
+    its snapshot, assembled only when a check must run."""
+
+    __slots__ = ("checks", "numbers", "snap", "state")
+
+    def __init__(self, state: Flat, checks: Checks) -> None:
+        self.state = state
+        self.checks = checks
+        self.numbers = checks.signature(state)
         self.snap: dict[str, Any] | None = None
 
     def snapshot(self) -> dict[str, Any]:
         snap = self.snap
         if snap is None:
-            snap = self.snap = snapshot(decode(self.state), self.config)
+            snap = self.snap = self.checks.snapshot(self)
         return snap
 
 
@@ -184,8 +354,6 @@ class FlatSearch:
     """The bookkeeping of one search (``spec.explore._Search`` without fingerprints)."""
 
     def __init__(self, model: Model, stop_on: str | None, max_states: int | None) -> None:
-        from .explore import StateMemo
-
         self.model, self.stop_on, self.max_states = model, stop_on, max_states
         self.config = model.config
         self.flat = FlatModel(model.config)
@@ -204,7 +372,7 @@ class FlatSearch:
         self.depth = array("H")
         self.crash_prefix: dict[Flat, Flat] = {}
         self.canonical = Canonical(model.config.members, model.config.tasks)
-        self.memo = StateMemo()
+        self.memo = Checks(model.config)
         self.settled: set[Flat] = set()
         self.first: dict[str, tuple[int, Action]] = {}
         self.edges_known = 0
@@ -214,7 +382,7 @@ class FlatSearch:
         last = self.last
         if last is not None and last.state is state:
             return last
-        view = self.last = _View(state, self.config)
+        view = self.last = _View(state, self.memo)
         return view
 
     def note(self, number: int, action: Action) -> None:
