@@ -71,7 +71,7 @@ def image(position: int, value: tuple[Any, ...], pm: tuple[int, ...], pt: tuple[
     """Field ``position`` of a plain-tuple state when member i becomes pm[i] and task t becomes
     pt[t] (:func:`spec.model._symmetry.image`, on tuples)."""
     out: list[Any]
-    if position == MEMBERS or position == JOBS:
+    if position in (MEMBERS, JOBS):
         at = 4 if position == MEMBERS else 1  # Member.task, Job.task
         out = [None] * len(value)
         for i, r in enumerate(value):
@@ -186,7 +186,9 @@ class Checks:
         self.by_id: dict[int, int] = {}
         self.by_value: dict[Any, int] = {}
         self.keep: list[Any] = []  # every numbered object stays alive, so its id stays its own
-        self.sections = [(name, _getter(SECTION_POSITIONS[name]), {}) for name in SECTION_POSITIONS]
+        self.sections: list[tuple[str, Callable[[tuple[int, ...]], Any], dict[Any, Any]]] = [
+            (name, _getter(SECTION_POSITIONS[name]), {}) for name in SECTION_POSITIONS
+        ]
         self.section_of = {name: (get, table) for name, get, table in self.sections}
         self.state_checks = {
             reconciled: [
@@ -206,7 +208,7 @@ class Checks:
         positions = tuple(sorted({p for section in inv.reads for p in SECTION_POSITIONS[section]}))
         quiet = frozenset(p for section in inv.quiet_unless for p in SECTION_POSITIONS[section])
         kind = "sections" if inv.by_section is not None else "keyed" if inv.reads else "plain"
-        parts = [
+        parts: list[tuple[str, frozenset[int], Callable[[tuple[int, ...]], Any], dict[Any, Any]]] = [
             (name, frozenset(SECTION_POSITIONS[name]), _getter(SECTION_POSITIONS[name]), {})
             for name in inv.reads or SECTION_POSITIONS
         ]
@@ -266,7 +268,10 @@ class Checks:
 
     def _step_plan(self, changed: tuple[bool, ...]) -> tuple[Any, ...]:
         moved = frozenset(p for p, c in enumerate(changed) if c)
-        paired, still, sections, plain = [], [], [], []
+        paired: list[Any] = []
+        still: list[Any] = []
+        sections: list[Any] = []
+        plain: list[Any] = []
         for inv, kind, get, positions, quiet, table, parts in self.step_invariants:
             if kind == "keyed":
                 (paired if positions & moved else still).append((inv, get, table))
