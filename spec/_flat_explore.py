@@ -198,8 +198,8 @@ class Checks:
         }
         self.step_invariants = [self._plan(inv) for inv in invariants.STEP_INVARIANTS]
         self.plans: dict[tuple[bool, ...], tuple[Any, ...]] = {}
+        self._state_units()
         self.still: dict[Any, list[str]] = {}  # per (invariant, its numbers before) when the step changes none
-        self.before_still: dict[Any, list[tuple[invariants.Invariant, str]]] = {}
 
     @staticmethod
     def _plan(inv: invariants.Invariant) -> tuple[Any, ...]:
@@ -242,28 +242,78 @@ class Checks:
             out[name] = doc
         return out
 
-    def check_state(self, view: _View, reconciled: bool) -> list[tuple[invariants.Invariant, str]]:
-        out: list[tuple[invariants.Invariant, str]] = []
-        sig = view.numbers
-        for inv, kind, get, _, _, table, parts in self.state_checks[reconciled]:
+    def _state_units(self) -> None:
+        """Each state check as units memoised on their own fields: a keyed check is one unit, a
+        check by sections one unit per section (each with the fields it is built from)."""
+        from .explore import SECTION_POSITIONS
+
+        self.units: list[
+            tuple[
+                invariants.Invariant, str, Callable[[tuple[int, ...]], Any], frozenset[int], dict[Any, list[str]], str
+            ]
+        ] = []
+        self.unit_groups: dict[bool, list[tuple[invariants.Invariant, list[int]]]] = {False: [], True: []}
+        for inv, kind, get, positions, _, table, parts in self.state_checks[True]:
+            indices = []
             if kind == "keyed":
-                part = get(sig)
-                found = table.get(part)
-                if found is None:
-                    found = table[part] = inv.check(view.snapshot())
+                indices.append(len(self.units))
+                self.units.append((inv, kind, get, positions, table, ""))
             elif kind == "sections":
-                assert inv.by_section is not None
-                found = []
-                for name, _, getp, tablep in parts:
-                    key = getp(sig)
-                    share = tablep.get(key)
-                    if share is None:
-                        share = tablep[key] = inv.by_section(name, view.snapshot()[name])
-                    found = found + share if share else found
+                for name, inputs, getp, tablep in parts:
+                    indices.append(len(self.units))
+                    self.units.append((inv, kind, getp, inputs, tablep, name))
             else:
-                found = inv.check(view.snapshot())
-            for problem in found:
-                out.append((inv, problem))
+                indices.append(len(self.units))
+                self.units.append((inv, kind, get, frozenset(range(_FIELDS)), table, ""))
+            for reconciled in (False, True):
+                if reconciled or not inv.after_reconcile:
+                    self.unit_groups[reconciled].append((inv, indices))
+        assert set(SECTION_POSITIONS) >= {name for *_, name in self.units if name}
+        self.reuse: dict[tuple[bool, ...], list[bool]] = {}
+
+    def _unit(self, index: int, view: _View) -> list[str]:
+        inv, kind, get, _, table, name = self.units[index]
+        if kind == "plain":
+            return inv.check(view.snapshot())
+        key = get(view.numbers)
+        found = table.get(key)
+        if found is None:
+            if kind == "keyed":
+                found = table[key] = inv.check(view.snapshot())
+            else:
+                assert inv.by_section is not None
+                found = table[key] = inv.by_section(name, view.snapshot()[name])
+        return found
+
+    def check_state(
+        self, view: _View, reconciled: bool, parent: _View | None = None
+    ) -> list[tuple[invariants.Invariant, str]]:
+        """The state checks (``after_reconcile`` ones only if ``reconciled``). A unit whose fields
+        are the same as in ``parent``'s (a state just checked) has ``parent``'s result."""
+        res = view.res
+        if res is None:
+            res = view.res = [None] * len(self.units)
+        same: list[bool] | None = None
+        theirs: list[Any] | None = None
+        if parent is not None and parent.res is not None:
+            theirs = parent.res
+            changed = tuple(map(ne, parent.numbers, view.numbers))
+            same = self.reuse.get(changed)
+            if same is None:
+                moved = frozenset(p for p, c in enumerate(changed) if c)
+                same = self.reuse[changed] = [not (unit[3] & moved) and unit[1] != "plain" for unit in self.units]
+        out: list[tuple[invariants.Invariant, str]] = []
+        for inv, indices in self.unit_groups[reconciled]:
+            for index in indices:
+                found = res[index]
+                if found is None:
+                    if same is not None and theirs is not None and same[index] and theirs[index] is not None:
+                        found = theirs[index]
+                    else:
+                        found = self._unit(index, view)
+                    res[index] = found
+                for problem in found:
+                    out.append((inv, problem))
         return out
 
     def _step_plan(self, changed: tuple[bool, ...]) -> tuple[Any, ...]:
@@ -296,11 +346,12 @@ class Checks:
                 found = table[part] = inv.check(before.snapshot(), after.snapshot())
             for problem in found:
                 out.append((inv, problem))
-        known = self.before_still.get((old, changed))
+        stills = before.still
+        if stills is None:
+            stills = before.still = {}
+        known = stills.get(changed)
         if known is None:
-            if len(self.before_still) > 4096:
-                self.before_still.clear()
-            known = self.before_still[old, changed] = self._still(before, still)
+            known = stills[changed] = self._still(before, still)
         out += known
         for inv, name, get, table in sections:
             part = (get(old), get(new))
@@ -340,13 +391,15 @@ class _View:
     """A plain-tuple state as the checks see it: its signature (:meth:`Checks.signature`), and
     its snapshot, assembled only when a check must run."""
 
-    __slots__ = ("checks", "numbers", "snap", "state")
+    __slots__ = ("checks", "numbers", "res", "snap", "state", "still")
 
-    def __init__(self, state: Flat, checks: Checks) -> None:
+    def __init__(self, state: Flat, checks: Checks, numbers: tuple[int, ...] | None = None) -> None:
         self.state = state
         self.checks = checks
-        self.numbers = checks.signature(state)
+        self.numbers = checks.signature(state) if numbers is None else numbers
         self.snap: dict[str, Any] | None = None
+        self.res: list[Any] | None = None  # each state-check unit's result (Checks.check_state)
+        self.still: dict[tuple[bool, ...], list[tuple[invariants.Invariant, str]]] | None = None
 
     def snapshot(self) -> dict[str, Any]:
         snap = self.snap
@@ -371,6 +424,8 @@ class FlatSearch:
         self.index: dict[Any, int] = {}
         self.stored: dict[Flat, int] = {}
         self.states: list[Flat] = []
+        self.numbers: list[tuple[int, ...]] = []  # each stored state's signature (Checks.signature)
+        self.results: list[list[Any] | None] = []  # each stored state's state-check units (Checks.check_state)
         self.queue: deque[int] = deque()
         self.parent = array("q")
         self.via: list[Action | None] = []
@@ -428,6 +483,8 @@ class FlatSearch:
             self.index[key] = number
         self.stored[state] = number
         self.states.append(state)
+        self.numbers.append(self.last.numbers if self.last is not None and self.last.state is state else ())
+        self.results.append(None)
         self.queue.append(number)
         self.count += 1
         self.parent.append(parent)
@@ -502,7 +559,7 @@ def _bfs(search: FlatSearch) -> None:
     initial = flat.initial()
     view = search.view(initial)
     start, _ = search.add(initial, -1, None)
-    _check_state(search, start, view, True)
+    _check_state(search, start, view, None)
     while search.queue and not search.stopped():
         if search.max_states is not None and search.count >= search.max_states:
             report.complete = False
@@ -510,7 +567,8 @@ def _bfs(search: FlatSearch) -> None:
         number = search.queue.popleft()
         state = search.states[number]
         report.expanded_through = search.depth[number] - 1
-        before = search.view(state)
+        before = search.last = _View(state, search.memo, search.numbers[number] or None)
+        before.res = search.results[number]
         outgoing = 0
         for action, after_state in flat.successors(state):
             if isinstance(after_state, IllegalTransition):
@@ -518,7 +576,7 @@ def _bfs(search: FlatSearch) -> None:
                 search.violate("INV-3", "transitions_follow_tables", message, number)
                 continue
             outgoing += 1
-            taken, after, crashed = _take(search, number, action, after_state, before)
+            taken, after, crashed, came = _take(search, number, action, after_state, before)
             search.note(number, action)
             if taken is None or after is None:
                 continue
@@ -526,7 +584,7 @@ def _bfs(search: FlatSearch) -> None:
             if new and crashed is not None:
                 search.crash_prefix[taken] = crashed
             if new:
-                _check_state(search, target, after, True)
+                _check_state(search, target, after, came)
         if outgoing == 0 and not flat.is_goal(state):
             report.deadlocks += 1
             search.violate(
@@ -545,32 +603,35 @@ def _bfs(search: FlatSearch) -> None:
 
 def _take(
     search: FlatSearch, number: int, action: Action, after_state: Flat, before: _View
-) -> tuple[Flat | None, _View | None, Flat | None]:
+) -> tuple[Flat | None, _View | None, Flat | None, _View]:
+    """One transition from state ``number`` (``spec.explore._take``): the state reached, its view,
+    the crashed state it went through (or None) and the view of the state it came from."""
     search.report.transitions += 1
     after = search.view(after_state)
     _check_step(search, number, [(action, after_state)], before, after)
     if not after_state[12]:
-        return after_state, after, None
+        return after_state, after, None, before
     search.report.crashed_at.add(action.crash_after)
     prefix = [(action, after_state)]
-    for inv, message in search.memo.check_state(after, False):
+    for inv, message in search.memo.check_state(after, False, before):
         search.violate(inv.clause, inv.name, message, number, *prefix)
     for restart, restarted in search.flat.successors(after_state):
         if isinstance(restarted, IllegalTransition):
             message = str(restarted)
             search.violate("INV-3", "transitions_follow_tables", message, number, *prefix)
-            return None, None, after_state
+            return None, None, after_state, after
         search.report.transitions += 1
         restarted_view = search.view(restarted)
         _check_step(search, number, [*prefix, (restart, restarted)], after, restarted_view)
-        return restarted, restarted_view, after_state
+        return restarted, restarted_view, after_state, after
     raise AssertionError("a crashed state must have its restart")
 
 
-def _check_state(search: FlatSearch, number: int, view: _View, _: bool) -> None:
-    state = view.state
-    for inv, message in search.memo.check_state(view, not state[12]):
+def _check_state(search: FlatSearch, number: int, view: _View, parent: _View | None) -> None:
+    """A new stored state's checks (``parent``: the state it was reached from, checked before)."""
+    for inv, message in search.memo.check_state(view, not view.state[12], parent):
         search.violate(inv.clause, inv.name, message, number)
+    search.results[number] = view.res
 
 
 def _check_step(search: FlatSearch, number: int, steps: list[tuple[Action, Flat]], before: _View, after: _View) -> None:
