@@ -162,7 +162,7 @@ class Canonical:
         return tuple(out)
 
 
-_FIELDS = 11  # clock and the ten tuples of records: what snapshot sections are built from
+_FIELDS = 14  # every field: the clock, the ten tuples of records (what sections are built from), the flags
 
 
 class Checks:
@@ -422,7 +422,7 @@ class FlatSearch:
         self.symmetry = model.config.symmetry
         self.count = 0
         self.index: dict[Any, int] = {}
-        self.stored: dict[Flat, int] = {}
+        self.stored: dict[tuple[int, ...], int] = {}  # signature of each state found -> its class's number
         self.states: list[Flat] = []
         self.numbers: list[tuple[int, ...]] = []  # each stored state's signature (Checks.signature)
         self.results: list[list[Any] | None] = []  # each stored state's state-check units (Checks.check_state)
@@ -469,7 +469,11 @@ class FlatSearch:
         return actions
 
     def add(self, state: Flat, parent: int, action: Action | None) -> tuple[int, bool]:
-        known = self.stored.get(state)
+        """Number ``state`` unless its class is known; returns (its number, whether it is new). The
+        state is looked up by its signature first (two states have equal signatures exactly when
+        they are equal), and its class's key is computed only for a state not stored before."""
+        sig = self.view(state).numbers
+        known = self.stored.get(sig)
         if known is not None:
             return known, False
         number = self.count
@@ -478,12 +482,12 @@ class FlatSearch:
             key = self.canonical.key(alike) if self.symmetry else alike
             known = self.index.get(key)
             if known is not None:
-                self.stored[state] = known
+                self.stored[sig] = known
                 return known, False
             self.index[key] = number
-        self.stored[state] = number
+        self.stored[sig] = number
         self.states.append(state)
-        self.numbers.append(self.last.numbers if self.last is not None and self.last.state is state else ())
+        self.numbers.append(sig)
         self.results.append(None)
         self.queue.append(number)
         self.count += 1
@@ -567,7 +571,7 @@ def _bfs(search: FlatSearch) -> None:
         number = search.queue.popleft()
         state = search.states[number]
         report.expanded_through = search.depth[number] - 1
-        before = search.last = _View(state, search.memo, search.numbers[number] or None)
+        before = search.last = _View(state, search.memo, search.numbers[number])
         before.res = search.results[number]
         outgoing = 0
         for action, after_state in flat.successors(state):
