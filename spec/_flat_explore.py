@@ -433,7 +433,7 @@ class FlatSearch:
         self.crash_prefix: dict[Flat, Flat] = {}
         self.canonical = Canonical(model.config.members, model.config.tasks)
         self.memo = Checks(model.config)
-        self.settled: set[Flat] = set()
+        self.settled: set[tuple[int, ...]] = set()  # signatures of restarted states that reconcile to themselves
         self.first: dict[str, tuple[int, Action]] = {}
         self.edges_known = 0
         self.last: _View | None = None
@@ -643,11 +643,11 @@ def _check_step(search: FlatSearch, number: int, steps: list[tuple[Action, Flat]
     for inv, message in search.memo.check_step(before, after):
         search.violate(inv.clause, inv.name, message, number, *steps)
     if action.name == "restart":
-        if after_state in search.settled:
+        if after.numbers in search.settled:
             return
         again_state = search.flat.reconcile(after_state)
         if again_state == after_state:
-            search.settled.add(after_state)
+            search.settled.add(after.numbers)
             return
         again = snapshot(decode(again_state), search.config)
         for message in invariants.reconcile_is_idempotent(after.snapshot(), again):
