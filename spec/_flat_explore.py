@@ -88,7 +88,16 @@ def image(position: int, value: tuple[Any, ...], pm: tuple[int, ...], pt: tuple[
         return tuple((r[0], _m(pm, r[1]), _m(pt, r[2]), *r[3:]) for r in value)
     if position == 8:  # shutdowns: target, released, waited
         return tuple(
-            (r[0], _m(pm, r[1]), r[2], r[3], _m(pt, r[4]), tuple(sorted(pm[m] for m in r[5])), *r[6:]) for r in value
+            (
+                r[0],
+                _m(pm, r[1]),
+                r[2],
+                r[3],
+                _m(pt, r[4]),
+                tuple(sorted(pm[m] for m in r[5])),
+                *r[6:],
+            )
+            for r in value
         )
     if position == 9:
         return tuple(sorted((_key(m[0], pm, pt), m[1], m[2], _info(m[0][0], m[3], pm, pt)) for m in value))
@@ -97,7 +106,17 @@ def image(position: int, value: tuple[Any, ...], pm: tuple[int, ...], pt: tuple[
     raise ValueError(f"field {position} names no member or task")
 
 
-_PERMUTED = (1, 2, 3, 4, 5, 6, 8, 9, 10)  # members, tasks, jobs, approvals, executions, plans, shutdowns, bus, outbox
+_PERMUTED = (
+    1,
+    2,
+    3,
+    4,
+    5,
+    6,
+    8,
+    9,
+    10,
+)  # members, tasks, jobs, approvals, executions, plans, shutdowns, bus, outbox
 
 
 class Canonical:
@@ -209,7 +228,12 @@ class Checks:
         quiet = frozenset(p for section in inv.quiet_unless for p in SECTION_POSITIONS[section])
         kind = "sections" if inv.by_section is not None else "keyed" if inv.reads else "plain"
         parts: list[tuple[str, frozenset[int], Callable[[tuple[int, ...]], Any], dict[Any, Any]]] = [
-            (name, frozenset(SECTION_POSITIONS[name]), _getter(SECTION_POSITIONS[name]), {})
+            (
+                name,
+                frozenset(SECTION_POSITIONS[name]),
+                _getter(SECTION_POSITIONS[name]),
+                {},
+            )
             for name in inv.reads or SECTION_POSITIONS
         ]
         return inv, kind, _getter(positions), frozenset(positions), quiet, {}, parts
@@ -249,10 +273,18 @@ class Checks:
 
         self.units: list[
             tuple[
-                invariants.Invariant, str, Callable[[tuple[int, ...]], Any], frozenset[int], dict[Any, list[str]], str
+                invariants.Invariant,
+                str,
+                Callable[[tuple[int, ...]], Any],
+                frozenset[int],
+                dict[Any, list[str]],
+                str,
             ]
         ] = []
-        self.unit_groups: dict[bool, list[tuple[invariants.Invariant, list[int]]]] = {False: [], True: []}
+        self.unit_groups: dict[bool, list[tuple[invariants.Invariant, list[int]]]] = {
+            False: [],
+            True: [],
+        }
         for inv, kind, get, positions, _, table, parts in self.state_checks[True]:
             indices = []
             if kind == "keyed":
@@ -329,7 +361,23 @@ class Checks:
                 sections.extend((inv, name, getp, tablep) for name, inputs, getp, tablep in parts if inputs & moved)
             elif not quiet or quiet & moved:
                 plain.append(inv)
-        return paired, still, sections, plain
+        read = sorted(
+            {
+                p
+                for _, kind, _, positions, _, _, _ in self.step_invariants
+                if kind == "keyed" and positions & moved
+                for p in positions
+            }
+            | {
+                p
+                for _, kind, _, _, _, _, parts in self.step_invariants
+                if kind == "sections"
+                for _, inputs, _, _ in parts
+                if inputs & moved
+                for p in inputs
+            }
+        )
+        return paired, still, sections, plain, _getter(tuple(read)), {}
 
     def check_step(self, before: _View, after: _View) -> list[tuple[invariants.Invariant, str]]:
         old, new = before.numbers, after.numbers
@@ -337,7 +385,32 @@ class Checks:
         plan = self.plans.get(changed)
         if plan is None:
             plan = self.plans[changed] = self._step_plan(changed)
-        paired, still, sections, plain = plan
+        paired, still, sections, plain, read, changes = plan
+        # The changed units' results together are a function of the fields they read before and
+        # after: one look-up for the lot, and each unit's own table only for a new combination.
+        both = (read(old), read(new))
+        known_changes = changes.get(both)
+        if known_changes is None:
+            known_changes = changes[both] = self._changed(before, after, paired, sections)
+        out = list(known_changes)
+        stills = before.still
+        if stills is None:
+            stills = before.still = {}
+        known = stills.get(changed)
+        if known is None:
+            known = stills[changed] = self._still(before, still)
+        out += known
+        for inv in plain:
+            for problem in inv.check(before.snapshot(), after.snapshot()):
+                out.append((inv, problem))
+        return out
+
+    @staticmethod
+    def _changed(
+        before: _View, after: _View, paired: list[Any], sections: list[Any]
+    ) -> list[tuple[invariants.Invariant, str]]:
+        """The problems of the step checks whose fields the step changed, each unit memoised."""
+        old, new = before.numbers, after.numbers
         out: list[tuple[invariants.Invariant, str]] = []
         for inv, get, table in paired:
             part = (get(old), get(new))
@@ -346,22 +419,12 @@ class Checks:
                 found = table[part] = inv.check(before.snapshot(), after.snapshot())
             for problem in found:
                 out.append((inv, problem))
-        stills = before.still
-        if stills is None:
-            stills = before.still = {}
-        known = stills.get(changed)
-        if known is None:
-            known = stills[changed] = self._still(before, still)
-        out += known
         for inv, name, get, table in sections:
             part = (get(old), get(new))
             share = table.get(part)
             if share is None:
                 share = table[part] = inv.by_section(name, before.snapshot()[name], after.snapshot()[name])
             for problem in share:
-                out.append((inv, problem))
-        for inv in plain:
-            for problem in inv.check(before.snapshot(), after.snapshot()):
                 out.append((inv, problem))
         return out
 
@@ -511,7 +574,14 @@ class FlatSearch:
         path.extend((action, decode(state)) for action, state in last)
         return path
 
-    def violate(self, clause: str, name: str, message: str, number: int, *last: tuple[Action, Flat]) -> None:
+    def violate(
+        self,
+        clause: str,
+        name: str,
+        message: str,
+        number: int,
+        *last: tuple[Action, Flat],
+    ) -> None:
         """The first violation of each check, with its shortest trace (state ``number``, then ``last``)."""
         if name not in self.report.violations:
             self.report.violations[name] = Violation(clause, name, message, self.trace(number, *last))
@@ -638,7 +708,13 @@ def _check_state(search: FlatSearch, number: int, view: _View, parent: _View | N
     search.results[number] = view.res
 
 
-def _check_step(search: FlatSearch, number: int, steps: list[tuple[Action, Flat]], before: _View, after: _View) -> None:
+def _check_step(
+    search: FlatSearch,
+    number: int,
+    steps: list[tuple[Action, Flat]],
+    before: _View,
+    after: _View,
+) -> None:
     action, after_state = steps[-1]
     for inv, message in search.memo.check_step(before, after):
         search.violate(inv.clause, inv.name, message, number, *steps)
