@@ -32,6 +32,9 @@ states, transitions, violations (with their clauses, messages and traces), edges
 points and deadlocks. ``--engine-configs pinned mutants`` runs every pinned configuration and every
 model mutant on its own configuration (until its invariant is broken, or :data:`MUTANT_STATES`
 states) — the differential test of a new engine against today's, which stays the oracle.
+A configuration or mutant the baseline revision lacks (added since) is skipped and named. A run
+marked "plain tuples" ran on :mod:`spec._flat_explore` (``explore()`` picks it where
+:func:`spec.model._flat.supports` the configuration and mutant).
 """
 
 from __future__ import annotations
