@@ -302,6 +302,7 @@ class Checks:
                     self.unit_groups[reconciled].append((inv, indices))
         assert set(SECTION_POSITIONS) >= {name for *_, name in self.units if name}
         self.reuse: dict[tuple[bool, ...], list[bool]] = {}
+        self.clean_plans: dict[tuple[tuple[bool, ...], bool, bool], tuple[list[int], list[int]]] = {}
 
     def _unit(self, index: int, view: _View) -> list[str]:
         inv, kind, get, _, table, name = self.units[index]
@@ -321,7 +322,10 @@ class Checks:
         self, view: _View, reconciled: bool, parent: _View | None = None
     ) -> list[tuple[invariants.Invariant, str]]:
         """The state checks (``after_reconcile`` ones only if ``reconciled``). A unit whose fields
-        are the same as in ``parent``'s (a state just checked) has ``parent``'s result."""
+        are the same as in ``parent``'s (a state just checked) has ``parent``'s result. Invariant
+        of every view: a unit's entry in ``res`` is its result on this state, or None."""
+        if parent is not None and parent.res is not None and parent.clean and view.res is None:
+            return self._from_clean_parent(view, reconciled, parent)
         res = view.res
         if res is None:
             res = view.res = [None] * len(self.units)
@@ -329,11 +333,7 @@ class Checks:
         theirs: list[Any] | None = None
         if parent is not None and parent.res is not None:
             theirs = parent.res
-            changed = tuple(map(ne, parent.numbers, view.numbers))
-            same = self.reuse.get(changed)
-            if same is None:
-                moved = frozenset(p for p, c in enumerate(changed) if c)
-                same = self.reuse[changed] = [not (unit[3] & moved) and unit[1] != "plain" for unit in self.units]
+            same = self._same(tuple(map(ne, parent.numbers, view.numbers)))
         out: list[tuple[invariants.Invariant, str]] = []
         for inv, indices in self.unit_groups[reconciled]:
             for index in indices:
@@ -346,6 +346,44 @@ class Checks:
                     res[index] = found
                 for problem in found:
                     out.append((inv, problem))
+        view.clean = not any(r for r in res if r)
+        view.reconciled = reconciled
+        return out
+
+    def _same(self, changed: tuple[bool, ...]) -> list[bool]:
+        """Per unit: whether none of its fields is among the ``changed`` ones."""
+        same = self.reuse.get(changed)
+        if same is None:
+            moved = frozenset(p for p, c in enumerate(changed) if c)
+            same = self.reuse[changed] = [not (unit[3] & moved) and unit[1] != "plain" for unit in self.units]
+        return same
+
+    def _from_clean_parent(
+        self, view: _View, reconciled: bool, parent: _View
+    ) -> list[tuple[invariants.Invariant, str]]:
+        """:meth:`check_state` when every result the parent holds is empty: the units whose fields
+        are unchanged keep them (empty: nothing to report), the others are computed."""
+        changed = tuple(map(ne, parent.numbers, view.numbers))
+        key = (changed, parent.reconciled, reconciled)
+        plan = self.clean_plans.get(key)
+        if plan is None:
+            same = self._same(changed)
+            held = {i for _, indices in self.unit_groups[parent.reconciled] for i in indices}
+            stale = [i for i, s in enumerate(same) if not s]
+            due = [i for _, indices in self.unit_groups[reconciled] for i in indices if not same[i] or i not in held]
+            plan = self.clean_plans[key] = (stale, due)
+        stale, due = plan
+        res = view.res = list(parent.res)  # type: ignore[arg-type]
+        for index in stale:
+            res[index] = None
+        out: list[tuple[invariants.Invariant, str]] = []
+        units = self.units
+        for index in due:
+            found = res[index] = self._unit(index, view)
+            for problem in found:
+                out.append((units[index][0], problem))
+        view.clean = not out
+        view.reconciled = reconciled
         return out
 
     def _step_plan(self, changed: tuple[bool, ...]) -> tuple[Any, ...]:
@@ -454,7 +492,7 @@ class _View:
     """A plain-tuple state as the checks see it: its signature (:meth:`Checks.signature`), and
     its snapshot, assembled only when a check must run."""
 
-    __slots__ = ("checks", "numbers", "res", "snap", "state", "still")
+    __slots__ = ("checks", "clean", "numbers", "reconciled", "res", "snap", "state", "still")
 
     def __init__(self, state: Flat, checks: Checks, numbers: tuple[int, ...] | None = None) -> None:
         self.state = state
@@ -462,6 +500,8 @@ class _View:
         self.numbers = checks.signature(state) if numbers is None else numbers
         self.snap: dict[str, Any] | None = None
         self.res: list[Any] | None = None  # each state-check unit's result (Checks.check_state)
+        self.clean = False  # every result in res is empty
+        self.reconciled = True  # res holds every unit of the checks of a reconciled state (else of a crashed one)
         self.still: dict[tuple[bool, ...], list[tuple[invariants.Invariant, str]]] | None = None
 
     def snapshot(self) -> dict[str, Any]:
@@ -489,6 +529,7 @@ class FlatSearch:
         self.states: list[Flat] = []
         self.numbers: list[tuple[int, ...]] = []  # each stored state's signature (Checks.signature)
         self.results: list[list[Any] | None] = []  # each stored state's state-check units (Checks.check_state)
+        self.cleans: list[bool] = []  # whether each stored state's results are all empty
         self.queue: deque[int] = deque()
         self.parent = array("q")
         self.via: list[Action | None] = []
@@ -552,6 +593,7 @@ class FlatSearch:
         self.states.append(state)
         self.numbers.append(sig)
         self.results.append(None)
+        self.cleans.append(False)
         self.queue.append(number)
         self.count += 1
         self.parent.append(parent)
@@ -643,6 +685,7 @@ def _bfs(search: FlatSearch) -> None:
         report.expanded_through = search.depth[number] - 1
         before = search.last = _View(state, search.memo, search.numbers[number])
         before.res = search.results[number]
+        before.clean = search.cleans[number]
         outgoing = 0
         for action, after_state in flat.successors(state):
             if isinstance(after_state, IllegalTransition):
@@ -706,6 +749,7 @@ def _check_state(search: FlatSearch, number: int, view: _View, parent: _View | N
     for inv, message in search.memo.check_state(view, not view.state[12], parent):
         search.violate(inv.clause, inv.name, message, number)
     search.results[number] = view.res
+    search.cleans[number] = view.clean
 
 
 def _check_step(
