@@ -209,6 +209,7 @@ class Checks:
             (name, _getter(SECTION_POSITIONS[name]), {}) for name in SECTION_POSITIONS
         ]
         self.section_of = {name: (get, table) for name, get, table in self.sections}
+        self.inputs = SECTION_POSITIONS
         self.state_checks = {
             reconciled: [
                 self._plan(inv) for inv in invariants.STATE_INVARIANTS if reconciled or not inv.after_reconcile
@@ -415,7 +416,8 @@ class Checks:
                 for p in inputs
             }
         )
-        return paired, still, sections, plain, _getter(tuple(read)), {}
+        moved_sections = [section for section in self.sections if moved & set(self.inputs[section[0]])]
+        return paired, still, sections, plain, _getter(tuple(read)), {}, moved_sections
 
     def check_step(self, before: _View, after: _View) -> list[tuple[invariants.Invariant, str]]:
         old, new = before.numbers, after.numbers
@@ -423,7 +425,7 @@ class Checks:
         plan = self.plans.get(changed)
         if plan is None:
             plan = self.plans[changed] = self._step_plan(changed)
-        paired, still, sections, plain, read, changes = plan
+        paired, still, sections, plain, read, changes, moved_sections = plan
         # The changed units' results together are a function of the fields they read before and
         # after: one look-up for the lot, and each unit's own table only for a new combination.
         both = (read(old), read(new))
@@ -438,10 +440,26 @@ class Checks:
         if known is None:
             known = stills[changed] = self._still(before, still)
         out += known
-        for inv in plain:
-            for problem in inv.check(before.snapshot(), after.snapshot()):
-                out.append((inv, problem))
+        if plain:
+            if after.snap is None:
+                self._snapshot_after(before, after, moved_sections)
+            for inv in plain:
+                for problem in inv.check(before.snapshot(), after.snapshot()):
+                    out.append((inv, problem))
         return out
+
+    @staticmethod
+    def _snapshot_after(before: _View, after: _View, moved_sections: list[Any]) -> None:
+        """``after``'s snapshot from ``before``'s: a section whose fields the step left alone is
+        the very same memoised section (keyed by the same numbers); the others are looked up."""
+        snap = dict(before.snapshot())
+        new = after.numbers
+        for name, get, table in moved_sections:
+            doc = table.get(get(new))
+            if doc is None:
+                return  # a section never seen: after.snapshot() builds it
+            snap[name] = doc
+        after.snap = snap
 
     @staticmethod
     def _changed(
