@@ -32,6 +32,9 @@ states, transitions, violations (with their clauses, messages and traces), edges
 points and deadlocks. ``--engine-configs pinned mutants`` runs every pinned configuration and every
 model mutant on its own configuration (until its invariant is broken, or :data:`MUTANT_STATES`
 states) — the differential test of a new engine against today's, which stays the oracle.
+A configuration or mutant the baseline revision lacks (added since) is skipped and named. A run
+marked "plain tuples" ran on :mod:`spec._flat_explore` (``explore()`` picks it where
+:func:`spec.model._flat.supports` the configuration and mutant).
 """
 
 from __future__ import annotations
@@ -79,7 +82,9 @@ elif mutant:  # until its invariant is broken, as the model tests run it
 else:
     report = explore(model)
 cpu = time.process_time() - started
-print(json.dumps({"states": report.states, "transitions": report.transitions, "cpu": cpu,
+import spec.explore as explorer
+flat = getattr(explorer, "flat_engine", lambda model: False)(model) and not manifest()[name]["states"] is None
+print(json.dumps({"states": report.states, "transitions": report.transitions, "cpu": cpu, "tuples": flat,
                   "violations": sorted(report.violations), "compiled": _compiled.ACTIVE,
                   "findings": [sorted(map(list, report.edges_taken)), sorted(report.crashed_at), report.deadlocks,
                                {n: [v.clause, v.message, [str(a) for a, _ in v.trace]]
@@ -128,6 +133,11 @@ def engine_against_baseline(names: list[str], revision: str, rounds: int, compil
         if compiled:
             subprocess.run([sys.executable, str(baseline / "scripts" / "compile.py")], check=True, cwd=baseline)
         for name in names:
+            missing = unknown_to(baseline, name)
+            if missing:
+                print(f"{name}: skipped, {missing}", file=sys.stderr, flush=True)
+                results[name] = {"skipped": missing}
+                continue
             print(f"{name}: this engine against {revision[:12]}, {rounds} round(s) …", file=sys.stderr, flush=True)
             mine, theirs = [], []
             for _ in range(rounds):
@@ -149,18 +159,32 @@ def engine_against_baseline(names: list[str], revision: str, rounds: int, compil
     return results
 
 
+def unknown_to(baseline: Path, name: str) -> str:
+    """Why the baseline cannot run ``CONFIG[:MUTANT]`` (a configuration or mutant added since), or ""."""
+    config, _, mutant = name.partition(":")
+    if not (baseline / "spec" / "model" / "configs" / f"{config}.json").is_file():
+        return f"the baseline has no configuration {config!r}"
+    if mutant and f'"{mutant}"' not in (baseline / "spec" / "model" / "_mutants.py").read_text(encoding="utf-8"):
+        return f"the baseline has no model mutant {mutant!r}"
+    return ""
+
+
 def print_engine(results: dict[str, Any], revision: str) -> None:
     print(
         f"{'config':<14} {'engine':<10} {'states':>8} {'transitions':>12} {'CPU s':>7} {'states/CPU-s':>12} "
         f"{'trans./CPU-s':>12}"
     )
     for name, result in results.items():
+        if "skipped" in result:
+            print(f"{name:<14} skipped: {result['skipped']}")
+            continue
         for kind, label in (("baseline", revision[:10]), ("engine", "this tree")):
             r = result[kind]
             print(
                 f"{name:<14} {label:<10} {r['states']:>8,} {r['transitions']:>12,} {r['cpu']:>7.1f} "
                 f"{r['states_per_cpu_second']:>12,.0f} {r['transitions_per_cpu_second']:>12,.0f}"
                 + ("  (compiled)" if r["compiled"] else "")
+                + ("  (plain tuples)" if r.get("tuples") else "")
             )
         agree = (
             "same states, transitions, findings, traces, edges, crash points, deadlocks"
@@ -218,16 +242,15 @@ def main() -> None:
     args = parser.parse_args()
     names = [n for arg in args.engine_configs for n in _expand(arg)]
     engine = engine_against_baseline(names, args.baseline, args.rounds, args.compiled)
-    if not all(result["same_counts"] for result in engine.values()):
-        print(
-            "the engines DIFFER on " + ", ".join(n for n, r in engine.items() if not r["same_counts"]), file=sys.stderr
-        )
+    differ = [n for n, r in engine.items() if not r.get("same_counts", True)]
+    if differ:
+        print("the engines DIFFER on " + ", ".join(differ), file=sys.stderr)
     if args.engine_only:
         if args.json:
             print(json.dumps({"engine": engine}, indent=2))
         else:
             print_engine(engine, args.baseline)
-        if not all(result["same_counts"] for result in engine.values()):
+        if not all(result.get("same_counts", True) for result in engine.values()):
             raise SystemExit(1)  # the engines disagree: a failed differential test
         return
     budget = args.seconds

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import copy
 import gc
+import os
 from array import array
 from collections import deque
 from collections.abc import Callable
@@ -690,7 +691,17 @@ def explore(
     is called whenever ``out_of_time`` is polled (``final`` false) and when a bound stops the
     search (``final`` true); calling ``save()`` returns the search as plain data, and
     ``resume=`` that data goes on from there. The explorer does no I/O: the caller stores it.
+
+    Where :func:`spec.model._flat.supports` the configuration and the mutant and no option asks
+    for what it lacks (fingerprints, saved searches, the dead-data switch, a model without its
+    reductions), the search runs on plain tuples (:mod:`spec._flat_explore`): the same search,
+    proven equal by ``model_tests/test_flat.py`` and ``bench/explore.py --engine-configs pinned
+    mutants``. ``TEAMPROTO_ENGINE=model`` keeps it on the model's states.
     """
+    if flat_engine(model) and fingerprints is False and resume is None and checkpoint is None and dead_data is None:
+        from ._flat_explore import explore_flat
+
+        return explore_flat(model, stop_on=stop_on, max_states=max_states, progress=progress, out_of_time=out_of_time)
     return _search(
         model,
         stop_on=stop_on,
@@ -702,6 +713,15 @@ def explore(
         resume=resume,
         checkpoint=checkpoint,
     ).report
+
+
+def flat_engine(model: Model) -> bool:
+    """Whether :func:`explore` runs ``model`` on plain tuples (see there)."""
+    from .model._flat import supports
+
+    if os.environ.get("TEAMPROTO_ENGINE") == "model":
+        return False
+    return model.reduce and model.independence and supports(model.config, model.mutant)
 
 
 def _search(

@@ -1,0 +1,255 @@
+"""The plain-tuple form of the model and its explorer against the model itself (issue 18 item 3).
+
+One source (DESIGN rule 1): :mod:`spec.model._flat` restates the model's operations, so it is
+proven equal to them here on whole state spaces, not on samples:
+
+- ``encode`` and ``decode`` are exact inverses on every state reached;
+- from every state the model's search expands (and every crashed state it restarts), the flat
+  successors decode to exactly ``Model.successors``: the same actions in the same order (crash
+  variants with their ``crash_after``), the same states, the same ``IllegalTransition`` cases, the
+  same machine edges logged, and the same ``is_goal``;
+- the flat canonical key groups the states exactly as :func:`spec.model._symmetry.canonical_key`
+  with :func:`spec.model._dead.erase` does;
+- the flat search reports what the model's search reports: states, transitions, depths,
+  violations with their traces, edges, crash points, deadlocks and witnesses.
+
+``pair`` and ``wide`` run here; ``python -m model_tests.test_flat pair_crashes`` runs the same
+per-transition proof on ``pair_crashes`` (107,664 states, about a minute), and ``bench/explore.py
+--engine-configs pinned mutants`` compares whole searches with the engine of git revision 59053e7.
+"""
+
+from __future__ import annotations
+
+import sys
+from functools import cache
+from typing import Any
+
+import pytest
+
+from spec._flat_explore import Canonical, erase, explore_flat
+from spec._records import Report
+from spec._tables import IllegalTransition
+from spec.explore import _search, explore, flat_engine
+from spec.model import MUTANTS, Model, _flat, _model, load_config, manifest
+from spec.model._dead import erase as model_erase
+from spec.model._flat import FlatModel, decode, encode, supports, unsupported
+from spec.model._state import State
+from spec.model._symmetry import canonical_key
+
+IN_SCOPE = [name for name in manifest() if manifest()[name]["states"] is not None and supports(load_config(name))]
+QUICK = ["pair", "wide"]
+
+
+@cache
+def _expanded(name: str) -> tuple[Model, list[State]]:
+    """Every state the model's search expands: those it stores, and every crashed state it restarts."""
+    model = Model(load_config(name))
+    states = list(_search(model).states)
+    crashed = [s for state in states for _, s in model.successors(state) if isinstance(s, State) and s.crashed]
+    return model, states + crashed
+
+
+def _plain(pairs: Any) -> list[tuple[Any, Any]]:
+    return [(a, ("illegal", str(s)) if isinstance(s, IllegalTransition) else s) for a, s in pairs]
+
+
+def differences(model: Model, states: list[State], flat: FlatModel | None = None) -> list[str]:
+    """Where the flat model and the model differ, state by state (empty: nowhere)."""
+    flat = flat or FlatModel(model.config)
+    found: list[str] = []
+    for state in states:
+        f = encode(state)
+        if decode(f) != state:
+            found.append(f"decode(encode(s)) != s for {state}")
+        _model.EDGE_LOG.append(set())
+        try:
+            want = _plain(model.successors(state))
+            want_edges = _model.EDGE_LOG[-1]
+            _model.EDGE_LOG[-1] = set()
+            got = _plain((a, s if isinstance(s, IllegalTransition) else decode(s)) for a, s in flat.successors(f))
+            got_edges = _model.EDGE_LOG[-1]
+        finally:
+            _model.EDGE_LOG.pop()
+        if want != got:
+            found.append(f"successors differ from {state}: {[str(a) for a, _ in want]} != {[str(a) for a, _ in got]}")
+        if want_edges != got_edges:
+            found.append(f"edges differ from {state}: {sorted(want_edges ^ got_edges)}")
+        if not state.crashed and model.is_goal(state) != flat.is_goal(f):
+            found.append(f"is_goal differs at {state}")
+    return found
+
+
+def _findings(report: Report) -> tuple[Any, ...]:
+    violations = {n: (v.clause, v.message, [(str(a), s) for a, s in v.trace]) for n, v in report.violations.items()}
+    return (
+        report.states,
+        report.transitions,
+        report.depth,
+        report.states_by_depth,
+        report.complete,
+        report.expanded_through,
+        report.deadlocks,
+        sorted(report.crashed_at),
+        sorted(report.edges_taken),
+        violations,
+        report.witnesses,
+        report.frontier,
+    )
+
+
+def test_scope_is_the_feature_set_of_pair_crashes() -> None:
+    assert {"pair", "pair_crashes", "wide"} <= set(IN_SCOPE)
+    assert "plans" in unsupported(load_config("pair_plan"), None)
+    assert unsupported(load_config("standard"), None)
+    assert unsupported(load_config("pair"), "consume_unapproved") == ["model mutant consume_unapproved"]
+
+
+@pytest.mark.clause("INV-3")
+@pytest.mark.parametrize("name", QUICK)
+def test_flat_successors_equal_the_models_on_the_whole_state_space(name: str) -> None:
+    model, states = _expanded(name)
+    assert differences(model, states) == []
+
+
+def test_a_flat_model_that_drops_an_operation_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The comparison can fail: a flat model without ``approval.cancel`` differs somewhere on ``pair``."""
+    original = FlatModel.approval_ops
+
+    def without_cancel(self: FlatModel, f: Any, out: list[Any]) -> None:
+        mine: list[Any] = []
+        original(self, f, mine)
+        out.extend(op for op in mine if op[0].name != "approval.cancel")
+
+    monkeypatch.setattr(FlatModel, "approval_ops", without_cancel)
+    model, states = _expanded("pair")
+    assert any("successors differ" in d for d in differences(model, states))
+
+
+def test_a_flat_step_that_logs_no_edge_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_flat, "_check", lambda machine, source, target: None)
+    model, states = _expanded("pair")
+    assert any("edges differ" in d for d in differences(model, states))
+
+
+@pytest.mark.parametrize("name", QUICK)
+def test_the_flat_canonical_key_groups_states_as_canonical_key(name: str) -> None:
+    model, expanded = _expanded(name)
+    states = list({s for state in expanded for _, s in model.successors(state) if isinstance(s, State)} | set(expanded))
+    config = model.config
+    canonical = Canonical(config.members, config.tasks)
+    theirs: dict[Any, set[int]] = {}
+    mine: dict[Any, set[int]] = {}
+    for number, state in enumerate(s for s in states if not s.crashed):
+        theirs.setdefault(canonical_key(model_erase(state)), set()).add(number)
+        mine.setdefault(canonical.key(erase(encode(state))), set()).add(number)
+    assert sorted(map(sorted, theirs.values())) == sorted(map(sorted, mine.values()))
+    assert len(theirs) < len(states)  # symmetry and dead data do group these states
+
+
+def test_a_canonical_key_missing_a_permutation_is_caught() -> None:
+    model, expanded = _expanded("pair")
+    states = {s for state in expanded for _, s in model.successors(state) if isinstance(s, State)}
+    full = Canonical(2, 2)
+    short = Canonical(2, 2)
+    short.perms = short.perms[:-1]
+    live = [encode(s) for s in states if not s.crashed]
+    assert len({full.key(erase(f)) for f in live}) < len({short.key(erase(f)) for f in live})
+
+
+@pytest.mark.parametrize("name", QUICK)
+def test_the_flat_search_reports_what_the_models_search_reports(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    model = Model(load_config(name))
+    assert flat_engine(model)
+    mine = explore(model)  # the flat engine: supported and nothing asks for more
+    monkeypatch.setenv("TEAMPROTO_ENGINE", "model")
+    assert not flat_engine(model)
+    theirs = explore(model)
+    assert _findings(mine) == _findings(theirs)
+    assert mine.states == manifest()[name]["states"]
+
+
+def test_a_bounded_flat_search_stops_as_the_models_does(monkeypatch: pytest.MonkeyPatch) -> None:
+    model = Model(load_config("wide"))
+    mine = explore_flat(model, max_states=700)
+    monkeypatch.setenv("TEAMPROTO_ENGINE", "model")
+    theirs = explore(model, max_states=700)
+    assert not mine.complete
+    assert _findings(mine) == _findings(theirs)
+
+
+def test_mutants_and_unsupported_configurations_stay_on_the_model() -> None:
+    assert not flat_engine(Model(load_config("pair"), next(iter(MUTANTS))))
+    assert not flat_engine(Model(load_config("pair_plan")))
+    assert not flat_engine(Model(load_config("pair"), reduce=False))
+    with pytest.raises(ValueError, match="plans"):
+        FlatModel(load_config("pair_plan"))
+
+
+if __name__ == "__main__":  # the whole-space proof on larger configurations: python -m model_tests.test_flat NAME
+    for config_name in sys.argv[1:] or IN_SCOPE:
+        checked_model, checked = _expanded(config_name)
+        problems = differences(checked_model, checked)
+        print(f"{config_name}: {len(checked):,} states expanded, {len(problems)} difference(s)")
+        for problem in problems[:5]:
+            print("  ", problem)
+        if problems:
+            raise SystemExit(1)
+
+
+def check_differences(model: Model, limit: int) -> list[str]:
+    """Where the flat engine's memoised checks (:class:`spec._flat_explore.Checks`, with a state's
+    results carried over from its parent) differ from the snapshot predicates run plainly, on every
+    state and transition of the first ``limit`` states of the model's search."""
+    from spec import invariants
+    from spec._flat_explore import Checks, _View
+    from spec.model._snapshot import snapshot
+
+    checks = Checks(model.config)
+    found: list[str] = []
+
+    def named(problems: Any) -> list[tuple[str, str]]:
+        return sorted((inv.name, message) for inv, message in problems)
+
+    for state in _search(model, max_states=limit).states:
+        before = _View(encode(state), checks)
+        got = named(checks.check_state(before, True))
+        if got != named(invariants.check_state(snapshot(state, model.config))):
+            found.append(f"state checks differ at {state}")
+        for action, after in model.successors(state):
+            if not isinstance(after, State):
+                continue
+            view = _View(encode(after), checks)
+            want = named(invariants.check_step(snapshot(state, model.config), snapshot(after, model.config)))
+            if named(checks.check_step(before, view)) != want:
+                found.append(f"step checks differ for {action} from {state}")
+            reconciled = not after.crashed
+            want = named(invariants.check_state(snapshot(after, model.config), reconciled=reconciled))
+            if named(checks.check_state(view, reconciled, before)) != want:
+                found.append(f"state checks differ after {action} from {state}")
+    return found
+
+
+CHECKED_MUTANTS = [name for name, m in MUTANTS.items() if m.config in ("tiny", "pair", "fencing")]
+
+
+@pytest.mark.parametrize("mutant", CHECKED_MUTANTS)
+def test_the_flat_checks_find_what_the_predicates_find(mutant: str) -> None:
+    """The memoised checks against the snapshot predicates (the contract) on states that break
+    them: the first states of each model mutant's search (its violations among them)."""
+    model = Model(load_config(MUTANTS[mutant].config), mutant)
+    assert check_differences(model, 150) == []
+
+
+def test_checks_that_keep_a_parents_result_too_long_are_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The comparison can fail: units reused although their fields changed miss violations."""
+    from spec._flat_explore import Checks
+
+    original = Checks._state_units
+
+    def stale(self: Checks) -> None:
+        original(self)
+        self.units = [(inv, kind, get, frozenset(), table, name) for inv, kind, get, _, table, name in self.units]
+
+    monkeypatch.setattr(Checks, "_state_units", stale)
+    model = Model(load_config("tiny"), "consume_without_digest_check")
+    assert any("state checks differ" in d for d in check_differences(model, 150))

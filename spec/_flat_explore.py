@@ -1,0 +1,795 @@
+"""The explorer on plain-tuple states (:mod:`spec.model._flat`): the same search, faster.
+
+:func:`explore_flat` is :func:`spec.explore.explore`'s breadth-first search step for step — the
+same successors in the same order, the same reductions (outbox-first send, ``_por.ample``, dead
+data, symmetry), crashed states checked and restarted at once, reconciliation checked for
+idempotence (REC-1), deadlocks, edges, crash points, shortest traces and witnesses — on states
+that are plain tuples. What changes is the representation:
+
+- the visited set is keyed by the tuple itself, and a class of states by :class:`Canonical`: the
+  least image of the tuple (dead data erased as :func:`spec.model._dead.erase` does) over every
+  member and task permutation, compared field by field so that only the permutations that tie
+  so far are carried on (the least tuple is the same whatever the order of elimination);
+- every check is the snapshot predicate of :mod:`spec.invariants` (the contract), memoised by
+  :class:`spec.explore.StateMemo` on the state's own fields — the plain tuple has the layout of
+  the codec's numbers, field for field — and the snapshot is built from :func:`decode` only on
+  a miss; a step check whose fields a step leaves alone is a function of the state before, so
+  it is looked up once per expanded state, not once per transition.
+
+``spec.explore.explore`` runs it whenever :func:`spec.model._flat.supports` the configuration and
+mutant and no option asks for what it lacks (fingerprints, saved searches, liveness).
+``bench/explore.py --engine-configs pinned mutants`` and ``model_tests/test_flat.py`` check that
+it reports what the model's search reports.
+"""
+
+from __future__ import annotations
+
+import gc
+from array import array
+from collections import deque
+from collections.abc import Callable
+from operator import itemgetter, ne
+from typing import Any
+
+from . import invariants
+from ._records import Report, Violation
+from ._tables import IllegalTransition
+from .model import _model
+from .model._action import Action
+from .model._dead import _FINAL_JOBS, _FINAL_TASKS, FINAL_JOB, FINAL_TASK
+from .model._flat import JOBS, MEMBERS, TASKS, Flat, FlatModel, decode
+from .model._model import Model
+from .model._snapshot import snapshot
+from .model._symmetry import _info, _key, _perms
+
+_FINAL_JOB = tuple(getattr(FINAL_JOB, n) for n in FINAL_JOB.__dataclass_fields__)
+_FINAL_TASK = tuple(getattr(FINAL_TASK, n) for n in FINAL_TASK.__dataclass_fields__)
+
+
+def erase(f: Flat) -> Flat:
+    """:func:`spec.model._dead.erase` on a plain tuple (no deadline regions here)."""
+    jobs = f[JOBS]
+    for job in jobs:
+        if job[0] in _FINAL_JOBS and job != _FINAL_JOB:
+            jobs = tuple(_FINAL_JOB if j[0] in _FINAL_JOBS else j for j in jobs)
+            break
+    tasks = f[TASKS]
+    for task in tasks:
+        if task[0] in _FINAL_TASKS and task != _FINAL_TASK:
+            tasks = tuple(_FINAL_TASK if t[0] in _FINAL_TASKS else t for t in tasks)
+            break
+    if jobs is f[JOBS] and tasks is f[TASKS]:
+        return f
+    return (*f[:TASKS], tasks, jobs, *f[JOBS + 1 :])
+
+
+def _m(perm: tuple[int, ...], index: int) -> int:
+    return index if index < 0 else perm[index]
+
+
+def image(position: int, value: tuple[Any, ...], pm: tuple[int, ...], pt: tuple[int, ...]) -> tuple[Any, ...]:
+    """Field ``position`` of a plain-tuple state when member i becomes pm[i] and task t becomes
+    pt[t] (:func:`spec.model._symmetry.image`, on tuples)."""
+    out: list[Any]
+    if position in (MEMBERS, JOBS):
+        at = 4 if position == MEMBERS else 1  # Member.task, Job.task
+        out = [None] * len(value)
+        for i, r in enumerate(value):
+            out[pm[i]] = (*r[:at], _m(pt, r[at]), *r[at + 1 :])
+        return tuple(out)
+    if position == TASKS:
+        out = [None] * len(value)
+        for t, r in enumerate(value):
+            out[pt[t]] = (r[0], _m(pm, r[1]), *r[2:])
+        return tuple(out)
+    if position == 4 or position == 6:  # approvals, plans: requester, task at 1 and 3
+        return tuple((r[0], _m(pm, r[1]), r[2], _m(pt, r[3]), *r[4:]) for r in value)
+    if position == 5:  # executions: requester, task at 1 and 2
+        return tuple((r[0], _m(pm, r[1]), _m(pt, r[2]), *r[3:]) for r in value)
+    if position == 8:  # shutdowns: target, released, waited
+        return tuple(
+            (
+                r[0],
+                _m(pm, r[1]),
+                r[2],
+                r[3],
+                _m(pt, r[4]),
+                tuple(sorted(pm[m] for m in r[5])),
+                *r[6:],
+            )
+            for r in value
+        )
+    if position == 9:
+        return tuple(sorted((_key(m[0], pm, pt), m[1], m[2], _info(m[0][0], m[3], pm, pt)) for m in value))
+    if position == 10:
+        return tuple(sorted((_key(o[0], pm, pt), o[1], _info(o[0][0], o[2], pm, pt)) for o in value))
+    raise ValueError(f"field {position} names no member or task")
+
+
+_PERMUTED = (
+    1,
+    2,
+    3,
+    4,
+    5,
+    6,
+    8,
+    9,
+    10,
+)  # members, tasks, jobs, approvals, executions, plans, shutdowns, bus, outbox
+
+
+class Canonical:
+    """The least image of a plain-tuple state over every member and task permutation: equal for
+    two states exactly when one is an image of the other (the partition of
+    :func:`spec.model._symmetry.canonical_key`). Images of a field are memoised per permutation."""
+
+    def __init__(self, members: int, tasks: int) -> None:
+        self.perms = _perms(members, tasks)
+        self.memo: list[dict[Any, Any]] = [{} for _ in range(11 * len(self.perms))]
+
+    def key(self, f: Flat) -> Flat:
+        perms = self.perms
+        alive = list(range(1, len(perms)))  # the identity's image of a field is the field itself
+        out = list(f)
+        memo = self.memo
+        for position in _PERMUTED:
+            if not alive:
+                break
+            best = f[position]
+            ties = [0]
+            for p in alive:
+                table = memo[position * len(perms) + p]
+                value = f[position]
+                im = table.get(value)
+                if im is None:
+                    pm, pt = perms[p]
+                    im = table[value] = image(position, value, pm, pt)
+                if im < best:
+                    best, ties = im, [p]
+                elif im == best:
+                    ties.append(p)
+            out[position] = best
+            alive = [p for p in ties if p != 0]
+            if 0 in ties:
+                # the identity ties: only permutations tying with it stay, and they start from f
+                continue
+            # the identity lost: the rest of the key is of the permuted state; carry the ties on
+            return self._rest(f, out, position, ties)
+        return tuple(out)
+
+    def _rest(self, f: Flat, out: list[Any], done: int, ties: list[int]) -> Flat:
+        perms, memo = self.perms, self.memo
+        for position in _PERMUTED:
+            if position <= done:
+                continue
+            best = None
+            keep: list[int] = []
+            for p in ties:
+                table = memo[position * len(perms) + p]
+                value = f[position]
+                im = table.get(value)
+                if im is None:
+                    pm, pt = perms[p]
+                    im = table[value] = image(position, value, pm, pt)
+                if best is None or im < best:
+                    best, keep = im, [p]
+                elif im == best:
+                    keep.append(p)
+            out[position] = best
+            ties = keep
+        return tuple(out)
+
+
+_FIELDS = 14  # every field: the clock, the ten tuples of records (what sections are built from), the flags
+
+
+class Checks:
+    """The checks of :mod:`spec.invariants` on plain-tuple states, memoised on small numbers.
+
+    Each of a state's first eleven fields (the clock and its ten tuples of records) is numbered
+    once per distinct value; the state's *signature* is the tuple of those numbers (successors
+    share unchanged fields with their parent, so most are found by identity). A check's result is
+    a function of the snapshot sections it ``reads``, and a section of the fields it is built
+    from (:data:`spec.model._snapshot.SECTION_INPUTS`), so it is memoised on those fields'
+    numbers, as :class:`spec.explore.StateMemo` does. The snapshot itself is assembled from
+    sections memoised the same way, built from :func:`decode` only for a section never seen, so
+    snapshots share their documents. A step check whose fields a step leaves alone is a function
+    of the state before: it is looked up once per state expanded and pattern of changed fields.
+    """
+
+    def __init__(self, config: Any) -> None:
+        from .explore import SECTION_POSITIONS
+
+        self.config = config
+        self.by_id: dict[int, int] = {}
+        self.by_value: dict[Any, int] = {}
+        self.keep: list[Any] = []  # every numbered object stays alive, so its id stays its own
+        self.sections: list[tuple[str, Callable[[tuple[int, ...]], Any], dict[Any, Any]]] = [
+            (name, _getter(SECTION_POSITIONS[name]), {}) for name in SECTION_POSITIONS
+        ]
+        self.section_of = {name: (get, table) for name, get, table in self.sections}
+        self.inputs = SECTION_POSITIONS
+        self.state_checks = {
+            reconciled: [
+                self._plan(inv) for inv in invariants.STATE_INVARIANTS if reconciled or not inv.after_reconcile
+            ]
+            for reconciled in (False, True)
+        }
+        self.step_invariants = [self._plan(inv) for inv in invariants.STEP_INVARIANTS]
+        self.plans: dict[tuple[bool, ...], tuple[Any, ...]] = {}
+        self._state_units()
+        self.still: dict[Any, list[str]] = {}  # per (invariant, its numbers before) when the step changes none
+
+    @staticmethod
+    def _plan(inv: invariants.Invariant) -> tuple[Any, ...]:
+        from .explore import SECTION_POSITIONS
+
+        positions = tuple(sorted({p for section in inv.reads for p in SECTION_POSITIONS[section]}))
+        quiet = frozenset(p for section in inv.quiet_unless for p in SECTION_POSITIONS[section])
+        kind = "sections" if inv.by_section is not None else "keyed" if inv.reads else "plain"
+        parts: list[tuple[str, frozenset[int], Callable[[tuple[int, ...]], Any], dict[Any, Any]]] = [
+            (
+                name,
+                frozenset(SECTION_POSITIONS[name]),
+                _getter(SECTION_POSITIONS[name]),
+                {},
+            )
+            for name in inv.reads or SECTION_POSITIONS
+        ]
+        return inv, kind, _getter(positions), frozenset(positions), quiet, {}, parts
+
+    def signature(self, f: Flat) -> tuple[int, ...]:
+        fields = f[:_FIELDS]
+        numbers = list(map(self.by_id.get, map(id, fields)))
+        if None in numbers:
+            for position, number in enumerate(numbers):
+                if number is None:
+                    value = fields[position]
+                    number = self.by_value.get(value)
+                    if number is None:
+                        number = self.by_value[value] = len(self.by_value)
+                    self.by_id[id(value)] = numbers[position] = number
+                    self.keep.append(value)
+        return tuple(numbers)  # type: ignore[arg-type]
+
+    def snapshot(self, view: _View) -> dict[str, Any]:
+        """The view's snapshot from memoised sections (built from the decoded state on a miss)."""
+        sig = view.numbers
+        out: dict[str, Any] = {}
+        for name, get, table in self.sections:
+            doc = table.get(get(sig))
+            if doc is None:
+                full = snapshot(decode(view.state), self.config)
+                for name2, get2, table2 in self.sections:
+                    out[name2] = table2.setdefault(get2(sig), full[name2])
+                return out
+            out[name] = doc
+        return out
+
+    def _state_units(self) -> None:
+        """Each state check as units memoised on their own fields: a keyed check is one unit, a
+        check by sections one unit per section (each with the fields it is built from)."""
+        from .explore import SECTION_POSITIONS
+
+        self.units: list[
+            tuple[
+                invariants.Invariant,
+                str,
+                Callable[[tuple[int, ...]], Any],
+                frozenset[int],
+                dict[Any, list[str]],
+                str,
+            ]
+        ] = []
+        self.unit_groups: dict[bool, list[tuple[invariants.Invariant, list[int]]]] = {
+            False: [],
+            True: [],
+        }
+        for inv, kind, get, positions, _, table, parts in self.state_checks[True]:
+            indices = []
+            if kind == "keyed":
+                indices.append(len(self.units))
+                self.units.append((inv, kind, get, positions, table, ""))
+            elif kind == "sections":
+                for name, inputs, getp, tablep in parts:
+                    indices.append(len(self.units))
+                    self.units.append((inv, kind, getp, inputs, tablep, name))
+            else:
+                indices.append(len(self.units))
+                self.units.append((inv, kind, get, frozenset(range(_FIELDS)), table, ""))
+            for reconciled in (False, True):
+                if reconciled or not inv.after_reconcile:
+                    self.unit_groups[reconciled].append((inv, indices))
+        assert set(SECTION_POSITIONS) >= {name for *_, name in self.units if name}
+        self.reuse: dict[tuple[bool, ...], list[bool]] = {}
+        self.clean_plans: dict[tuple[tuple[bool, ...], bool, bool], tuple[list[int], list[int]]] = {}
+
+    def _unit(self, index: int, view: _View) -> list[str]:
+        inv, kind, get, _, table, name = self.units[index]
+        if kind == "plain":
+            return inv.check(view.snapshot())
+        key = get(view.numbers)
+        found = table.get(key)
+        if found is None:
+            if kind == "keyed":
+                found = table[key] = inv.check(view.snapshot())
+            else:
+                assert inv.by_section is not None
+                found = table[key] = inv.by_section(name, view.snapshot()[name])
+        return found
+
+    def check_state(
+        self, view: _View, reconciled: bool, parent: _View | None = None
+    ) -> list[tuple[invariants.Invariant, str]]:
+        """The state checks (``after_reconcile`` ones only if ``reconciled``). A unit whose fields
+        are the same as in ``parent``'s (a state just checked) has ``parent``'s result. Invariant
+        of every view: a unit's entry in ``res`` is its result on this state, or None."""
+        if parent is not None and parent.res is not None and parent.clean and view.res is None:
+            return self._from_clean_parent(view, reconciled, parent)
+        res = view.res
+        if res is None:
+            res = view.res = [None] * len(self.units)
+        same: list[bool] | None = None
+        theirs: list[Any] | None = None
+        if parent is not None and parent.res is not None:
+            theirs = parent.res
+            same = self._same(tuple(map(ne, parent.numbers, view.numbers)))
+        out: list[tuple[invariants.Invariant, str]] = []
+        for inv, indices in self.unit_groups[reconciled]:
+            for index in indices:
+                found = res[index]
+                if found is None:
+                    if same is not None and theirs is not None and same[index] and theirs[index] is not None:
+                        found = theirs[index]
+                    else:
+                        found = self._unit(index, view)
+                    res[index] = found
+                for problem in found:
+                    out.append((inv, problem))
+        view.clean = not any(r for r in res if r)
+        view.reconciled = reconciled
+        return out
+
+    def _same(self, changed: tuple[bool, ...]) -> list[bool]:
+        """Per unit: whether none of its fields is among the ``changed`` ones."""
+        same = self.reuse.get(changed)
+        if same is None:
+            moved = frozenset(p for p, c in enumerate(changed) if c)
+            same = self.reuse[changed] = [not (unit[3] & moved) and unit[1] != "plain" for unit in self.units]
+        return same
+
+    def _from_clean_parent(
+        self, view: _View, reconciled: bool, parent: _View
+    ) -> list[tuple[invariants.Invariant, str]]:
+        """:meth:`check_state` when every result the parent holds is empty: the units whose fields
+        are unchanged keep them (empty: nothing to report), the others are computed."""
+        changed = tuple(map(ne, parent.numbers, view.numbers))
+        key = (changed, parent.reconciled, reconciled)
+        plan = self.clean_plans.get(key)
+        if plan is None:
+            same = self._same(changed)
+            held = {i for _, indices in self.unit_groups[parent.reconciled] for i in indices}
+            stale = [i for i, s in enumerate(same) if not s]
+            due = [i for _, indices in self.unit_groups[reconciled] for i in indices if not same[i] or i not in held]
+            plan = self.clean_plans[key] = (stale, due)
+        stale, due = plan
+        res = view.res = list(parent.res)  # type: ignore[arg-type]
+        for index in stale:
+            res[index] = None
+        out: list[tuple[invariants.Invariant, str]] = []
+        units = self.units
+        for index in due:
+            found = res[index] = self._unit(index, view)
+            for problem in found:
+                out.append((units[index][0], problem))
+        view.clean = not out
+        view.reconciled = reconciled
+        return out
+
+    def _step_plan(self, changed: tuple[bool, ...]) -> tuple[Any, ...]:
+        moved = frozenset(p for p, c in enumerate(changed) if c)
+        paired: list[Any] = []
+        still: list[Any] = []
+        sections: list[Any] = []
+        plain: list[Any] = []
+        for inv, kind, get, positions, quiet, table, parts in self.step_invariants:
+            if kind == "keyed":
+                (paired if positions & moved else still).append((inv, get, table))
+            elif kind == "sections":
+                sections.extend((inv, name, getp, tablep) for name, inputs, getp, tablep in parts if inputs & moved)
+            elif not quiet or quiet & moved:
+                plain.append(inv)
+        read = sorted(
+            {
+                p
+                for _, kind, _, positions, _, _, _ in self.step_invariants
+                if kind == "keyed" and positions & moved
+                for p in positions
+            }
+            | {
+                p
+                for _, kind, _, _, _, _, parts in self.step_invariants
+                if kind == "sections"
+                for _, inputs, _, _ in parts
+                if inputs & moved
+                for p in inputs
+            }
+        )
+        moved_sections = [section for section in self.sections if moved & set(self.inputs[section[0]])]
+        return paired, still, sections, plain, _getter(tuple(read)), {}, moved_sections
+
+    def check_step(self, before: _View, after: _View) -> list[tuple[invariants.Invariant, str]]:
+        old, new = before.numbers, after.numbers
+        changed = tuple(map(ne, old, new))
+        plan = self.plans.get(changed)
+        if plan is None:
+            plan = self.plans[changed] = self._step_plan(changed)
+        paired, still, sections, plain, read, changes, moved_sections = plan
+        # The changed units' results together are a function of the fields they read before and
+        # after: one look-up for the lot, and each unit's own table only for a new combination.
+        both = (read(old), read(new))
+        known_changes = changes.get(both)
+        if known_changes is None:
+            known_changes = changes[both] = self._changed(before, after, paired, sections)
+        out = list(known_changes)
+        stills = before.still
+        if stills is None:
+            stills = before.still = {}
+        known = stills.get(changed)
+        if known is None:
+            known = stills[changed] = self._still(before, still)
+        out += known
+        if plain:
+            if after.snap is None:
+                self._snapshot_after(before, after, moved_sections)
+            for inv in plain:
+                for problem in inv.check(before.snapshot(), after.snapshot()):
+                    out.append((inv, problem))
+        return out
+
+    @staticmethod
+    def _snapshot_after(before: _View, after: _View, moved_sections: list[Any]) -> None:
+        """``after``'s snapshot from ``before``'s: a section whose fields the step left alone is
+        the very same memoised section (keyed by the same numbers); the others are looked up."""
+        snap = dict(before.snapshot())
+        new = after.numbers
+        for name, get, table in moved_sections:
+            doc = table.get(get(new))
+            if doc is None:
+                return  # a section never seen: after.snapshot() builds it
+            snap[name] = doc
+        after.snap = snap
+
+    @staticmethod
+    def _changed(
+        before: _View, after: _View, paired: list[Any], sections: list[Any]
+    ) -> list[tuple[invariants.Invariant, str]]:
+        """The problems of the step checks whose fields the step changed, each unit memoised."""
+        old, new = before.numbers, after.numbers
+        out: list[tuple[invariants.Invariant, str]] = []
+        for inv, get, table in paired:
+            part = (get(old), get(new))
+            found = table.get(part)
+            if found is None:
+                found = table[part] = inv.check(before.snapshot(), after.snapshot())
+            for problem in found:
+                out.append((inv, problem))
+        for inv, name, get, table in sections:
+            part = (get(old), get(new))
+            share = table.get(part)
+            if share is None:
+                share = table[part] = inv.by_section(name, before.snapshot()[name], after.snapshot()[name])
+            for problem in share:
+                out.append((inv, problem))
+        return out
+
+    def _still(self, before: _View, still: list[Any]) -> list[tuple[invariants.Invariant, str]]:
+        out: list[tuple[invariants.Invariant, str]] = []
+        sig = before.numbers
+        for inv, get, _ in still:
+            key = (inv.name, get(sig))
+            found = self.still.get(key)
+            if found is None:
+                snap = before.snapshot()
+                found = self.still[key] = inv.check(snap, snap)
+            for problem in found:
+                out.append((inv, problem))
+        return out
+
+
+def _getter(positions: tuple[int, ...]) -> Callable[[tuple[int, ...]], Any]:
+    return itemgetter(*positions) if positions else _nothing
+
+
+def _nothing(numbers: tuple[int, ...]) -> Any:
+    return ()
+
+
+class _View:
+    """A plain-tuple state as the checks see it: its signature (:meth:`Checks.signature`), and
+    its snapshot, assembled only when a check must run."""
+
+    __slots__ = ("checks", "clean", "numbers", "reconciled", "res", "snap", "state", "still")
+
+    def __init__(self, state: Flat, checks: Checks, numbers: tuple[int, ...] | None = None) -> None:
+        self.state = state
+        self.checks = checks
+        self.numbers = checks.signature(state) if numbers is None else numbers
+        self.snap: dict[str, Any] | None = None
+        self.res: list[Any] | None = None  # each state-check unit's result (Checks.check_state)
+        self.clean = False  # every result in res is empty
+        self.reconciled = True  # res holds every unit of the checks of a reconciled state (else of a crashed one)
+        self.still: dict[tuple[bool, ...], list[tuple[invariants.Invariant, str]]] | None = None
+
+    def snapshot(self) -> dict[str, Any]:
+        snap = self.snap
+        if snap is None:
+            snap = self.snap = self.checks.snapshot(self)
+        return snap
+
+
+class FlatSearch:
+    """The bookkeeping of one search (``spec.explore._Search`` without fingerprints)."""
+
+    def __init__(self, model: Model, stop_on: str | None, max_states: int | None) -> None:
+        self.model, self.stop_on, self.max_states = model, stop_on, max_states
+        self.config = model.config
+        self.flat = FlatModel(model.config)
+        self.report = Report(model.config.name, None, require_coverage=model.config.require_coverage)
+        self.progress: Callable[[int, int, int], None] | None = None
+        self.out_of_time: Callable[[], bool] | None = None
+        self.dead_data = model.reduce
+        self.symmetry = model.config.symmetry
+        self.count = 0
+        self.index: dict[Any, int] = {}
+        self.stored: dict[tuple[int, ...], int] = {}  # signature of each state found -> its class's number
+        self.states: list[Flat] = []
+        self.numbers: list[tuple[int, ...]] = []  # each stored state's signature (Checks.signature)
+        self.results: list[list[Any] | None] = []  # each stored state's state-check units (Checks.check_state)
+        self.cleans: list[bool] = []  # whether each stored state's results are all empty
+        self.queue: deque[int] = deque()
+        self.parent = array("q")
+        self.via: list[Action | None] = []
+        self.depth = array("H")
+        self.crash_prefix: dict[Flat, Flat] = {}
+        self.canonical = Canonical(model.config.members, model.config.tasks)
+        self.memo = Checks(model.config)
+        self.settled: set[tuple[int, ...]] = set()  # signatures of restarted states that reconcile to themselves
+        self.first: dict[str, tuple[int, Action]] = {}
+        self.edges_known = 0
+        self.last: _View | None = None
+
+    def view(self, state: Flat) -> _View:
+        last = self.last
+        if last is not None and last.state is state:
+            return last
+        view = self.last = _View(state, self.memo)
+        return view
+
+    def note(self, number: int, action: Action) -> None:
+        """``_Search.note``: the first move showing an operation, a crash point or an edge."""
+        first = self.first
+        if f"op {action.name}" not in first:
+            first[f"op {action.name}"] = (number, action)
+        if action.crash_after and f"crash {action.crash_after}" not in first:
+            first[f"crash {action.crash_after}"] = (number, action)
+        edges = _model.EDGE_LOG[-1]
+        if len(edges) != self.edges_known:
+            self.edges_known = len(edges)
+            for machine, source, target in edges:
+                first.setdefault(f"edge {machine} {source} -> {target}", (number, action))
+
+    def witness(self, number: int, *last: Action) -> list[str]:
+        actions: list[str] = [str(action) for action in last]
+        while number > 0:
+            action = self.via[number]
+            assert action is not None
+            actions.append(str(action))
+            number = self.parent[number]
+        actions.reverse()
+        return actions
+
+    def add(self, state: Flat, parent: int, action: Action | None) -> tuple[int, bool]:
+        """Number ``state`` unless its class is known; returns (its number, whether it is new). The
+        state is looked up by its signature first (two states have equal signatures exactly when
+        they are equal), and its class's key is computed only for a state not stored before."""
+        sig = self.view(state).numbers
+        known = self.stored.get(sig)
+        if known is not None:
+            return known, False
+        number = self.count
+        if self.dead_data or self.symmetry:
+            alike = erase(state) if self.dead_data else state
+            key = self.canonical.key(alike) if self.symmetry else alike
+            known = self.index.get(key)
+            if known is not None:
+                self.stored[sig] = known
+                return known, False
+            self.index[key] = number
+        self.stored[sig] = number
+        self.states.append(state)
+        self.numbers.append(sig)
+        self.results.append(None)
+        self.cleans.append(False)
+        self.queue.append(number)
+        self.count += 1
+        self.parent.append(parent)
+        self.via.append(action)
+        self.depth.append(0 if parent < 0 else self.depth[parent] + 1)
+        return number, True
+
+    def trace(self, number: int, *last: tuple[Action, Flat]) -> list[tuple[Action | None, Any]]:
+        path: list[tuple[Action | None, Any]] = []
+        while number >= 0:
+            state = self.states[number]
+            action = self.via[number]
+            if action is not None and action.crash_after:
+                path.append((Action("restart"), decode(state)))
+                path.append((action, decode(self.crash_prefix[state])))
+            else:
+                path.append((action, decode(state)))
+            number = self.parent[number]
+        path.reverse()
+        path.extend((action, decode(state)) for action, state in last)
+        return path
+
+    def violate(
+        self,
+        clause: str,
+        name: str,
+        message: str,
+        number: int,
+        *last: tuple[Action, Flat],
+    ) -> None:
+        """The first violation of each check, with its shortest trace (state ``number``, then ``last``)."""
+        if name not in self.report.violations:
+            self.report.violations[name] = Violation(clause, name, message, self.trace(number, *last))
+
+    def stopped(self) -> bool:
+        return self.stop_on is not None and (
+            self.stop_on in self.report.violations
+            or self.stop_on in {v.clause for v in self.report.violations.values()}
+        )
+
+
+def explore_flat(
+    model: Model,
+    *,
+    stop_on: str | None = None,
+    max_states: int | None = None,
+    progress: Callable[[int, int, int], None] | None = None,
+    out_of_time: Callable[[], bool] | None = None,
+) -> Report:
+    """:func:`spec.explore.explore` on plain tuples, for a model :func:`spec.model._flat.supports`."""
+    search = FlatSearch(model, stop_on, max_states)
+    search.progress, search.out_of_time = progress, out_of_time
+    _model.EDGE_LOG.append(set())
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        _bfs(search)
+    finally:
+        edges = _model.EDGE_LOG.pop()
+        if collecting:
+            gc.enable()
+    report = search.report
+    report.edges_taken |= edges
+    report.witnesses = {key: search.witness(n, action) for key, (n, action) in sorted(search.first.items())}
+    if not report.complete and search.count:
+        report.frontier = search.witness(search.count - 1)
+    report.states = search.count
+    report.depth = max(search.depth, default=0)
+    report.states_by_depth = [0] * (report.depth + 1)
+    for depth in search.depth:
+        report.states_by_depth[depth] += 1
+    if report.complete:
+        report.expanded_through = report.depth
+    return report
+
+
+def _bfs(search: FlatSearch) -> None:
+    flat, report = search.flat, search.report
+    initial = flat.initial()
+    view = search.view(initial)
+    start, _ = search.add(initial, -1, None)
+    _check_state(search, start, view, None)
+    while search.queue and not search.stopped():
+        if search.max_states is not None and search.count >= search.max_states:
+            report.complete = False
+            return
+        number = search.queue.popleft()
+        state = search.states[number]
+        report.expanded_through = search.depth[number] - 1
+        before = search.last = _View(state, search.memo, search.numbers[number])
+        before.res = search.results[number]
+        before.clean = search.cleans[number]
+        outgoing = 0
+        for action, after_state in flat.successors(state):
+            if isinstance(after_state, IllegalTransition):
+                message = str(after_state)
+                search.violate("INV-3", "transitions_follow_tables", message, number)
+                continue
+            outgoing += 1
+            taken, after, crashed, came = _take(search, number, action, after_state, before)
+            search.note(number, action)
+            if taken is None or after is None:
+                continue
+            target, new = search.add(taken, number, action)
+            if new and crashed is not None:
+                search.crash_prefix[taken] = crashed
+            if new:
+                _check_state(search, target, after, came)
+        if outgoing == 0 and not flat.is_goal(state):
+            report.deadlocks += 1
+            search.violate(
+                "INV-12",
+                "no_deadlock",
+                "no action is enabled and some request is not final",
+                number,
+            )
+        if number % 2000 == 0:
+            if search.progress is not None:
+                search.progress(search.count, len(search.queue), search.depth[number])
+            if search.out_of_time is not None and search.out_of_time():
+                report.complete = False
+                return
+
+
+def _take(
+    search: FlatSearch, number: int, action: Action, after_state: Flat, before: _View
+) -> tuple[Flat | None, _View | None, Flat | None, _View]:
+    """One transition from state ``number`` (``spec.explore._take``): the state reached, its view,
+    the crashed state it went through (or None) and the view of the state it came from."""
+    search.report.transitions += 1
+    after = search.view(after_state)
+    _check_step(search, number, [(action, after_state)], before, after)
+    if not after_state[12]:
+        return after_state, after, None, before
+    search.report.crashed_at.add(action.crash_after)
+    prefix = [(action, after_state)]
+    for inv, message in search.memo.check_state(after, False, before):
+        search.violate(inv.clause, inv.name, message, number, *prefix)
+    for restart, restarted in search.flat.successors(after_state):
+        if isinstance(restarted, IllegalTransition):
+            message = str(restarted)
+            search.violate("INV-3", "transitions_follow_tables", message, number, *prefix)
+            return None, None, after_state, after
+        search.report.transitions += 1
+        restarted_view = search.view(restarted)
+        _check_step(search, number, [*prefix, (restart, restarted)], after, restarted_view)
+        return restarted, restarted_view, after_state, after
+    raise AssertionError("a crashed state must have its restart")
+
+
+def _check_state(search: FlatSearch, number: int, view: _View, parent: _View | None) -> None:
+    """A new stored state's checks (``parent``: the state it was reached from, checked before)."""
+    for inv, message in search.memo.check_state(view, not view.state[12], parent):
+        search.violate(inv.clause, inv.name, message, number)
+    search.results[number] = view.res
+    search.cleans[number] = view.clean
+
+
+def _check_step(
+    search: FlatSearch,
+    number: int,
+    steps: list[tuple[Action, Flat]],
+    before: _View,
+    after: _View,
+) -> None:
+    action, after_state = steps[-1]
+    for inv, message in search.memo.check_step(before, after):
+        search.violate(inv.clause, inv.name, message, number, *steps)
+    if action.name == "restart":
+        if after.numbers in search.settled:
+            return
+        again_state = search.flat.reconcile(after_state)
+        if again_state == after_state:
+            search.settled.add(after.numbers)
+            return
+        again = snapshot(decode(again_state), search.config)
+        for message in invariants.reconcile_is_idempotent(after.snapshot(), again):
+            search.violate("INV-7", "reconcile_is_idempotent", message, number, *steps)
+
+
+__all__ = ["Canonical", "FlatSearch", "erase", "explore_flat", "image"]
