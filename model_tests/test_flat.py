@@ -253,3 +253,76 @@ def test_checks_that_keep_a_parents_result_too_long_are_caught(monkeypatch: pyte
     monkeypatch.setattr(Checks, "_state_units", stale)
     model = Model(load_config("tiny"), "consume_without_digest_check")
     assert any("state checks differ" in d for d in check_differences(model, 150))
+
+
+def _stale_incarnation_verdicts(model: Model, states: list[State]) -> tuple[int, int, list[str]]:
+    """INV-11 on every transition from ``states``: (steps its guard suspects, steps it finds
+    something in, the steps where it finds something its guard does not suspect)."""
+    from spec import invariants
+    from spec.model._snapshot import snapshot
+
+    snaps: dict[State, Any] = {}
+
+    def snap(state: State) -> Any:
+        found = snaps.get(state)
+        if found is None:
+            found = snaps[state] = snapshot(state, model.config)
+        return found
+
+    suspected = found = 0
+    missed: list[str] = []
+    for state in states:
+        for action, after in model.successors(state):
+            if not isinstance(after, State):
+                continue
+            before_snap, after_snap = snap(state), snap(after)
+            guard = invariants.stale_incarnation_suspected(before_snap, after_snap)
+            problems = invariants.stale_incarnation_changes_nothing(before_snap, after_snap)
+            suspected += guard
+            found += bool(problems)
+            if problems and not guard:
+                missed.append(f"{action} from {state}: {problems}")
+    return suspected, found, missed
+
+
+@pytest.mark.clause("INV-11")
+@pytest.mark.parametrize("name", [*QUICK, "fencing", "approval_fencing"])
+def test_stale_incarnation_guard_suspects_every_step_the_whole_check_faults(name: str) -> None:
+    """INV-11 memoised on its guard (members, messages, approvals) is the whole-snapshot check:
+    on every transition of the whole state space, the check finds nothing where the guard is
+    false, so the flat engine, which runs the check only where its memoised guard holds, gives
+    the same verdict."""
+    model, states = _expanded(name)
+    suspected, found, missed = _stale_incarnation_verdicts(model, states)
+    assert missed == []
+    assert found == 0
+    if name == "fencing":
+        assert suspected > 0  # stale messages are delivered (and change nothing)
+
+
+@pytest.mark.clause("INV-11")
+def test_stale_incarnation_guard_suspects_the_mutants_steps() -> None:
+    """On the first states of the INV-11 mutant's search the check faults steps, each suspected;
+    and the flat checks (guard memoised) report them as the predicate does."""
+    model = Model(load_config(MUTANTS["stale_incarnation_accepted"].config), "stale_incarnation_accepted")
+    states = list(_search(model, max_states=400).states)
+    suspected, found, missed = _stale_incarnation_verdicts(model, states)
+    assert suspected >= found > 0 and missed == []
+    assert check_differences(model, 400) == []
+
+
+def test_a_guard_that_suspects_nothing_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The comparison can fail: INV-11 behind a guard that never holds misses the mutant's steps."""
+    import dataclasses
+
+    from spec import invariants
+
+    blind = tuple(
+        dataclasses.replace(inv, suspect=lambda before, after: False)
+        if inv.name == "stale_incarnation_changes_nothing"
+        else inv
+        for inv in invariants.STEP_INVARIANTS
+    )
+    monkeypatch.setattr(invariants, "STEP_INVARIANTS", blind)
+    model = Model(load_config(MUTANTS["stale_incarnation_accepted"].config), "stale_incarnation_accepted")
+    assert any("step checks differ" in d for d in check_differences(model, 400))

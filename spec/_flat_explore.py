@@ -228,6 +228,10 @@ class Checks:
         positions = tuple(sorted({p for section in inv.reads for p in SECTION_POSITIONS[section]}))
         quiet = frozenset(p for section in inv.quiet_unless for p in SECTION_POSITIONS[section])
         kind = "sections" if inv.by_section is not None else "keyed" if inv.reads else "plain"
+        if kind == "plain" and inv.suspect is not None and inv.kind == "step":
+            # Invariant.suspect: memoised on the fields of its sections before and after
+            kind = "guarded"
+            positions = tuple(sorted({p for section in inv.suspect_reads for p in SECTION_POSITIONS[section]}))
         parts: list[tuple[str, frozenset[int], Callable[[tuple[int, ...]], Any], dict[Any, Any]]] = [
             (
                 name,
@@ -399,7 +403,7 @@ class Checks:
             elif kind == "sections":
                 sections.extend((inv, name, getp, tablep) for name, inputs, getp, tablep in parts if inputs & moved)
             elif not quiet or quiet & moved:
-                plain.append(inv)
+                plain.append((inv, get, table) if kind == "guarded" else (inv, None, None))
         read = sorted(
             {
                 p
@@ -440,12 +444,20 @@ class Checks:
         if known is None:
             known = stills[changed] = self._still(before, still)
         out += known
-        if plain:
+        for inv, get, table in plain:
+            if get is not None:  # Invariant.suspect, memoised: most steps are found innocent here
+                part = (get(old), get(new))
+                suspect = table.get(part)
+                if suspect is None:
+                    if after.snap is None:
+                        self._snapshot_after(before, after, moved_sections)
+                    suspect = table[part] = inv.suspect(before.snapshot(), after.snapshot())
+                if not suspect:
+                    continue
             if after.snap is None:
                 self._snapshot_after(before, after, moved_sections)
-            for inv in plain:
-                for problem in inv.check(before.snapshot(), after.snapshot()):
-                    out.append((inv, problem))
+            for problem in inv.check(before.snapshot(), after.snapshot()):
+                out.append((inv, problem))
         return out
 
     @staticmethod

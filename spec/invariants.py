@@ -42,6 +42,11 @@ class Invariant:
     quiet_unless: tuple[str, ...] = ()
     """For a step check that reads every section: it finds nothing in a step that leaves all of
     these sections with the very same documents, so a memo need not run it then."""
+    suspect: Callable[[Snapshot, Snapshot], bool] | None = None
+    """For a step check that reads every section: it finds nothing in a step where
+    ``suspect(before, after)`` is false, and ``suspect`` reads only the ``suspect_reads``
+    sections, so a memo can key ``suspect`` on them and run ``check`` only where it holds."""
+    suspect_reads: tuple[str, ...] = ()
 
     @property
     def doc(self) -> str:
@@ -379,16 +384,12 @@ _INCARNATION_FIELDS = {
 }
 
 
-def stale_incarnation_changes_nothing(before: Snapshot, after: Snapshot) -> list[str]:
-    """INV-11: no message or call for an older member incarnation changes any record (XPR-1).
-
-    A message handled in this step that was made for an older incarnation of its member may only
-    change its own delivery status; an approval may be consumed only by the incarnation it was
-    made for.
-    """
+def _stale_deliveries(before: Snapshot, after: Snapshot) -> list[tuple[Mapping[str, Any], Any, Any]]:
+    """The messages this step delivers that were made for an older incarnation of their member:
+    (the message, the incarnation it names, the member's). Reads ``member`` (before) and ``message``."""
     members = _index(before["member"], "member_id")
     was = {r["message"]["message_id"]: r["status"] for r in before["message"]}
-    problems = []
+    stale = []
     for record in after["message"]:
         message = record["message"]
         field = _INCARNATION_FIELDS.get(message["message_type"])
@@ -398,13 +399,16 @@ def stale_incarnation_changes_nothing(before: Snapshot, after: Snapshot) -> list
         member = members.get(member_name)
         if member is None or message["body"][field] >= member["incarnation"]:
             continue
-        changed = [kind for kind in RECORD_MACHINES if kind != "message" and before[kind] != after[kind]]
-        if changed:
-            problems.append(
-                f"message/{message['message_id']}: stale {message['message_type']} for incarnation "
-                f"{message['body'][field]} (member at {member['incarnation']}) changed {changed}"
-            )
+        stale.append((message, message["body"][field], member["incarnation"]))
+    return stale
+
+
+def _stale_consumptions(before: Snapshot, after: Snapshot) -> list[str]:
+    """Approvals this step consumes by another incarnation than the one they were made for. Reads
+    ``member`` (before) and ``operation_approval``."""
+    members = _index(before["member"], "member_id")
     old = {a["protocol_id"]: a["status"] for a in before["operation_approval"]}
+    problems = []
     for ap in after["operation_approval"]:
         member = members[ap["requester_id"]]
         newly = ap["status"] == "consumed" and old.get(ap["protocol_id"]) != "consumed"
@@ -414,6 +418,36 @@ def stale_incarnation_changes_nothing(before: Snapshot, after: Snapshot) -> list
                 f"{ap['requester_incarnation']}, consumed by incarnation {member['incarnation']}"
             )
     return problems
+
+
+def stale_incarnation_changes_nothing(before: Snapshot, after: Snapshot) -> list[str]:
+    """INV-11: no message or call for an older member incarnation changes any record (XPR-1).
+
+    A message handled in this step that was made for an older incarnation of its member may only
+    change its own delivery status; an approval may be consumed only by the incarnation it was
+    made for. Its problems come only from :func:`stale_incarnation_suspected`'s findings, so it
+    finds nothing where that is false.
+    """
+    problems = []
+    for message, incarnation, current in _stale_deliveries(before, after):
+        changed = [kind for kind in RECORD_MACHINES if kind != "message" and before[kind] != after[kind]]
+        if changed:
+            problems.append(
+                f"message/{message['message_id']}: stale {message['message_type']} for incarnation "
+                f"{incarnation} (member at {current}) changed {changed}"
+            )
+    return problems + _stale_consumptions(before, after)
+
+
+def stale_incarnation_suspected(before: Snapshot, after: Snapshot) -> bool:
+    """INV-11's guard: whether this step delivers a message made for an older incarnation or
+    consumes an approval by another incarnation. It reads only the sections named by
+    :data:`STALE_INCARNATION_SUSPECT_READS` (the rest of INV-11 compares every record section, so
+    only where the guard holds)."""
+    return bool(_stale_deliveries(before, after)) or bool(_stale_consumptions(before, after))
+
+
+STALE_INCARNATION_SUSPECT_READS = ("member", "message", "operation_approval")
 
 
 def reconcile_is_idempotent(first: Snapshot, second: Snapshot) -> list[str]:
@@ -545,6 +579,8 @@ INVARIANTS: tuple[Invariant, ...] = (
         False,
         stale_incarnation_changes_nothing,
         quiet_unless=("message", _APPROVALS),  # only a delivery or a consumption can break it
+        suspect=stale_incarnation_suspected,  # ... of a stale message or by another incarnation
+        suspect_reads=STALE_INCARNATION_SUSPECT_READS,
     ),
     Invariant(
         "INV-12",
