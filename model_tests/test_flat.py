@@ -326,3 +326,53 @@ def test_a_guard_that_suspects_nothing_is_caught(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(invariants, "STEP_INVARIANTS", blind)
     model = Model(load_config(MUTANTS["stale_incarnation_accepted"].config), "stale_incarnation_accepted")
     assert any("step checks differ" in d for d in check_differences(model, 400))
+
+
+def _check_json(capsys: pytest.CaptureFixture[str], config: str) -> dict[str, Any]:
+    import json
+
+    from teamproto._cli import main
+
+    status = main(["check", "--config", config, "--json", "--jobs", "1"])
+    out, _ = capsys.readouterr()
+    document = json.loads(out)
+    assert status == 0 and document["ok"]
+    for timed in ("seconds", "peak_memory_mib"):
+        document.pop(timed)
+    for run in document["runs"]:
+        run.pop("seconds"), run.pop("states_per_second")
+    return document
+
+
+@pytest.mark.clause("INV-3")
+@pytest.mark.parametrize("name", QUICK)
+def test_teamproto_check_reports_on_plain_tuples_what_it_reports_on_the_model(
+    name: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``teamproto check --config NAME --json`` on the flat engine (the default where it supports
+    the configuration) prints every field but the timings as with ``TEAMPROTO_ENGINE=model``:
+    states, transitions, depths, states by depth, deadlocks, checks, violations, edges, crash
+    points, unreached bounds, drift and the verdict."""
+    from spec import check
+
+    def no_model_search(*_: Any, **__: Any) -> Any:
+        raise AssertionError("teamproto check ran the model's search where the flat engine supports the run")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(check, "_search", no_model_search)
+        mine = _check_json(capsys, name)
+    monkeypatch.setenv("TEAMPROTO_ENGINE", "model")
+    theirs = _check_json(capsys, name)
+    assert mine == theirs
+    assert mine["runs"][0]["states"] == manifest()[name]["states"]
+
+
+def test_teamproto_check_on_plain_tuples_reports_progress(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The flat engine calls ``progress`` as the model's search does: ``teamproto check`` prints its lines."""
+    from spec import check
+
+    lines: list[str] = []
+    monkeypatch.setattr(check, "PROGRESS_SECONDS", 0.0)
+    report, _ = check.run_config(load_config("pair"), None, say=lines.append)
+    assert report.complete and report.unreached_bounds == []
+    assert lines and all("pair:" in line and "states/s" in line for line in lines)

@@ -27,7 +27,7 @@ from __future__ import annotations
 import gc
 from array import array
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from operator import itemgetter, ne
 from typing import Any
 
@@ -40,6 +40,7 @@ from .model._dead import _FINAL_JOBS, _FINAL_TASKS, FINAL_JOB, FINAL_TASK
 from .model._flat import JOBS, MEMBERS, TASKS, Flat, FlatModel, decode
 from .model._model import Model
 from .model._snapshot import snapshot
+from .model._state import State
 from .model._symmetry import _info, _key, _perms
 
 _FINAL_JOB = tuple(getattr(FINAL_JOB, n) for n in FINAL_JOB.__dataclass_fields__)
@@ -658,6 +659,10 @@ class FlatSearch:
         if name not in self.report.violations:
             self.report.violations[name] = Violation(clause, name, message, self.trace(number, *last))
 
+    def model_states(self) -> Iterator[State]:
+        """The stored states as the model's (``spec.explore._Search.states``: the same, in order)."""
+        return map(decode, self.states)
+
     def stopped(self) -> bool:
         return self.stop_on is not None and (
             self.stop_on in self.report.violations
@@ -674,6 +679,19 @@ def explore_flat(
     out_of_time: Callable[[], bool] | None = None,
 ) -> Report:
     """:func:`spec.explore.explore` on plain tuples, for a model :func:`spec.model._flat.supports`."""
+    return search_flat(model, stop_on=stop_on, max_states=max_states, progress=progress, out_of_time=out_of_time).report
+
+
+def search_flat(
+    model: Model,
+    *,
+    stop_on: str | None = None,
+    max_states: int | None = None,
+    progress: Callable[[int, int, int], None] | None = None,
+    out_of_time: Callable[[], bool] | None = None,
+) -> FlatSearch:
+    """As :func:`explore_flat`, returning the whole search (its report, and its states as
+    :meth:`FlatSearch.model_states`): ``spec.explore._search`` on plain tuples."""
     search = FlatSearch(model, stop_on, max_states)
     search.progress, search.out_of_time = progress, out_of_time
     _model.EDGE_LOG.append(set())
@@ -697,7 +715,7 @@ def explore_flat(
         report.states_by_depth[depth] += 1
     if report.complete:
         report.expanded_through = report.depth
-    return report
+    return search
 
 
 def _bfs(search: FlatSearch) -> None:
@@ -804,4 +822,4 @@ def _check_step(
             search.violate("INV-7", "reconcile_is_idempotent", message, number, *steps)
 
 
-__all__ = ["Canonical", "FlatSearch", "erase", "explore_flat", "image"]
+__all__ = ["Canonical", "FlatSearch", "erase", "explore_flat", "image", "search_flat"]

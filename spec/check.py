@@ -20,7 +20,7 @@ import os
 import pickle
 import resource
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,11 +28,13 @@ from queue import Empty
 from typing import Any
 
 from spec import _compiled, drift
+from spec._flat_explore import search_flat
 from spec.errors import ProtocolError
-from spec.explore import Report, _search, trace_json
+from spec.explore import Report, _search, flat_engine, trace_json
 from spec.invariants import INVARIANTS
 from spec.model import CRASH_POINTS, MUTANTS, Model, manifest, unreached_bounds
 from spec.model._config import Config
+from spec.model._state import State
 from spec.simulate import Plan, simulate
 
 EXTRA_CHECKS = {  # reported beside the invariants (an illegal edge is INV-3's own name)
@@ -199,19 +201,28 @@ def run_config(
     if plan is not None:
         report = simulate(model, plan, stop_on=stop_on, progress=progress, out_of_time=out_of_time)
     else:
-        search = _search(
-            model,
-            stop_on=stop_on,
-            max_states=bounds.max_states or drift.state_bound(manifest().get(config.name, {})),  # issue 19
-            progress=progress,
-            out_of_time=out_of_time,
-            fingerprints=bounds.fingerprints or bounds.checkpoint is not None,
-            resume=resume,
-            checkpoint=None if bounds.checkpoint is None else checkpoint,
-        )
-        report = search.report
+        max_states = bounds.max_states or drift.state_bound(manifest().get(config.name, {}))  # issue 19
+        fingerprints = bounds.fingerprints or bounds.checkpoint is not None
+        states: Iterable[State]
+        if flat_engine(model) and not fingerprints:  # the same search on plain tuples (spec._flat_explore)
+            flat = search_flat(
+                model, stop_on=stop_on, max_states=max_states, progress=progress, out_of_time=out_of_time
+            )
+            report, states = flat.report, flat.model_states()
+        else:
+            search = _search(
+                model,
+                stop_on=stop_on,
+                max_states=max_states,
+                progress=progress,
+                out_of_time=out_of_time,
+                fingerprints=fingerprints,
+                resume=resume,
+                checkpoint=None if bounds.checkpoint is None else checkpoint,
+            )
+            report, states = search.report, search.states
         if report.complete and not report.fingerprints and mutant is None:  # every state is at hand
-            report.unreached_bounds = unreached_bounds(config, search.states, bool(report.crashed_at))
+            report.unreached_bounds = unreached_bounds(config, states, bool(report.crashed_at))
     return report, before + time.perf_counter() - started
 
 
