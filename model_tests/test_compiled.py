@@ -58,6 +58,7 @@ def test_the_compiled_explorer_finds_what_the_interpreted_one_finds() -> None:
         pytest.skip("no fresh compiled build (scripts/compile.py)")
     assert Path(sys.modules["spec.explore"].__file__ or "").suffix == ".so"
     compiled = _all()
+    assert Path(sys.modules["spec._flat_explore"].__file__ or "").suffix == ".so"  # pair ran on plain tuples
     pure = subprocess.run(
         [sys.executable, "-c", "import json, model_tests.test_compiled as t; print(json.dumps(t._all()))"],
         env={**os.environ, "TEAMPROTO_PURE": "1"},

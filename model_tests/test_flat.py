@@ -20,8 +20,13 @@ per-transition proof on ``pair_crashes`` (107,664 states, about a minute), and `
 
 from __future__ import annotations
 
+import functools
+import os
+import subprocess
 import sys
+from collections.abc import Callable
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -35,6 +40,31 @@ from spec.model._dead import erase as model_erase
 from spec.model._flat import FlatModel, decode, encode, supports, unsupported
 from spec.model._state import State
 from spec.model._symmetry import canonical_key
+
+
+def interpreted(test: Callable[..., None]) -> Callable[..., None]:
+    """A test that patches the flat engine's functions (to show a comparison can fail): compiled
+    code calls them directly, past any patch, so where the compiled build runs (CI) the test runs
+    in an interpreted process (``TEAMPROTO_PURE=1``), and must pass there."""
+
+    @functools.wraps(test)
+    def run(*args: Any, **kwargs: Any) -> None:
+        from spec import _flat_explore
+
+        if Path(_flat_explore.__file__ or "").suffix != ".so":
+            return test(*args, **kwargs)
+        rerun = subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"{__file__}::{test.__name__}"],
+            env={**os.environ, "TEAMPROTO_PURE": "1"},
+            capture_output=True,
+            text=True,
+            check=False,
+            cwd=Path(__file__).resolve().parents[1],
+        )
+        assert rerun.returncode == 0 and "1 passed" in rerun.stdout, rerun.stdout[-2000:]
+
+    return run
+
 
 IN_SCOPE = [name for name in manifest() if manifest()[name]["states"] is not None and supports(load_config(name))]
 QUICK = ["pair", "wide"]
@@ -111,6 +141,7 @@ def test_flat_successors_equal_the_models_on_the_whole_state_space(name: str) ->
     assert differences(model, states) == []
 
 
+@interpreted
 def test_a_flat_model_that_drops_an_operation_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
     """The comparison can fail: a flat model without ``approval.cancel`` differs somewhere on ``pair``."""
     original = FlatModel.approval_ops
@@ -125,6 +156,7 @@ def test_a_flat_model_that_drops_an_operation_is_caught(monkeypatch: pytest.Monk
     assert any("successors differ" in d for d in differences(model, states))
 
 
+@interpreted
 def test_a_flat_step_that_logs_no_edge_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_flat, "_check", lambda machine, source, target: None)
     model, states = _expanded("pair")
@@ -240,6 +272,7 @@ def test_the_flat_checks_find_what_the_predicates_find(mutant: str) -> None:
     assert check_differences(model, 150) == []
 
 
+@interpreted
 def test_checks_that_keep_a_parents_result_too_long_are_caught(monkeypatch: pytest.MonkeyPatch) -> None:
     """The comparison can fail: units reused although their fields changed miss violations."""
     from spec._flat_explore import Checks
@@ -311,6 +344,7 @@ def test_stale_incarnation_guard_suspects_the_mutants_steps() -> None:
     assert check_differences(model, 400) == []
 
 
+@interpreted
 def test_a_guard_that_suspects_nothing_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
     """The comparison can fail: INV-11 behind a guard that never holds misses the mutant's steps."""
     import dataclasses

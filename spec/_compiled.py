@@ -24,8 +24,10 @@ COMPILED = (
     "spec/model/_snapshot.py",
     "spec/model/_reconcile.py",
     "spec/model/_dead.py",
+    "spec/model/_flat.py",
     "spec/invariants.py",
     "spec/explore.py",
+    "spec/_flat_explore.py",
     "spec/simulate.py",
 )
 """The modules compiled, relative to the repository root. ``_state`` stays interpreted: its
