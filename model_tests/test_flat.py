@@ -127,9 +127,9 @@ def _findings(report: Report) -> tuple[Any, ...]:
     )
 
 
-def test_scope_is_the_feature_set_of_pair_crashes() -> None:
-    assert {"pair", "pair_crashes", "wide"} <= set(IN_SCOPE)
-    assert "plans" in unsupported(load_config("pair_plan"), None)
+def test_scope_is_the_feature_set_of_pair_crashes_and_pair_plan() -> None:
+    assert {"pair", "pair_crashes", "wide", "pair_plan"} <= set(IN_SCOPE)
+    assert unsupported(load_config("plan"), None)[0].startswith("a clock")
     assert unsupported(load_config("standard"), None)
     assert unsupported(load_config("pair"), "consume_unapproved") == ["model mutant consume_unapproved"]
 
@@ -139,6 +139,44 @@ def test_scope_is_the_feature_set_of_pair_crashes() -> None:
 def test_flat_successors_equal_the_models_on_the_whole_state_space(name: str) -> None:
     model, states = _expanded(name)
     assert differences(model, states) == []
+
+
+PLAN_VARIANTS = {  # pair_plan, small enough here, with a retraction allowed (pair_plan allows none)
+    "one member": {"max_retractions": 1, "tasks": 1, "members": 1},
+    "with an approval": {"max_retractions": 1, "tasks": 1, "shutdowns": 0, "approvals": 1},
+}
+
+
+@cache
+def _plan_variant(variant: str) -> tuple[Model, list[State]]:
+    import dataclasses
+
+    model = Model(dataclasses.replace(load_config("pair_plan"), **PLAN_VARIANTS[variant]))
+    states = list(_search(model).states)
+    crashed = [s for state in states for _, s in model.successors(state) if isinstance(s, State) and s.crashed]
+    return model, states + crashed
+
+
+@pytest.mark.clause("PLN-6")
+@pytest.mark.parametrize("variant", PLAN_VARIANTS)
+def test_flat_plans_equal_the_models_on_the_whole_state_space(variant: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Plans (stage b): every operation of ``plan_ops`` (retractions included), their crash
+    points and their reconciliation, per transition; and the whole flat search's report. ``python
+    -m model_tests.test_flat pair_plan`` proves the same on all 51,048 states ``pair_plan`` expands."""
+    model, states = _plan_variant(variant)
+    assert differences(model, states) == []
+    names = {action.name for state in states for action, _ in model.successors(state)}
+    assert {"plan.retract", "plan.start", "plan.rollback", "restart"} <= names
+    mine = explore(model)
+    monkeypatch.setenv("TEAMPROTO_ENGINE", "model")
+    assert _findings(mine) == _findings(explore(model))
+
+
+@interpreted
+def test_a_flat_model_without_plan_decisions_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(FlatModel, "plan_decisions", lambda self, f, p, out: None)
+    model, states = _plan_variant("one member")
+    assert any("successors differ" in d for d in differences(model, states))
 
 
 @interpreted
@@ -211,10 +249,10 @@ def test_a_bounded_flat_search_stops_as_the_models_does(monkeypatch: pytest.Monk
 
 def test_mutants_and_unsupported_configurations_stay_on_the_model() -> None:
     assert not flat_engine(Model(load_config("pair"), next(iter(MUTANTS))))
-    assert not flat_engine(Model(load_config("pair_plan")))
+    assert not flat_engine(Model(load_config("plan")))
     assert not flat_engine(Model(load_config("pair"), reduce=False))
-    with pytest.raises(ValueError, match="plans"):
-        FlatModel(load_config("pair_plan"))
+    with pytest.raises(ValueError, match="clock"):
+        FlatModel(load_config("plan"))
 
 
 if __name__ == "__main__":  # the whole-space proof on larger configurations: python -m model_tests.test_flat NAME

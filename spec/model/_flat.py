@@ -10,13 +10,13 @@ is rebuilt by slicing instead of by ``replace``.
 
 One source (DESIGN rule 1): this module is not a second protocol. It restates the model's
 operations for the configurations :func:`supports` accepts (the feature set of ``pair``,
-``pair_crashes`` and ``wide``: approvals, shutdowns, jobs, crashes with restart and
-reconciliation, symmetry, no clock, no plans, no lapses, the healthy model only), in the model's
+``pair_crashes``, ``wide`` and ``pair_plan``: approvals, plans, shutdowns, jobs, crashes with
+restart and reconciliation, symmetry, no clock, no lapses, the healthy model only), in the model's
 order, with the model's actions, write-step names, crash variants, machine edges (``EDGE_LOG``)
 and :class:`~spec._tables.IllegalTransition` cases; ``model_tests/test_flat.py`` proves the two
 equal transition by transition on the whole state space of every configuration it supports
 (``decode`` of every successor against ``Model.successors``), and the explorer uses it only where
-:func:`supports` says so. Everything else (plans, ticks, deadline regions, lapses, profile
+:func:`supports` says so. Everything else (ticks, deadline regions, lapses, profile
 changes, restarts of members, liveness, every model mutant) runs on the model itself.
 """
 
@@ -90,6 +90,23 @@ E_STATUS, E_REQUESTER, E_TASK, E_CHANGED, E_PROFILE, E_ATTEMPTS, E_WORLD = (
     _index(Execution, n)
     for n in ("status", "requester", "task", "changed_arguments", "profile_version", "attempts", "world_calls")
 )
+P_STATUS, P_REQUESTER, P_INCARNATION, P_TASK, P_DEADLINE, P_DELIVERED, P_RETRACTIONS, P_APPROVED_BY, P_REASON = (
+    _index(Plan, n)
+    for n in (
+        "status",
+        "requester",
+        "incarnation",
+        "task",
+        "deadline",
+        "delivered",
+        "retractions",
+        "approved_by",
+        "reason",
+    )
+)
+R_STATUS, R_STEPS, R_DEADLINE, R_STARTS, R_CURSOR = (
+    _index(PlanRun, n) for n in ("status", "steps", "deadline", "starts", "cursor")
+)
 S_STATUS, S_TARGET, S_INCARNATION, S_DEADLINE, S_RELEASED, S_WAITED, S_REASON = (
     _index(Shutdown, n) for n in ("status", "target", "target_incarnation", "deadline", "released", "waited", "reason")
 )
@@ -131,8 +148,6 @@ def unsupported(config: Config, mutant: str | None) -> list[str]:
     reasons = []
     if mutant is not None:
         reasons.append(f"model mutant {mutant}")
-    if config.plans:
-        reasons.append("plans")
     if config.max_ticks != 0:
         reasons.append("a clock (max_ticks other than 0, or deadline regions)")
     if config.lapses:
@@ -245,6 +260,9 @@ def message_info(f: Flat, key: tuple[str, int, int]) -> tuple[tuple[str, Any], .
     kind, ref, _ = key
     if kind == "approval_decision":
         return (("decision", "rejected" if f[APPROVALS][ref][A_STATUS] == "rejected" else "approved"),)
+    if kind == "plan_decision":
+        status = f[PLANS][ref][P_STATUS]
+        return (("decision", status if status in ("rejected", "needs_revision") else "approved"),)
     if kind == "shutdown_ack":
         sd = f[SHUTDOWNS][ref]
         return (("released", sd[S_RELEASED]), ("waited", sd[S_WAITED]))
@@ -255,7 +273,8 @@ def message_info(f: Flat, key: tuple[str, int, int]) -> tuple[tuple[str, Any], .
         return (("flagged", flagged),)
     if kind == "task_suspended":
         return (("member", f[TASKS][ref][T_OWNER]),)
-    assert kind in ("approval_request", "shutdown_request"), f"{kind}: a plan's message (plans are not supported)"
+    if kind == "plan_completion":
+        return (("outcome", f[RUNS][ref][R_STATUS]),)
     return ()
 
 
@@ -311,6 +330,14 @@ def _shutdown(f: Flat, slot: int, target: str, changes: dict[int, Any] | None = 
     return _move(f, SHUTDOWNS, "shutdown_request", slot, target, changes)
 
 
+def _plan(f: Flat, p: int, target: str, changes: dict[int, Any] | None = None) -> Flat:
+    return _move(f, PLANS, "plan_approval", p, target, changes)
+
+
+def _run(f: Flat, p: int, target: str) -> Flat:
+    return _move(f, RUNS, "plan_execution", p, target)
+
+
 def _approval(f: Flat, a: int, target: str, changes: dict[int, Any] | None = None) -> Flat:
     return _move(f, APPROVALS, "operation_approval", a, target, changes)
 
@@ -329,11 +356,14 @@ def _flag_task(f: Flat, m: int) -> Flat:
 
 
 def cancel_own_requests(f: Flat, m: int, reason: str = "member_draining") -> Flat:
-    """XPR-2 (the model's ``cancel_own_requests``; no plans here)."""
+    """XPR-2 (the model's ``cancel_own_requests``)."""
     incarnation = f[MEMBERS][m][M_INCARNATION]
     for a, ap in enumerate(f[APPROVALS]):
         if ap[A_STATUS] == "requested" and ap[A_REQUESTER] == m and ap[A_INCARNATION] == incarnation:
             f = _put(f, APPROVALS, a, _moved("operation_approval", ap, "cancelled", {A_REASON: reason}))
+    for p, plan in enumerate(f[PLANS]):
+        if plan[P_STATUS] in ("draft", "pending") and plan[P_REQUESTER] == m and plan[P_INCARNATION] == incarnation:
+            f = _put(f, PLANS, p, _moved("plan_approval", plan, "withdrawn", {P_REASON: reason}))
     return f
 
 
@@ -346,7 +376,10 @@ class FlatModel:
             raise ValueError(f"{config.name}: the flat model does not support {', '.join(reasons)}")
         self.config = config
         self.summary = redact(RISK_TEXT)
-        self.goal_finals = {machine: final_states(machine) for machine in ("operation_approval", "shutdown_request")}
+        self.goal_finals = {
+            machine: final_states(machine)
+            for machine in ("operation_approval", "plan_approval", "plan_execution", "shutdown_request")
+        }
 
     def initial(self) -> Flat:
         from ._model import Model
@@ -542,6 +575,84 @@ class FlatModel:
                             )
                         )
 
+    def plan_ops(self, f: Flat, out: list[Operation]) -> None:
+        """The model's ``plan_ops`` (healthy), in its order."""
+        plans, members = f[PLANS], f[MEMBERS]
+        free = [i for i, plan in enumerate(plans) if plan[P_STATUS] == ""]
+        for m, member in enumerate(members):
+            t = self.holds(f, m)
+            if free and t != NONE and member[M_STATUS] == "running":
+                out.append((_act("plan.draft", ("member", m)), [("plan.draft/record", _draft_plan(free[0], m, t))]))
+        ttl = self.config.ttl_ticks
+        for p, plan in enumerate(plans):
+            if plan[P_STATUS] == "draft" and members[plan[P_REQUESTER]][M_STATUS] == "running":
+                out.append((_act("plan.submit", ("slot", p)), _submit_plan_steps(p, ttl)))
+            self.plan_decisions(f, p, out)
+            self.plan_requester(f, p, out)
+            self.plan_run(f, p, out)
+
+    def plan_decisions(self, f: Flat, p: int, out: list[Operation]) -> None:
+        plan = f[PLANS][p]
+        if plan[P_STATUS] == "pending" and f[CLOCK] <= plan[P_DEADLINE]:
+            for decision in ("approved", "rejected", "needs_revision"):
+                out.append((_act("plan.decide", ("decision", decision), ("slot", p)), _decide_steps(p, decision)))
+        if plan[P_STATUS] == "approved" and not plan[P_DELIVERED] and plan[P_RETRACTIONS] < self.config.max_retractions:
+            for target in ("pending", "rejected"):
+                out.append((_act("plan.retract", ("slot", p), ("to", target)), _retract_steps(p, target)))
+        key = ("plan_decision", p, plan[P_RETRACTIONS])
+        if message_status(f, key) == "pending":
+            out.append((_act("plan.deliver_decision", ("slot", p)), _deliver_decision_steps(p, key)))
+
+    def plan_requester(self, f: Flat, p: int, out: list[Operation]) -> None:
+        plan, run = f[PLANS][p], f[RUNS][p]
+        status = plan[P_STATUS]
+        requester_running = status != "" and f[MEMBERS][plan[P_REQUESTER]][M_STATUS] == "running"
+        if status in ("draft", "pending", "approved") and requester_running:
+            out.append(
+                (
+                    _act("plan.withdraw", ("slot", p)),
+                    [("plan.withdraw/record", lambda x, p=p: _plan(x, p, "withdrawn", {P_REASON: "cancelled"}))],  # type: ignore[misc]
+                )
+            )
+        same = plan[P_INCARNATION] == f[MEMBERS][plan[P_REQUESTER]][M_INCARNATION]
+        current = status != "" and same
+        startable = (
+            status == "approved"
+            and plan[P_DELIVERED]
+            and f[CLOCK] <= plan[P_DEADLINE]
+            and run[R_STATUS] == ""
+            and current
+        )
+        if requester_running and startable:
+            out.append((_act("plan.start", ("slot", p)), _start_plan_steps(p, self.config.ttl_ticks)))
+
+    def plan_run(self, f: Flat, p: int, out: list[Operation]) -> None:
+        plan, run = f[PLANS][p], f[RUNS][p]
+        if run[R_STATUS] == "running" and f[MEMBERS][plan[P_REQUESTER]][M_STATUS] == "running":
+            if run[R_CURSOR] < self.config.plan_steps:
+                out.append((_act("plan.step", ("slot", p)), [("plan.step/execution", lambda x, p=p: _plan_step(x, p))]))  # type: ignore[misc]
+            else:
+                out.append(
+                    (
+                        _act("plan.complete", ("slot", p)),
+                        [
+                            ("plan.complete/execution", lambda x, p=p: _run(x, p, "completed")),  # type: ignore[misc]
+                            ("plan.complete/outbox", lambda x, p=p: owe(x, ("plan_completion", p, 0))),  # type: ignore[misc]
+                        ],
+                    )
+                )
+            out.append((_act("plan.fail", ("slot", p)), [("plan.fail/execution", lambda x, p=p: _run(x, p, "failed"))]))  # type: ignore[misc]
+        if run[R_STATUS] == "failed":
+            out.append(
+                (
+                    _act("plan.rollback", ("slot", p)),
+                    [
+                        ("plan.rollback/execution", lambda x, p=p: _run(x, p, "rolled_back")),  # type: ignore[misc]
+                        ("plan.rollback/outbox", lambda x, p=p: owe(x, ("plan_completion", p, 0))),  # type: ignore[misc]
+                    ],
+                )
+            )
+
     def consume_allowed(self, f: Flat, a: int, m: int, changed: bool) -> bool:
         """APR-5's checks (the healthy model's ``consume_allowed``)."""
         ap, member = f[APPROVALS][a], f[MEMBERS][m]
@@ -589,6 +700,7 @@ class FlatModel:
         self.member_ops(f, out)
         self.shutdown_ops(f, out)
         self.approval_ops(f, out)
+        self.plan_ops(f, out)
         self.message_ops(f, out)
         return self.ample(f, out) or out
 
@@ -639,16 +751,21 @@ class FlatModel:
                 groups.setdefault(key, []).append(operation)
         best: list[Operation] | None = None
         for (kind, slot), group in sorted(groups.items()):
-            assert kind == "approval"
             if len(group) == len(operations) or (best is not None and len(group) >= len(best)):
                 continue
-            if self.isolated(f, slot) and any(_effective(f, op) for op in group):
+            if kind == "plan":
+                plan = f[PLANS][slot]
+                isolated = plan[P_STATUS] != "" and self.requester_settled(f, plan[P_REQUESTER])
+            else:
+                isolated = self.isolated(f, slot)
+            if isolated and any(_effective(f, op) for op in group):
                 best = group
         return best
 
     # ---- reconciliation (spec.model._reconcile) ----
     def reconcile(self, f: Flat) -> Flat:
         f = _reconcile_approvals(f)
+        f = _reconcile_plans(f, self.config.ttl_ticks)
         f = _reconcile_shutdowns(f)
         f = _reconcile_members(f)
         return _reconcile_tasks(f)
@@ -660,6 +777,15 @@ class FlatModel:
             status = ap[A_STATUS]
             if status and status not in finals and status not in ("requested", "approved"):
                 return False
+        for machine, field, by_time in (
+            ("plan_approval", PLANS, ("pending", "approved")),
+            ("plan_execution", RUNS, ("running",)),
+        ):
+            finals = self.goal_finals[machine]
+            for record in f[field]:
+                status = record[0]
+                if status and status not in finals and status not in by_time:
+                    return False
         finals = self.goal_finals["shutdown_request"]
         for sd in f[SHUTDOWNS]:
             status = sd[S_STATUS]
@@ -881,6 +1007,90 @@ def _consume_steps(a: int, m: int, changed: bool) -> list[Step]:
     ]
 
 
+# ---- plans (spec.model._ops.plan_ops) ----------------------------------------------------------
+
+
+def _draft_plan(p: int, m: int, t: int) -> Callable[[Flat], Flat]:
+    def record(f: Flat) -> Flat:
+        changes = {P_REQUESTER: m, P_INCARNATION: f[MEMBERS][m][M_INCARNATION], P_TASK: t}
+        return _put(f, PLANS, p, _created("plan_approval", f[PLANS][p], changes))
+
+    return record
+
+
+def _submit_plan_steps(p: int, ttl: int) -> list[Step]:
+    def sent(f: Flat) -> Flat:
+        return _plan(f, p, "pending", {P_DEADLINE: f[CLOCK] + ttl}) if f[PLANS][p][P_STATUS] == "draft" else f
+
+    return [("plan.submit/message", lambda f: post(f, ("plan_request", p, 0))), ("plan.submit/record", sent)]
+
+
+def _decide_steps(p: int, decision: str) -> list[Step]:
+    changes = {
+        P_APPROVED_BY: "lead" if decision == "approved" else "",
+        P_REASON: "rejected" if decision == "rejected" else "",
+    }
+    return [
+        ("plan.decide/record", lambda f: _plan(f, p, decision, changes)),
+        ("plan.decide/message", lambda f: post(f, ("plan_decision", p, f[PLANS][p][P_RETRACTIONS]))),
+    ]
+
+
+def _retract_steps(p: int, target: str) -> list[Step]:
+    def record(f: Flat) -> Flat:
+        changes = {
+            P_RETRACTIONS: f[PLANS][p][P_RETRACTIONS] + 1,
+            P_APPROVED_BY: "",
+            P_REASON: "rejected" if target == "rejected" else "",
+        }
+        return _plan(f, p, target, changes)
+
+    return [("plan.retract/record", record), ("plan.retract/message", lambda f: _expire_decision(f, p))]
+
+
+def _expire_decision(f: Flat, p: int) -> Flat:
+    key = ("plan_decision", p, f[PLANS][p][P_RETRACTIONS] - 1)
+    if message_status(f, key) == "pending":
+        f = set_message(f, key, "expired")
+    if f[PLANS][p][P_STATUS] == "rejected":
+        f = post(f, ("plan_decision", p, f[PLANS][p][P_RETRACTIONS]))
+    return f
+
+
+def _deliver_decision_steps(p: int, key: tuple[str, int, int]) -> list[Step]:
+    def deliver(f: Flat) -> Flat:
+        if f[PLANS][p][P_STATUS] == "approved":
+            return _put(f, PLANS, p, _set(f[PLANS][p], {P_DELIVERED: True}))
+        return f
+
+    return [
+        ("plan.deliver_decision/record", deliver),
+        ("plan.deliver_decision/message", lambda f: set_message(f, key, "delivered")),
+    ]
+
+
+def _start_plan_steps(p: int, ttl: int) -> list[Step]:
+    def start(f: Flat) -> Flat:
+        r = f[RUNS][p]
+        if r[R_STATUS] == "":
+            r = _created("plan_execution", r, {R_DEADLINE: f[CLOCK] + ttl})
+        return _put(f, RUNS, p, _set(r, {R_STARTS: r[R_STARTS] + 1, R_CURSOR: 0}))
+
+    def consumed(f: Flat) -> Flat:
+        return _plan(f, p, "consumed") if f[PLANS][p][P_STATUS] == "approved" else f
+
+    def acknowledge(f: Flat) -> Flat:
+        key = ("plan_decision", p, f[PLANS][p][P_RETRACTIONS])
+        return set_message(f, key, "acknowledged") if message_status(f, key) == "delivered" else f
+
+    return [("plan.start/execution", start), ("plan.start/record", consumed), ("plan.start/message", acknowledge)]
+
+
+def _plan_step(f: Flat, p: int) -> Flat:
+    r = f[RUNS][p]
+    return _put(f, RUNS, p, _set(r, {R_STEPS: (*r[R_STEPS], f"s{r[R_CURSOR] + 1}"), R_CURSOR: r[R_CURSOR] + 1}))
+
+
 # ---- reconciliation ---------------------------------------------------------------------------
 
 
@@ -910,6 +1120,27 @@ def _look_up_outcome(f: Flat, a: int) -> Flat:
     elif ex[E_STATUS] == "started":
         ex = _moved("tool_execution", ex, "succeeded" if ex[E_WORLD] >= ex[E_ATTEMPTS] else "failed")
     return _put(f, EXECUTIONS, a, ex)
+
+
+def _reconcile_plans(f: Flat, ttl: int) -> Flat:
+    """The model's ``_reconcile._plans`` (healthy)."""
+    for p, plan in enumerate(f[PLANS]):
+        status = plan[P_STATUS]
+        if status == "draft" and message_status(f, ("plan_request", p, 0)):
+            f = _plan(f, p, "pending", {P_DEADLINE: f[CLOCK] + ttl})
+        elif status == "pending":
+            f = post(f, ("plan_request", p, 0))
+        elif status in ("approved", "rejected", "needs_revision"):
+            f = post(f, ("plan_decision", p, plan[P_RETRACTIONS]))
+        if plan[P_RETRACTIONS] and message_status(f, ("plan_decision", p, plan[P_RETRACTIONS] - 1)) == "pending":
+            f = set_message(f, ("plan_decision", p, plan[P_RETRACTIONS] - 1), "expired")
+        if f[PLANS][p][P_STATUS] == "approved" and f[RUNS][p][R_STATUS] != "":
+            f = _plan(f, p, "consumed")
+        if f[PLANS][p][P_STATUS] == "expired":
+            f = owe(f, ("plan_abandoned", p, 0))
+        if f[RUNS][p][R_STATUS] in ("completed", "rolled_back"):
+            f = owe(f, ("plan_completion", p, 0))
+    return f
 
 
 def _reconcile_shutdowns(f: Flat) -> Flat:
