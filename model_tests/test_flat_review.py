@@ -1,0 +1,243 @@
+"""An outside review of the plain-tuple engine (issue 18 item 3): the blind spots of
+``model_tests/test_flat.py``, closed.
+
+``test_flat.py`` proves :mod:`spec.model._flat` equal to the model transition by transition on
+``pair`` and ``wide`` only, and the flat search equal to the model's search on the healthy model
+only. So everything that happens only with crashes (restart, reconciliation, crash variants, jobs:
+``pair_crashes``), every configuration :func:`spec.model._flat.supports` accepts beyond the pinned
+ones, and every path of :mod:`spec._flat_explore` that only a violation takes (memoised checks
+carried over a crash, REC-1, violation traces) went unchecked in the default run. Here, within
+seconds:
+
+- randomized walks through ``pair_crashes`` that favour crash variants: on every state reached
+  (crashed ones too) the flat successors equal the model's *strictly* (``repr``: same actions,
+  crash variants and their order, same field values of the same types), the same edges are
+  logged, and the flat canonical key (with dead data erased) groups the states as the model's;
+- the same on variants of the supported configurations that no pinned one covers (two approval
+  and two shutdown slots, jobs without crashes, no symmetry);
+- the flat search loop run on *broken* models (model mutants and a reconciliation that is not
+  idempotent, fed through an encode/decode adapter) reports what the model's search reports:
+  violations with their traces, edges, crash points, deadlocks, witnesses.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from collections.abc import Iterator
+from functools import cache
+from typing import Any
+
+import pytest
+
+import spec._flat_explore as flat_explore
+from spec import explore as explore_module
+from spec._flat_explore import Canonical, erase, explore_flat
+from spec._records import Report
+from spec._tables import IllegalTransition
+from spec.explore import _search
+from spec.model import Model, _model, load_config
+from spec.model import _reconcile as reconcile_module
+from spec.model._config import Config
+from spec.model._dead import erase as model_erase
+from spec.model._flat import FlatModel, decode, encode, supports
+from spec.model._state import State, put, replace
+from spec.model._symmetry import canonical_key
+
+
+def _walks(model: Model, walks: int, length: int, seed: int) -> list[State]:
+    """The distinct states of ``walks`` seeded random walks of ``length`` moves; a crash variant
+    is taken about one move in three where there is one, so the walks restart and reconcile."""
+    rng = random.Random(seed)
+    seen: dict[State, None] = {}
+    for _ in range(walks):
+        state = model.initial()
+        for _ in range(length):
+            following = [s for _, s in model.successors(state) if isinstance(s, State)]
+            if not following:
+                break
+            crashed = [s for s in following if s.crashed]
+            state = rng.choice(crashed if crashed and rng.random() < 0.35 else following)
+            seen[state] = None
+    return list(seen)
+
+
+def _strict(pairs: Iterator[tuple[Any, Any]]) -> list[str]:
+    return [repr((a, str(s) if isinstance(s, IllegalTransition) else s)) for a, s in pairs]
+
+
+def strict_differences(model: Model, states: list[State]) -> list[str]:
+    """Where the flat successors differ from the model's, compared by ``repr`` (so ``1`` is not
+    ``True``), with the edges each logs and the goal test."""
+    flat = FlatModel(model.config)
+    found: list[str] = []
+    for state in states:
+        f = encode(state)
+        _model.EDGE_LOG.append(set())
+        try:
+            want = _strict(model.successors(state))
+            want_edges = _model.EDGE_LOG[-1]
+            _model.EDGE_LOG[-1] = set()
+            got = _strict((a, s if isinstance(s, IllegalTransition) else decode(s)) for a, s in flat.successors(f))
+            got_edges = _model.EDGE_LOG[-1]
+        finally:
+            _model.EDGE_LOG.pop()
+        if want != got:
+            found.append(f"successors differ from {state}")
+        if want_edges != got_edges:
+            found.append(f"edges differ from {state}: {sorted(want_edges ^ got_edges)}")
+        if not state.crashed and model.is_goal(state) != flat.is_goal(f):
+            found.append(f"is_goal differs at {state}")
+    return found
+
+
+def grouping_differences(config: Config, states: list[State]) -> list[str]:
+    """Whether the flat key (dead data erased, then symmetry) groups ``states`` as the model's does."""
+    canonical = Canonical(config.members, config.tasks)
+    theirs: dict[Any, set[int]] = {}
+    mine: dict[Any, set[int]] = {}
+    for number, state in enumerate(s for s in states if not s.crashed):
+        model_key = model_erase(state)
+        theirs.setdefault(canonical_key(model_key) if config.symmetry else model_key, set()).add(number)
+        flat_key = erase(encode(state))
+        mine.setdefault(canonical.key(flat_key) if config.symmetry else flat_key, set()).add(number)
+    if sorted(map(sorted, theirs.values())) != sorted(map(sorted, mine.values())):
+        return [f"{len(theirs)} classes for the model, {len(mine)} for the flat key"]
+    return []
+
+
+@cache
+def _crash_walks() -> tuple[Model, list[State]]:
+    model = Model(load_config("pair_crashes"))
+    return model, _walks(model, walks=400, length=60, seed=18)
+
+
+def test_the_walks_reach_the_crash_paths() -> None:
+    """The sample is what it claims: crashed states, restarts after each write of a consume, jobs
+    that ended, drains that waited on a job, and an execution looked up after a crash (APR-8)."""
+    _, states = _crash_walks()
+    assert len(states) > 4_000
+    assert sum(s.crashed for s in states) > 300
+    assert any(s.crashed and s.executions[0].status == "started" and s.executions[0].world_calls for s in states)
+    assert any(s.crashed and s.executions[0].status == "" and s.approvals[0].status == "consumed" for s in states)
+    assert any(sd.waited for s in states for sd in s.shutdowns)
+    assert any(j.status in ("succeeded", "failed", "cancelled") for s in states for j in s.jobs)
+
+
+@pytest.mark.clause("REC-1", "INV-3")
+def test_flat_successors_equal_the_models_strictly_on_crash_walks() -> None:
+    model, states = _crash_walks()
+    assert strict_differences(model, states) == []
+
+
+def test_the_flat_key_groups_crash_walk_states_as_the_models_key() -> None:
+    model, states = _crash_walks()
+    following = {s for state in states for _, s in model.successors(state) if isinstance(s, State)}
+    assert grouping_differences(model.config, list(following | set(states))) == []
+
+
+def test_a_strict_comparison_tells_one_from_true() -> None:
+    """The comparison can fail where ``==`` cannot: a flag written as ``1`` equals ``True``."""
+    _, states = _crash_walks()
+    state = next(s for s in states if not s.crashed)
+    flagged = replace(state, tasks=put(state.tasks, 0, replace(state.tasks[0], checkpoint=1)))
+    assert flagged == replace(state, tasks=put(state.tasks, 0, replace(state.tasks[0], checkpoint=True)))
+    assert _strict(iter([(None, flagged)])) != _strict(iter([(None, replace(flagged, tasks=state.tasks))]))
+
+
+VARIANTS = {  # supported, so the explorer runs them flat, but no pinned configuration is one of them
+    "pair, 2 approvals and 2 shutdowns": dict(approvals=2, shutdowns=2),
+    "pair with jobs, no crashes": dict(jobs=True),
+    "pair_crashes without symmetry": dict(crashes=True, jobs=True, symmetry=False),
+}
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_flat_equals_the_model_on_supported_variants(variant: str) -> None:
+    config = dataclasses.replace(load_config("pair"), name=variant, **VARIANTS[variant])
+    assert supports(config)
+    model = Model(config)
+    states = _walks(model, walks=40, length=40, seed=7)
+    assert strict_differences(model, states) == []
+    assert grouping_differences(config, states) == []
+
+
+# ---- the flat search loop on broken models -------------------------------------------------------
+
+
+def _adapter(model: Model) -> type:
+    """A :class:`FlatModel` stand-in that runs ``model`` (a mutant too) through encode/decode: the
+    flat search loop (checks, memo, REC-1, traces) then meets violations, which the healthy
+    model never gives it."""
+
+    class Adapter:
+        def __init__(self, config: Config) -> None:
+            self.config = config
+
+        def initial(self) -> tuple[Any, ...]:
+            return encode(model.initial())
+
+        def successors(self, f: tuple[Any, ...]) -> Iterator[tuple[Any, Any]]:
+            for action, state in model.successors(decode(f)):
+                yield action, state if isinstance(state, IllegalTransition) else encode(state)
+
+        def reconcile(self, f: tuple[Any, ...]) -> tuple[Any, ...]:
+            return encode(reconcile_module.reconcile(model, decode(f)))
+
+        def is_goal(self, f: tuple[Any, ...]) -> bool:
+            return model.is_goal(decode(f))
+
+    return Adapter
+
+
+def _findings(report: Report) -> tuple[Any, ...]:
+    violations = {n: (v.clause, v.message, [(str(a), s) for a, s in v.trace]) for n, v in report.violations.items()}
+    return (
+        report.states,
+        report.transitions,
+        report.states_by_depth,
+        report.deadlocks,
+        sorted(report.crashed_at),
+        sorted(report.edges_taken),
+        violations,
+        report.witnesses,
+    )
+
+
+def _approving_reconcile(model: Model, s: State) -> State:
+    """A reconciliation that is not idempotent (REC-1 broken): after the real pass it approves a
+    requested approval without posting the decision, which the next pass then posts."""
+    s = _REAL_RECONCILE(model, s)
+    for a, approval in enumerate(s.approvals):
+        if approval.status == "requested":
+            s = replace(s, approvals=put(s.approvals, a, _model.move("operation_approval", approval, "approved")))
+    return s
+
+
+_REAL_RECONCILE = reconcile_module.reconcile
+
+BROKEN = [  # (configuration, model mutant or a broken reconciliation, states explored)
+    ("pair", "consume_by_other_member", None),
+    ("pair_crashes", "recovery_repeats_call", 2_500),
+    ("pair_crashes", "reconcile_skips_redelivery", 2_500),
+    ("pair_crashes", "decision_before_record", 2_500),
+    ("pair_crashes", "reconcile not idempotent", 1_500),
+]
+
+
+@pytest.mark.clause("REC-1", "INV-7")
+@pytest.mark.parametrize(("name", "broken", "limit"), BROKEN)
+def test_the_flat_loop_reports_what_the_models_loop_reports_on_broken_models(
+    name: str, broken: str, limit: int | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if broken == "reconcile not idempotent":
+        monkeypatch.setattr(reconcile_module, "reconcile", _approving_reconcile)
+        monkeypatch.setattr(explore_module, "reconcile", _approving_reconcile)
+        model = Model(load_config(name))
+    else:
+        model = Model(load_config(name), broken)
+    theirs = _search(model, max_states=limit).report
+    assert theirs.violations, "the broken model must break something here"
+    monkeypatch.setattr(flat_explore, "FlatModel", _adapter(model))
+    mine = explore_flat(model, max_states=limit)
+    assert _findings(mine) == _findings(theirs)
