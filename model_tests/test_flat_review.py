@@ -241,3 +241,24 @@ def test_the_flat_loop_reports_what_the_models_loop_reports_on_broken_models(
     monkeypatch.setattr(flat_explore, "FlatModel", _adapter(model))
     mine = explore_flat(model, max_states=limit)
     assert _findings(mine) == _findings(theirs)
+
+
+def test_a_model_change_on_the_crash_paths_alone_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The scenario the copy is exposed to: a designer changes the model where only a crash leads
+    (APR-8's look-up after a restart repeats the call, as the mutant ``recovery_repeats_call``
+    does) and leaves :mod:`spec.model._flat` alone. ``explore()`` would then run the old protocol
+    on ``pair_crashes`` (45,242 states, no violation, where the model's search finds INV-1 broken
+    in 50,856), and ``test_flat.py`` passes: ``pair`` and ``wide`` never crash. The walks see it."""
+    model, states = _crash_walks()
+    monkeypatch.setattr(model, "mutant", "recovery_repeats_call")
+    assert any("successors differ" in d for d in strict_differences(model, states))
+
+
+@pytest.mark.xfail(strict=True, reason="review finding: a misspelt TEAMPROTO_ENGINE is silently ignored")
+def test_a_misspelt_engine_name_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``TEAMPROTO_ENGINE=Model`` (or ``modle``) runs the flat engine without a word; only the
+    exact ``model`` selects the model's search (``spec.explore.flat_engine``). Bad input should be
+    a typed error naming the accepted values. Strict: when it is fixed, drop the mark."""
+    monkeypatch.setenv("TEAMPROTO_ENGINE", "Model")
+    with pytest.raises(Exception, match="TEAMPROTO_ENGINE"):
+        explore_module.flat_engine(Model(load_config("pair")))
