@@ -19,10 +19,10 @@ seconds:
   idempotent, fed through an encode/decode adapter) reports what the model's search reports:
   violations with their traces, edges, crash points, deadlocks, witnesses.
 
-Of 15 realistic bugs planted one at a time in the flat engine (a scratch clone), the default run
-caught 4 before this file and 14 with it (the 15th, a memo plan keyed without the parent's
-reconciled flag, cannot change a result: the crash flag is part of the changed fields); among
-those only this file catches: an off-by-one in APR-8's look-up, crash variants out of order or
+Of 16 realistic bugs planted one at a time in the flat engine (a scratch clone), 15 can change a
+result (the 16th, a memo plan keyed without the parent's reconciled flag, cannot: the crash flag
+is among the changed fields); the default run caught 4 of them before this file and all 15 with
+it. Only this file catches: an off-by-one in APR-8's look-up, crash variants out of order or
 one missing, a crash action memoised without its step, a reconciliation branch dropped, an edge
 not logged, ``1`` written for ``True``, symmetry and dead-data keys that differ only where jobs
 run, the second approval slot taken first, and REC-1 never checked.
