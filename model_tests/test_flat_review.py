@@ -31,6 +31,7 @@ run, the second approval slot taken first, and REC-1 never checked.
 from __future__ import annotations
 
 import dataclasses
+import json
 import random
 from collections.abc import Iterator
 from functools import cache
@@ -44,7 +45,7 @@ from spec._flat_explore import Canonical, erase, explore_flat
 from spec._records import Report
 from spec._tables import IllegalTransition
 from spec.explore import _search
-from spec.model import Model, _model, load_config
+from spec.model import BadEngine, Model, _model, load_config
 from spec.model import _reconcile as reconcile_module
 from spec.model._config import Config
 from spec.model._dead import erase as model_erase
@@ -254,11 +255,30 @@ def test_the_flat_loop_reports_what_the_models_loop_reports_on_broken_models(
     assert _findings(mine) == _findings(theirs)
 
 
-@pytest.mark.xfail(strict=True, reason="review finding: a misspelt TEAMPROTO_ENGINE is silently ignored")
-def test_a_misspelt_engine_name_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``TEAMPROTO_ENGINE=Model`` (or ``modle``) runs the flat engine without a word; only the
-    exact ``model`` selects the model's search (``spec.explore.flat_engine``). Bad input should be
-    a typed error naming the accepted values. Strict: when it is fixed, drop the mark."""
-    monkeypatch.setenv("TEAMPROTO_ENGINE", "Model")
-    with pytest.raises(Exception, match="TEAMPROTO_ENGINE"):
+@pytest.mark.parametrize("value", ["Model", "modle", "MODEL", "fast"])
+def test_a_misspelt_engine_name_is_refused(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    """Review finding: ``TEAMPROTO_ENGINE=Model`` (or ``modle``) ran the flat engine without a
+    word; only the exact ``model`` selected the model's search. Now any value but ``flat`` and
+    ``model`` is a typed error naming the accepted values, before any search starts."""
+    monkeypatch.setenv("TEAMPROTO_ENGINE", value)
+    with pytest.raises(BadEngine, match=r"TEAMPROTO_ENGINE.*flat, model"):
         explore_module.flat_engine(Model(load_config("pair")))
+
+
+@pytest.mark.parametrize("value", ["", "flat", "model"])
+def test_the_engine_names_are_accepted(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    monkeypatch.setenv("TEAMPROTO_ENGINE", value)
+    assert explore_module.flat_engine(Model(load_config("pair"))) is (value != "model")
+
+
+def test_teamproto_check_refuses_a_misspelt_engine_in_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """From the outside: one line on stderr, exit 2, JSON on stdout with ``--json``; no search ran."""
+    from teamproto._cli import main
+
+    monkeypatch.setenv("TEAMPROTO_ENGINE", "modle")
+    assert main(["check", "--config", "tiny", "--json", "--jobs", "1"]) == 2
+    out, err = capsys.readouterr()
+    assert json.loads(out)["error"]["type"] == "BadEngine"
+    assert err.count("\n") == 1 and "TEAMPROTO_ENGINE='modle'" in err

@@ -33,7 +33,7 @@ from spec.errors import ProtocolError
 from spec.explore import Report, _search, flat_engine, trace_json
 from spec.invariants import INVARIANTS
 from spec.model import CRASH_POINTS, MUTANTS, Model, manifest, unreached_bounds
-from spec.model._config import Config
+from spec.model._config import Config, engine_choice
 from spec.model._state import State
 from spec.simulate import Plan, simulate
 
@@ -262,6 +262,7 @@ def run_jobs(
     """Run every job, on ``workers`` processes when more than one (the longest first); ``done``
     is called for each run in the order of ``jobs``, as soon as it and every run before it ended.
     Returns the runs in that order and the peak memory of the largest process in MiB."""
+    engine_choice(os.environ.get("TEAMPROTO_ENGINE"))  # a misspelt engine is refused here, before any worker starts
     results: dict[int, tuple[Report, float]] = {}
     reported = 0
     peak = peak_memory_mib()

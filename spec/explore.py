@@ -35,7 +35,7 @@ from . import invariants
 from ._records import Report, Violation
 from ._tables import IllegalTransition
 from .model import _model
-from .model._config import Config
+from .model._config import Config, engine_choice
 from .model._dead import erase
 from .model._model import Action, Model
 from .model._ops import CRASH_POINTS, WRITE_STEPS
@@ -696,7 +696,8 @@ def explore(
     for what it lacks (fingerprints, saved searches, the dead-data switch, a model without its
     reductions), the search runs on plain tuples (:mod:`spec._flat_explore`): the same search,
     proven equal by ``model_tests/test_flat.py`` and ``bench/explore.py --engine-configs pinned
-    mutants``. ``TEAMPROTO_ENGINE=model`` keeps it on the model's states.
+    mutants``. ``TEAMPROTO_ENGINE=model`` keeps it on the model's states; any other value but
+    ``flat`` is refused (:class:`spec.model._config.BadEngine`).
     """
     if flat_engine(model) and fingerprints is False and resume is None and checkpoint is None and dead_data is None:
         from ._flat_explore import explore_flat
@@ -719,7 +720,7 @@ def flat_engine(model: Model) -> bool:
     """Whether :func:`explore` runs ``model`` on plain tuples (see there)."""
     from .model._flat import supports
 
-    if os.environ.get("TEAMPROTO_ENGINE") == "model":
+    if engine_choice(os.environ.get("TEAMPROTO_ENGINE")) == "model":  # a misspelt name: BadEngine
         return False
     return model.reduce and model.independence and supports(model.config, model.mutant)
 

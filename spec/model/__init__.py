@@ -7,7 +7,7 @@ from .. import _compiled
 _compiled.extend(__path__, "spec/model")  # the compiled model, if a fresh build exists
 
 from ._bounds import unreached_bounds, witness_search
-from ._config import BadConfig, Config, UnknownConfig, config_names, load_config, manifest, parse_config
+from ._config import BadConfig, BadEngine, Config, UnknownConfig, config_names, load_config, manifest, parse_config
 from ._model import Action, Model
 from ._mutants import MUTANTS, Mutant
 from ._ops import CRASH_POINTS, OPERATIONS, WRITE_STEPS
@@ -21,6 +21,7 @@ __all__ = [
     "WRITE_STEPS",
     "Action",
     "BadConfig",
+    "BadEngine",
     "Config",
     "Model",
     "Mutant",

@@ -60,6 +60,30 @@ class BadConfig(ProtocolError):
         super().__init__(f"model configuration {name!r}: {reason}")
 
 
+ENGINES = ("flat", "model")
+"""The accepted values of ``TEAMPROTO_ENGINE``: ``flat`` (the default: plain tuples wherever
+:func:`spec.model._flat.supports` the run) and ``model`` (the model's own states, always)."""
+
+
+class BadEngine(ProtocolError):
+    """``TEAMPROTO_ENGINE`` names no engine: refused before any search starts."""
+
+    def __init__(self, value: str) -> None:
+        self.value = value
+        super().__init__(
+            f"TEAMPROTO_ENGINE={value!r} names no engine; use one of {', '.join(ENGINES)}, or unset it (flat)"
+        )
+
+
+def engine_choice(value: str | None) -> str:
+    """The engine ``TEAMPROTO_ENGINE``'s ``value`` selects (unset or empty: ``flat``)."""
+    if not value:
+        return "flat"
+    if value not in ENGINES:
+        raise BadEngine(value)
+    return value
+
+
 def _folder() -> Any:
     return resources.files("spec.model") / "configs"
 
