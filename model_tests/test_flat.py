@@ -53,8 +53,10 @@ def interpreted(test: Callable[..., None]) -> Callable[..., None]:
 
         if Path(_flat_explore.__file__ or "").suffix != ".so":
             return test(*args, **kwargs)
+        # The test's own node id, parameters included ("path::name[param] (call)").
+        node = os.environ.get("PYTEST_CURRENT_TEST", "").rsplit(" ", 1)[0] or f"{__file__}::{test.__name__}"
         rerun = subprocess.run(
-            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"{__file__}::{test.__name__}"],
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", node],
             env={**os.environ, "TEAMPROTO_PURE": "1"},
             capture_output=True,
             text=True,

@@ -53,6 +53,8 @@ from spec.model._flat import FlatModel, decode, encode, supports
 from spec.model._state import State, put, replace
 from spec.model._symmetry import canonical_key
 
+from .test_flat import interpreted
+
 
 def _walks(model: Model, walks: int, length: int, seed: int) -> list[State]:
     """The distinct states of ``walks`` seeded random walks of ``length`` moves; a crash variant
@@ -239,6 +241,7 @@ BROKEN = [  # (configuration, model mutant or a broken reconciliation, states ex
 
 @pytest.mark.clause("REC-1", "INV-7")
 @pytest.mark.parametrize(("name", "broken", "limit"), BROKEN)
+@interpreted  # it patches the flat loop's model and the reconciliation: compiled code would call past them
 def test_the_flat_loop_reports_what_the_models_loop_reports_on_broken_models(
     name: str, broken: str, limit: int | None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
