@@ -18,7 +18,8 @@ settings.register_profile(
 settings.register_profile(
     "thorough", max_examples=2000, deadline=None, stateful_step_count=100, suppress_health_check=[HealthCheck.too_slow]
 )
-# bench/stateful.py: a fixed number of examples on both backends, random seeds.
+# bench/stateful.py: a fixed number of examples on both backends; each round runs the programs of
+# its own seed (TEAMPROTO_BENCH_SEED, applied by the bench with @seed): the profile alone derandomizes.
 settings.register_profile(
     "bench",
     max_examples=int(os.environ.get("TEAMPROTO_BENCH_EXAMPLES", "200")),
