@@ -49,11 +49,11 @@ from spec.model import BadEngine, Model, _model, load_config
 from spec.model import _reconcile as reconcile_module
 from spec.model._config import Config
 from spec.model._dead import erase as model_erase
-from spec.model._flat import FlatModel, decode, encode, supports
+from spec.model._flat import decode, encode, supports
 from spec.model._state import State, put, replace
 from spec.model._symmetry import canonical_key
 
-from .test_flat import interpreted
+from .test_flat import differences, interpreted
 
 
 def _walks(model: Model, walks: int, length: int, seed: int) -> list[State]:
@@ -79,27 +79,8 @@ def _strict(pairs: Iterator[tuple[Any, Any]]) -> list[str]:
 
 def strict_differences(model: Model, states: list[State]) -> list[str]:
     """Where the flat successors differ from the model's, compared by ``repr`` (so ``1`` is not
-    ``True``), with the edges each logs and the goal test."""
-    flat = FlatModel(model.config)
-    found: list[str] = []
-    for state in states:
-        f = encode(state)
-        _model.EDGE_LOG.append(set())
-        try:
-            want = _strict(model.successors(state))
-            want_edges = _model.EDGE_LOG[-1]
-            _model.EDGE_LOG[-1] = set()
-            got = _strict((a, s if isinstance(s, IllegalTransition) else decode(s)) for a, s in flat.successors(f))
-            got_edges = _model.EDGE_LOG[-1]
-        finally:
-            _model.EDGE_LOG.pop()
-        if want != got:
-            found.append(f"successors differ from {state}")
-        if want_edges != got_edges:
-            found.append(f"edges differ from {state}: {sorted(want_edges ^ got_edges)}")
-        if not state.crashed and model.is_goal(state) != flat.is_goal(f):
-            found.append(f"is_goal differs at {state}")
-    return found
+    ``True``), with the edges each logs and the goal test (``test_flat.differences``)."""
+    return differences(model, states)
 
 
 def grouping_differences(config: Config, states: list[State]) -> list[str]:
