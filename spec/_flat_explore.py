@@ -34,6 +34,7 @@ from typing import Any
 from . import invariants
 from ._records import Report, Violation
 from ._tables import IllegalTransition
+from .explore import note_first, witness
 from .model import _model
 from .model._action import Action
 from .model._dead import _FINAL_JOBS, _FINAL_TASKS, FINAL_JOB, FINAL_TASK
@@ -582,26 +583,10 @@ class FlatSearch:
 
     def note(self, number: int, action: Action) -> None:
         """``_Search.note``: the first move showing an operation, a crash point or an edge."""
-        first = self.first
-        if f"op {action.name}" not in first:
-            first[f"op {action.name}"] = (number, action)
-        if action.crash_after and f"crash {action.crash_after}" not in first:
-            first[f"crash {action.crash_after}"] = (number, action)
-        edges = _model.EDGE_LOG[-1]
-        if len(edges) != self.edges_known:
-            self.edges_known = len(edges)
-            for machine, source, target in edges:
-                first.setdefault(f"edge {machine} {source} -> {target}", (number, action))
+        self.edges_known = note_first(self.first, self.edges_known, number, action)
 
     def witness(self, number: int, *last: Action) -> list[str]:
-        actions: list[str] = [str(action) for action in last]
-        while number > 0:
-            action = self.via[number]
-            assert action is not None
-            actions.append(str(action))
-            number = self.parent[number]
-        actions.reverse()
-        return actions
+        return witness(self.via, self.parent, number, last)
 
     def add(self, state: Flat, parent: int, action: Action | None) -> tuple[int, bool]:
         """Number ``state`` unless its class is known; returns (its number, whether it is new). The

@@ -415,6 +415,34 @@ def hash_probe() -> int:
     return hash(("teamproto", "running", "claimed", "requested", 1))
 
 
+def note_first(first: dict[str, tuple[int, Action]], edges_known: int, number: int, action: Action) -> int:
+    """Record in ``first`` the first move (from state ``number``) that took an operation, a crash
+    point or a machine edge; returns how many edges the edge log now holds (both searches' ``note``)."""
+    for key in (f"op {action.name}", f"crash {action.crash_after}" if action.crash_after else ""):
+        if key and key not in first:
+            first[key] = (number, action)
+    if not _model.EDGE_LOG:  # a caller's own _bfs without explore's edge log: no edge witnesses
+        return edges_known
+    edges = _model.EDGE_LOG[-1]
+    if len(edges) != edges_known:
+        for machine, source, target in edges:
+            first.setdefault(f"edge {machine} {source} -> {target}", (number, action))
+    return len(edges)
+
+
+def witness(via: list[Action | None], parent: array[int], number: int, last: tuple[Action, ...]) -> list[str]:
+    """The actions from the initial state to state ``number`` (a crash's restart implied), then
+    ``last``, following ``parent`` and ``via`` (both searches' ``witness``)."""
+    actions: list[str] = [str(action) for action in last]
+    while number > 0:
+        action = via[number]
+        assert action is not None
+        actions.append(str(action))
+        number = parent[number]
+    actions.reverse()
+    return actions
+
+
 @mypyc_attr(allow_interpreted_subclasses=True)  # conformance._vectors._Covering extends it
 class _Search:
     def __init__(
@@ -461,28 +489,11 @@ class _Search:
     def note(self, number: int, action: Action) -> None:
         """Remember the first move from state ``number`` that took an operation, a crash point or a
         machine edge (:func:`spec.drift.behaviour`'s keys): breadth-first, so a shortest witness."""
-        first = self.first
-        for key in (f"op {action.name}", f"crash {action.crash_after}" if action.crash_after else ""):
-            if key and key not in first:
-                first[key] = (number, action)
-        if not _model.EDGE_LOG:  # a caller's own _bfs without explore's edge log: no edge witnesses
-            return
-        edges = _model.EDGE_LOG[-1]
-        if len(edges) != self.edges_known:
-            self.edges_known = len(edges)
-            for machine, source, target in edges:
-                first.setdefault(f"edge {machine} {source} -> {target}", (number, action))
+        self.edges_known = note_first(self.first, self.edges_known, number, action)
 
     def witness(self, number: int, *last: Action) -> list[str]:
         """The actions from the initial state to state ``number`` (a crash's restart implied), then ``last``."""
-        actions: list[str] = [str(action) for action in last]
-        while number > 0:
-            action = self.via[number]
-            assert action is not None
-            actions.append(str(action))
-            number = self.parent[number]
-        actions.reverse()
-        return actions
+        return witness(self.via, self.parent, number, last)
 
     def view(self, state: State) -> _View:
         """The state's view (its numbers, its snapshot on demand)."""

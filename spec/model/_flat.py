@@ -32,7 +32,7 @@ from ._action import Action
 from ._config import Config
 from ._ops import RISK_TEXT
 from ._por import _ACTIVE as _POR_ACTIVE
-from ._por import component
+from ._por import smallest_isolated
 from ._state import NONE, Approval, Execution, Job, Member, Message, Owed, Plan, PlanRun, Shutdown, State, Task
 
 Flat = tuple[Any, ...]
@@ -744,23 +744,16 @@ class FlatModel:
 
     def ample(self, f: Flat, operations: list[Operation]) -> list[Operation] | None:
         """``spec.model._por.ample`` (time is frozen here: no clock, not crashed, monitor done)."""
-        groups: dict[tuple[str, int], list[Operation]] = {}
-        for operation in operations:
-            key = component(operation[0])
-            if key is not None:
-                groups.setdefault(key, []).append(operation)
-        best: list[Operation] | None = None
-        for (kind, slot), group in sorted(groups.items()):
-            if len(group) == len(operations) or (best is not None and len(group) >= len(best)):
-                continue
-            if kind == "plan":
-                plan = f[PLANS][slot]
-                isolated = plan[P_STATUS] != "" and self.requester_settled(f, plan[P_REQUESTER])
-            else:
-                isolated = self.isolated(f, slot)
-            if isolated and any(_effective(f, op) for op in group):
-                best = group
-        return best
+        return smallest_isolated(
+            operations, lambda kind, slot: self._isolated(f, kind, slot), lambda op: _effective(f, op)
+        )
+
+    def _isolated(self, f: Flat, kind: str, slot: int) -> bool:
+        """``spec.model._por.isolated`` on plain tuples."""
+        if kind == "plan":
+            plan = f[PLANS][slot]
+            return plan[P_STATUS] != "" and self.requester_settled(f, plan[P_REQUESTER])
+        return self.isolated(f, slot)
 
     # ---- reconciliation (spec.model._reconcile) ----
     def reconcile(self, f: Flat) -> Flat:

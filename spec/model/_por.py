@@ -62,8 +62,8 @@ shutdown it saves 2.3× (37,252 → 16,109 states), with crashes 2.2× (120,778 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 from ._state import State
 
@@ -165,18 +165,39 @@ def ample(model: Model, s: State, operations: list[Operation]) -> Iterator[Opera
     """The operations of the isolated record with the fewest enabled ones, or None (expand all)."""
     if not time_frozen(model, s):
         return None
-    groups: dict[tuple[str, int], list[Operation]] = {}
+    best = smallest_isolated(
+        operations, lambda kind, slot: isolated(model, s, kind, slot), lambda op: _effective(s, op)
+    )
+    return None if best is None else iter(best)
+
+
+def smallest_isolated(
+    operations: list[Any], is_isolated: Callable[[str, int], bool], effective: Callable[[Any], bool]
+) -> list[Any] | None:
+    """The ample set's choice, for the model's states and for plain tuples alike: the operations of
+    the isolated record (``is_isolated(kind, slot)``) with the fewest enabled ones, at least one of
+    them ``effective``, and fewer than all; the first such record in slot order; None if none."""
+    groups: dict[tuple[str, int], list[Any]] = {}
     for operation in operations:
         key = component(operation[0])
         if key is not None:
             groups.setdefault(key, []).append(operation)
-    best: list[Operation] | None = None
+    best: list[Any] | None = None
     for (kind, slot), group in sorted(groups.items()):
         if len(group) == len(operations) or (best is not None and len(group) >= len(best)):
             continue
-        if isolated(model, s, kind, slot) and any(_effective(s, op) for op in group):
+        if is_isolated(kind, slot) and any(effective(op) for op in group):
             best = group
-    return None if best is None else iter(best)
+    return best
 
 
-__all__ = ["APPROVAL_OPS", "PLAN_OPS", "ample", "component", "isolated", "requester_settled", "time_frozen"]
+__all__ = [
+    "APPROVAL_OPS",
+    "PLAN_OPS",
+    "ample",
+    "component",
+    "isolated",
+    "requester_settled",
+    "smallest_isolated",
+    "time_frozen",
+]
