@@ -38,7 +38,7 @@ from spec.explore import _search, explore, flat_engine
 from spec.model import MUTANTS, Model, _flat, _model, load_config, manifest
 from spec.model._dead import erase as model_erase
 from spec.model._flat import FlatModel, decode, encode, supports, unsupported
-from spec.model._state import State
+from spec.model._state import State, replace
 from spec.model._symmetry import canonical_key
 
 
@@ -132,10 +132,15 @@ def _findings(report: Report) -> tuple[Any, ...]:
     )
 
 
-def test_scope_is_the_feature_set_of_pair_crashes_and_pair_plan() -> None:
+def test_scope_is_the_feature_set_of_pair_crashes_pair_plan_and_standard() -> None:
     assert {"pair", "pair_crashes", "wide", "pair_plan"} <= set(IN_SCOPE)
-    assert unsupported(load_config("plan"), None)[0].startswith("a clock")
-    assert unsupported(load_config("standard"), None)
+    assert supports(load_config("standard"))  # deadline regions, the tick and the monitor
+    assert unsupported(load_config("plan"), None) == ["the liveness check"]
+    assert unsupported(load_config("shutdown"), None) == [
+        "heartbeat lapses",
+        "the liveness check",
+        "unit deadlines (task.suspend, a clock reaching unit_ticks)",
+    ]
     assert unsupported(load_config("pair"), "consume_unapproved") == ["model mutant consume_unapproved"]
 
 
@@ -256,14 +261,178 @@ def test_mutants_and_unsupported_configurations_stay_on_the_model() -> None:
     assert not flat_engine(Model(load_config("pair"), next(iter(MUTANTS))))
     assert not flat_engine(Model(load_config("plan")))
     assert not flat_engine(Model(load_config("pair"), reduce=False))
-    with pytest.raises(ValueError, match="clock"):
+    with pytest.raises(ValueError, match="liveness"):
         FlatModel(load_config("plan"))
+
+
+# ---- time: the tick, the monitor pass, deadline regions ----------------------------------------
+
+TIME_VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
+    # pinned configurations with time, with what the flat engine lacks (liveness, profile changes) off
+    "plan": ("plan", {"liveness": False}),  # regions, crashes, a retraction: PLN-5's expiry, runs failed
+    "monitor": ("monitor", {"liveness": False}),  # regions, a shutdown, jobs: SHD-6's expiry and timeout
+    "tiny": ("tiny", {"liveness": False, "profile_changes": 0}),  # regions, an approval, crashes
+    "pair_ticks": ("pair", {"max_ticks": 1, "tasks": 1}),  # a bounded clock: the tick, the bound's goal and POR
+    "approval_drain": ("approval_drain", {"liveness": False}),  # by hand (8,489 states, ~15 s)
+}
+QUICK_TIME = ["plan", "monitor", "tiny", "pair_ticks"]
+
+
+def time_config(name: str) -> Any:
+    import dataclasses
+
+    base, changes = TIME_VARIANTS[name]
+    return dataclasses.replace(load_config(base), **changes)
+
+
+@cache
+def _time_expanded(name: str) -> tuple[Model, list[State]]:
+    model = Model(time_config(name))
+    states = list(_search(model).states)
+    crashed = [s for state in states for _, s in model.successors(state) if isinstance(s, State) and s.crashed]
+    return model, states + crashed
+
+
+def time_differences(model: Model, states: list[State]) -> list[str]:
+    """``differences``, and under deadline regions the region key and ``tick_matters`` of every
+    state: ``decode`` of the flat key is the model's key (``_time.relative``), compared by ``repr``."""
+    from spec.model import _time
+
+    found = differences(model, states)
+    flat = FlatModel(model.config)
+    if not model.config.regions:
+        return found
+    for state in states:
+        f = encode(state)
+        # the key is a pure function of the state: compared also with the clock moved on (offsets
+        # below FLOOR, which no healthy run reaches: the monitor ends a live request at offset -1)
+        for later in range(4):
+            moved = replace(state, clock=state.clock + later)
+            if repr(decode(_flat.relative(encode(moved)))) != repr(_time.relative(moved)):
+                found.append(f"region keys differ at {moved}")
+        if state.monitor_done and not state.crashed and flat.tick_matters(f) != _time.tick_matters(model, state):
+            found.append(f"tick_matters differs at {state}")
+    return found
+
+
+@pytest.mark.clause("SHD-6", "PLN-5", "APR-4")
+@pytest.mark.parametrize("name", QUICK_TIME)
+def test_flat_time_equals_the_models_on_the_whole_state_space(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tick, the monitor pass and (under deadline regions) the region key, per transition on
+    the whole state space, and the whole flat search's report against the model's search."""
+    model, states = _time_expanded(name)
+    assert time_differences(model, states) == []
+    names = {action.name for state in states for action, _ in model.successors(state)}
+    assert {"tick", "monitor.pass"} <= names
+    assert any(s.clock >= 2 for s in states) == model.config.regions  # regions: time runs past any bound
+    assert flat_engine(model)
+    mine = explore(model)
+    monkeypatch.setenv("TEAMPROTO_ENGINE", "model")
+    theirs = explore(model)
+    assert _findings(mine) == _findings(theirs)
+    base = TIME_VARIANTS[name][0]
+    if (
+        model.config.regions
+        and manifest()[base]["states"] is not None
+        and model.config.profile_changes == load_config(base).profile_changes
+    ):
+        assert mine.states == manifest()[base]["states"]  # liveness off changes no state
+
+
+@cache
+def _standard_walks() -> tuple[Model, list[State]]:
+    from .test_flat_review import _walks
+
+    model = Model(load_config("standard"))
+    return model, _walks(model, walks=250, length=300, seed=18)
+
+
+@pytest.mark.clause("SHD-6", "PLN-5", "REC-1")
+def test_flat_successors_equal_the_models_on_walks_through_standard() -> None:
+    """``standard`` itself (regions, both protocols, crashes, jobs, symmetry): seeded walks of 300
+    moves that favour crash variants, compared per transition with the region key."""
+    model, states = _standard_walks()
+    assert len(states) > 3_000 and sum(s.crashed for s in states) > 500
+    assert max(s.clock for s in states) >= 3
+    assert any(sd.status == "timed_out" for s in states for sd in s.shutdowns)
+    assert any(ap.status == "expired" for s in states for ap in s.approvals)
+    assert any(p.status == "expired" for s in states for p in s.plans)
+    assert time_differences(model, states) == []
+
+
+@pytest.mark.parametrize("name", ["standard", "plan"])
+def test_the_flat_region_key_groups_states_as_the_models(name: str) -> None:
+    """Deadline regions, dead data, then symmetry: the flat key partitions states as the model's
+    search keys them (``erase(s, regions)`` then ``canonical_key``), and regions do group states."""
+    if name == "standard":
+        model, states = _standard_walks()  # walks are not deduplicated by key: they do revisit classes
+    else:  # the search stores one state per class: take their successors too
+        model, expanded = _time_expanded(name)
+        states = list({s for state in expanded for _, s in model.successors(state) if isinstance(s, State)})
+    config = model.config
+    canonical = Canonical(config.members, config.tasks)
+    theirs: dict[Any, set[int]] = {}
+    mine: dict[Any, set[int]] = {}
+    live = [s for s in states if not s.crashed]
+    for number, state in enumerate(live):
+        model_key = model_erase(state, True)
+        flat_key = erase(encode(state), True)
+        theirs.setdefault(canonical_key(model_key) if config.symmetry else model_key, set()).add(number)
+        mine.setdefault(canonical.key(flat_key) if config.symmetry else flat_key, set()).add(number)
+    assert sorted(map(sorted, theirs.values())) == sorted(map(sorted, mine.values()))
+    unkeyed = {canonical.key(erase(encode(s))) if config.symmetry else erase(encode(s)) for s in live}
+    assert len(theirs) < len(unkeyed)
+
+
+@pytest.mark.parametrize(("name", "limit"), [("monitor", 300), ("standard", 500)])
+def test_the_flat_checks_find_what_the_predicates_find_with_time(name: str, limit: int) -> None:
+    """The memoised checks on states with a clock and deadlines (their memo keys hold the clock
+    where a check reads it) against the snapshot predicates."""
+    model = Model(time_config(name) if name in TIME_VARIANTS else load_config(name))
+    assert check_differences(model, limit) == []
+
+
+@interpreted
+def test_a_monitor_that_expires_at_the_deadline_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The comparison can fail: a monitor pass that expires an approval at its deadline (``>=``
+    for ``>``, APR-4) differs somewhere on ``tiny``."""
+    original = FlatModel.monitor_pass
+
+    def early(f: Any) -> Any:
+        shifted = (f[0] + 1, *f[1:])
+        out = original(shifted)
+        return (f[0], *out[1:]) if out[_flat.APPROVALS] != f[_flat.APPROVALS] else original(f)
+
+    monkeypatch.setattr(FlatModel, "monitor_pass", staticmethod(early))
+    model, states = _time_expanded("tiny")
+    assert any("successors differ" in d for d in time_differences(model, states))
+
+
+@interpreted
+def test_a_region_key_without_the_floor_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The comparison can fail: offsets not cut at FLOOR give keys the model does not give."""
+    monkeypatch.setattr(_flat, "_offset", lambda deadline, clock: deadline - clock + 3)
+    model, states = _time_expanded("monitor")
+    assert any("region keys differ" in d for d in time_differences(model, states))
+
+
+@interpreted
+def test_a_region_key_that_forgets_pending_requests_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The comparison can fail: a final record's deadline erased although its request message is
+    still pending (the monitor expires that message by it, MSG-5) merges states the model keeps
+    apart: the region key differs, and the flat search finds fewer states."""
+    original = _flat._kept
+    monkeypatch.setattr(_flat, "_kept", lambda kind, status, slot, pending: original(kind, status, slot, set()))
+    model, states = _time_expanded("tiny")
+    assert any("region keys differ" in d for d in time_differences(model, states))
+    assert explore_flat(model).states < len([s for s in states if not s.crashed])
 
 
 if __name__ == "__main__":  # the whole-space proof on larger configurations: python -m model_tests.test_flat NAME
     for config_name in sys.argv[1:] or IN_SCOPE:
-        checked_model, checked = _expanded(config_name)
-        problems = differences(checked_model, checked)
+        timed = config_name.startswith("time:")  # a variant of TIME_VARIANTS, e.g. time:approval_drain
+        checked_model, checked = _time_expanded(config_name[5:]) if timed else _expanded(config_name)
+        problems = time_differences(checked_model, checked)
         print(f"{config_name}: {len(checked):,} states expanded, {len(problems)} difference(s)")
         for problem in problems[:5]:
             print("  ", problem)

@@ -38,7 +38,7 @@ from .explore import note_first, witness
 from .model import _model
 from .model._action import Action
 from .model._dead import _FINAL_JOBS, _FINAL_TASKS, FINAL_JOB, FINAL_TASK
-from .model._flat import JOBS, MEMBERS, TASKS, Flat, FlatModel, decode
+from .model._flat import JOBS, MEMBERS, TASKS, Flat, FlatModel, decode, relative
 from .model._model import Model
 from .model._snapshot import snapshot
 from .model._state import State
@@ -48,8 +48,11 @@ _FINAL_JOB = tuple(getattr(FINAL_JOB, n) for n in FINAL_JOB.__dataclass_fields__
 _FINAL_TASK = tuple(getattr(FINAL_TASK, n) for n in FINAL_TASK.__dataclass_fields__)
 
 
-def erase(f: Flat) -> Flat:
-    """:func:`spec.model._dead.erase` on a plain tuple (no deadline regions here)."""
+def erase(f: Flat, regions: bool = False) -> Flat:
+    """:func:`spec.model._dead.erase` on a plain tuple; with ``regions`` (time unbounded) keyed
+    by deadline regions first (:func:`spec.model._flat.relative`), as the model's search keys it."""
+    if regions:
+        f = relative(f)
     jobs = f[JOBS]
     for job in jobs:
         if job[0] in _FINAL_JOBS and job != _FINAL_JOB:
@@ -555,6 +558,7 @@ class FlatSearch:
         self.out_of_time: Callable[[], bool] | None = None
         self.dead_data = model.reduce
         self.symmetry = model.config.symmetry
+        self.regions = model.config.regions  # the visited set is keyed by deadline regions (spec.model._time)
         self.count = 0
         self.index: dict[Any, int] = {}
         self.stored: dict[tuple[int, ...], int] = {}  # signature of each state found -> its class's number
@@ -598,7 +602,7 @@ class FlatSearch:
             return known, False
         number = self.count
         if self.dead_data or self.symmetry:
-            alike = erase(state) if self.dead_data else state
+            alike = erase(state, self.regions) if self.dead_data else state
             key = self.canonical.key(alike) if self.symmetry else alike
             known = self.index.get(key)
             if known is not None:

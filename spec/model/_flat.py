@@ -10,14 +10,20 @@ is rebuilt by slicing instead of by ``replace``.
 
 One source (DESIGN rule 1): this module is not a second protocol. It restates the model's
 operations for the configurations :func:`supports` accepts (the feature set of ``pair``,
-``pair_crashes``, ``wide`` and ``pair_plan``: approvals, plans, shutdowns, jobs, crashes with
-restart and reconciliation, symmetry, no clock, no lapses, the healthy model only), in the model's
-order, with the model's actions, write-step names, crash variants, machine edges (``EDGE_LOG``)
-and :class:`~spec._tables.IllegalTransition` cases; ``model_tests/test_flat.py`` proves the two
-equal transition by transition on the whole state space of every configuration it supports
-(``decode`` of every successor against ``Model.successors``), and the explorer uses it only where
-:func:`supports` says so. Everything else (ticks, deadline regions, lapses, profile
-changes, restarts of members, liveness, every model mutant) runs on the model itself.
+``pair_crashes``, ``wide``, ``pair_plan`` and ``standard``: approvals, plans, shutdowns, jobs,
+crashes with restart and reconciliation, symmetry, time — the tick, the deadline monitor's pass,
+every guard that compares the clock with a deadline, under a bounded clock or under deadline
+regions — no lapses, the healthy model only), in the model's order, with the model's actions,
+write-step names, crash variants, machine edges (``EDGE_LOG``) and
+:class:`~spec._tables.IllegalTransition` cases; ``model_tests/test_flat.py`` proves the two equal
+transition by transition on the whole state space of every configuration it supports (``decode``
+of every successor against ``Model.successors``), and the explorer uses it only where
+:func:`supports` says so. Time follows :mod:`spec.model._ops` (``clock_ops``, ``monitor_pass``,
+the idle monitor pass taken alone) and :mod:`spec.model._time` (``tick_matters``, and
+:func:`relative`, the deadline-region key the explorer keys the visited set by); the records'
+partial-order reduction applies only where ``_por.time_frozen`` holds (a bounded clock at its
+bound, never under regions). Everything else (lapses, profile changes, restarts of members, unit
+deadlines, liveness, every model mutant) runs on the model itself.
 """
 
 from __future__ import annotations
@@ -34,6 +40,9 @@ from ._ops import RISK_TEXT
 from ._por import _ACTIVE as _POR_ACTIVE
 from ._por import smallest_isolated
 from ._state import NONE, Approval, Execution, Job, Member, Message, Owed, Plan, PlanRun, Shutdown, State, Task
+from ._time import _FINAL as _TIME_FINAL
+from ._time import _REQUEST as _TIME_REQUEST
+from ._time import FLOOR, UNREAD
 
 Flat = tuple[Any, ...]
 Step = tuple[str, Callable[[Flat], Flat]]
@@ -148,8 +157,6 @@ def unsupported(config: Config, mutant: str | None) -> list[str]:
     reasons = []
     if mutant is not None:
         reasons.append(f"model mutant {mutant}")
-    if config.max_ticks != 0:
-        reasons.append("a clock (max_ticks other than 0, or deadline regions)")
     if config.lapses:
         reasons.append("heartbeat lapses")
     if config.max_incarnation > 1:
@@ -159,7 +166,7 @@ def unsupported(config: Config, mutant: str | None) -> list[str]:
     if config.liveness:
         reasons.append("the liveness check")
     if config.units:
-        reasons.append("unit deadlines (task.suspend)")
+        reasons.append("unit deadlines (task.suspend, a clock reaching unit_ticks)")
     return reasons
 
 
@@ -684,6 +691,57 @@ class FlatModel:
                     )
                 )
 
+    # ---- the clock (spec.model._ops.clock_ops, monitor_pass; spec.model._time.tick_matters) ----
+    def clock_ops(self, f: Flat, out: list[Operation]) -> None:
+        """The monitor pass after a tick, else the tick: below a bounded clock's ``max_ticks``, or
+        under deadline regions where it changes a region (``_ops.clock_ops``)."""
+        if not f[MONITOR_DONE]:
+            out.append((_MONITOR, [("monitor.pass/records", self.monitor_pass)]))
+            return
+        bound = self.config.max_ticks
+        if f[CLOCK] < bound if bound is not None else self.tick_matters(f):
+            out.append((_TICK, [("tick/clock", _tick)]))
+
+    @staticmethod
+    def monitor_pass(f: Flat) -> Flat:
+        """SHD-6, PLN-5, PLN-9, INV-12 (the healthy model's ``monitor_pass``, in its order)."""
+        now = f[CLOCK]
+        for a, ap in enumerate(f[APPROVALS]):
+            if ap[A_STATUS] in ("requested", "approved") and now > ap[A_DEADLINE]:
+                f = _approval(f, a, "expired", {A_REASON: "expired"})
+        for p, plan in enumerate(f[PLANS]):
+            if plan[P_STATUS] in ("pending", "approved") and now > plan[P_DEADLINE]:
+                f = owe(_plan(f, p, "expired", {P_REASON: "expired"}), ("plan_abandoned", p, 0))
+            run = f[RUNS][p]
+            if run[R_STATUS] == "running" and now > run[R_DEADLINE]:
+                f = _run(f, p, "failed")
+        for slot, sd in enumerate(f[SHUTDOWNS]):
+            if now <= sd[S_DEADLINE]:
+                continue
+            if sd[S_STATUS] == "requested":
+                f = _shutdown(f, slot, "expired", {S_REASON: "expired"})
+            elif sd[S_STATUS] == "draining":
+                f = _shutdown(f, slot, "timed_out", {S_REASON: "timed_out"})
+        for message in f[BUS]:
+            key = message[0]
+            if message[1] == "pending" and message[2] == 0 and _request_deadline(f, key[0], key[1]) < now:
+                f = set_message(f, key, "expired")
+        return _with(f, MONITOR_DONE, True)
+
+    def monitor_is_idle(self, f: Flat) -> bool:
+        """``_ops.monitor_is_idle``: the pass would change nothing but ``monitor_done``."""
+        return self.monitor_pass(f) == _with(f, MONITOR_DONE, True)
+
+    def tick_matters(self, f: Flat) -> bool:
+        """``_time.tick_matters``: some kept offset is above the floor, or the monitor pass after
+        the tick would not be idle."""
+        clock, pending = f[CLOCK], _pending_requests(f)
+        for field, kind, at in _DEADLINED:
+            for i, record in enumerate(f[field]):
+                if record[at] - clock > FLOOR and _kept(kind, record[0], i, pending):
+                    return True
+        return not self.monitor_is_idle((clock + 1, *f[MEMBERS:MONITOR_DONE], False, *f[MONITOR_DONE + 1 :]))
+
     # ---- the transition relation (Model.operations, Model.successors) ----
     def operations(self, f: Flat) -> list[Operation]:
         if f[CRASHED]:
@@ -693,7 +751,8 @@ class FlatModel:
                 out: list[Operation] = []
                 self.message_ops(f, out)
                 return out[:1]
-        assert f[MONITOR_DONE], "no clock: the monitor never runs"
+        if not f[MONITOR_DONE] and self.monitor_is_idle(f):  # the idle monitor pass alone (Model.operations)
+            return [(_MONITOR, [("monitor.pass/records", self.monitor_pass)])]
         out = []
         self.task_ops(f, out)
         self.job_ops(f, out)
@@ -702,6 +761,7 @@ class FlatModel:
         self.approval_ops(f, out)
         self.plan_ops(f, out)
         self.message_ops(f, out)
+        self.clock_ops(f, out)
         return self.ample(f, out) or out
 
     def successors(self, f: Flat) -> Iterator[tuple[Action, Flat | IllegalTransition]]:
@@ -743,7 +803,11 @@ class FlatModel:
         return delivered and self.requester_settled(f, approval[A_REQUESTER])
 
     def ample(self, f: Flat, operations: list[Operation]) -> list[Operation] | None:
-        """``spec.model._por.ample`` (time is frozen here: no clock, not crashed, monitor done)."""
+        """``spec.model._por.ample``: only where time is frozen (``_por.time_frozen``: a bounded
+        clock at its bound, its monitor pass done; never under deadline regions)."""
+        bound = self.config.max_ticks
+        if bound is None or not f[MONITOR_DONE] or f[CRASHED] or f[CLOCK] < bound:
+            return None
         return smallest_isolated(
             operations, lambda kind, slot: self._isolated(f, kind, slot), lambda op: _effective(f, op)
         )
@@ -764,32 +828,100 @@ class FlatModel:
         return _reconcile_tasks(f)
 
     def is_goal(self, f: Flat) -> bool:
-        """``Model.is_goal``: with no clock every state is at the clock bound."""
-        finals = self.goal_finals["operation_approval"]
-        for ap in f[APPROVALS]:
-            status = ap[A_STATUS]
-            if status and status not in finals and status not in ("requested", "approved"):
-                return False
-        for machine, field, by_time in (
-            ("plan_approval", PLANS, ("pending", "approved")),
-            ("plan_execution", RUNS, ("running",)),
-        ):
+        """``Model.is_goal``: at a bounded clock's bound a request only time would end is settled;
+        under deadline regions there is no bound."""
+        bound = self.config.max_ticks
+        at_bound = bound is not None and f[CLOCK] >= bound
+        for machine, field, by_time in _GOAL_GROUPS:
             finals = self.goal_finals[machine]
             for record in f[field]:
                 status = record[0]
-                if status and status not in finals and status not in by_time:
+                if status and status not in finals and not (at_bound and status in by_time):
                     return False
-        finals = self.goal_finals["shutdown_request"]
-        for sd in f[SHUTDOWNS]:
-            status = sd[S_STATUS]
-            if status and status not in finals and status != "requested":
-                return False
         if any(task[T_STATUS] in ("needs_inspection", "suspended") for task in f[TASKS]):
             return False
         return not f[CRASHED]
 
 
 _RESTART = Action("restart")
+_MONITOR = Action("monitor.pass")
+_TICK = Action("tick")
+_GOAL_GROUPS = (
+    ("operation_approval", APPROVALS, ("requested", "approved")),
+    ("plan_approval", PLANS, ("pending", "approved")),
+    ("plan_execution", RUNS, ("running",)),
+    ("shutdown_request", SHUTDOWNS, ("requested",)),
+)
+
+
+def _tick(f: Flat) -> Flat:
+    return (f[CLOCK] + 1, *f[MEMBERS:MONITOR_DONE], False, *f[MONITOR_DONE + 1 :])
+
+
+def _request_deadline(f: Flat, kind: str, ref: int) -> int:
+    """``_ops._request_deadline``: a request message expires with its record's deadline."""
+    if kind == "approval_request":
+        return int(f[APPROVALS][ref][A_DEADLINE])
+    if kind == "plan_request":
+        return int(f[PLANS][ref][P_DEADLINE])
+    if kind == "shutdown_request":
+        return int(f[SHUTDOWNS][ref][S_DEADLINE])
+    return 1 << 30
+
+
+# ---- deadline regions (spec.model._time) -------------------------------------------------------
+
+_DEADLINED = (
+    (APPROVALS, "approvals", A_DEADLINE),
+    (PLANS, "plans", P_DEADLINE),
+    (RUNS, "runs", R_DEADLINE),
+    (SHUTDOWNS, "shutdowns", S_DEADLINE),
+)
+
+
+def _pending_requests(f: Flat) -> set[tuple[str, int]]:
+    return {(m[0][0], m[0][1]) for m in f[BUS] if m[1] == "pending" and m[2] == 0}
+
+
+def _kept(kind: str, status: str, slot: int, pending: set[tuple[str, int]]) -> bool:
+    """``_time._kept``: whether a record's deadline can still be read."""
+    if status in ("", "draft"):
+        return False
+    if status not in _TIME_FINAL[kind] and status not in UNREAD[kind]:
+        return True
+    request = _TIME_REQUEST.get(kind)
+    return request is not None and (request, slot) in pending
+
+
+def _offset(deadline: int, clock: int) -> int:
+    """``_time._offset``: a kept deadline's region, 1 at or below FLOOR, one more per tick above."""
+    return max(deadline - clock, FLOOR) - FLOOR + 1
+
+
+def relative(f: Flat) -> Flat:
+    """``_time.relative`` on a plain tuple: clock 0, kept deadlines as cut-off offsets, the rest 0,
+    a consumed approval's ``consumed_at`` as whether it was consumed after its deadline, claim
+    times 0."""
+    clock, pending = f[CLOCK], _pending_requests(f)
+    out = list(f)
+    out[CLOCK] = 0
+    for field, kind, at in _DEADLINED:
+        records = []
+        for i, r in enumerate(f[field]):
+            region = _offset(r[at], clock) if _kept(kind, r[0], i, pending) else 0
+            if field == APPROVALS:
+                consumed = r[A_CONSUMED_AT]
+                r = _set(r, {at: region, A_CONSUMED_AT: NONE if consumed == NONE else int(consumed > r[at])})
+            elif region != r[at]:
+                r = _set(r, {at: region})
+            records.append(r)
+        out[field] = tuple(records)
+    tasks = f[TASKS]
+    if any(t[T_CLAIMED_AT] != 0 for t in tasks):
+        out[TASKS] = tuple(_set(t, {T_CLAIMED_AT: 0}) for t in tasks)
+    return tuple(out)
+
+
 _CANCEL_EXITS = ("succeeded", "failed", "cancelled")
 
 
@@ -1194,4 +1326,4 @@ def _reconcile_tasks(f: Flat) -> Flat:
     return f
 
 
-__all__ = ["FlatModel", "decode", "encode", "supports", "unsupported"]
+__all__ = ["FlatModel", "decode", "encode", "relative", "supports", "unsupported"]
