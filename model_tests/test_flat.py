@@ -272,7 +272,8 @@ TIME_VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "plan": ("plan", {"liveness": False}),  # regions, crashes, a retraction: PLN-5's expiry, runs failed
     "monitor": ("monitor", {"liveness": False}),  # regions, a shutdown, jobs: SHD-6's expiry and timeout
     "tiny": ("tiny", {"liveness": False, "profile_changes": 0}),  # regions, an approval, crashes
-    "pair_ticks": ("pair", {"max_ticks": 1, "tasks": 1}),  # a bounded clock: the tick, the bound's goal and POR
+    # a bounded clock where deadlines pass: the tick below the bound, the bound's goal, POR after the monitor
+    "pair_ticks": ("pair", {"max_ticks": 1, "ttl_ticks": 0, "tasks": 1}),
     "approval_drain": ("approval_drain", {"liveness": False}),  # by hand (8,489 states, ~15 s)
 }
 QUICK_TIME = ["plan", "monitor", "tiny", "pair_ticks"]
