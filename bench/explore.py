@@ -35,6 +35,15 @@ states) — the differential test of a new engine against today's, which stays t
 A configuration or mutant the baseline revision lacks (added since) is skipped and named. A run
 marked "plain tuples" ran on :mod:`spec._flat_explore` (``explore()`` picks it where
 :func:`spec.model._flat.supports` the configuration and mutant).
+
+``--flat-vs-model CONFIG --states N`` (e.g. ``standard``, whose time runs in deadline regions)
+instead runs this tree's two engines on the first ``N`` states of ``CONFIG``'s breadth-first search,
+each in a fresh process, alternately ``--rounds`` times: the plain-tuple engine
+(``TEAMPROTO_ENGINE=flat``) and the model's own search (``TEAMPROTO_ENGINE=model``). Both must
+reach the same states per depth, transitions and findings; it prints states and transitions per
+CPU-second of each, their ratio, and the time an exhaustive search of ``--estimate LOW HIGH``
+states (default ``standard``'s estimate, 1.5e8–7e8) would take at each rate — a rate measured on
+the first states, where the memo is still cold and the states are small, so an extrapolation.
 """
 
 from __future__ import annotations
@@ -92,6 +101,86 @@ print(json.dumps({"states": report.states, "transitions": report.transitions, "c
 """
 MUTANT_STATES = 20_000
 """A mutant's search (``CONFIG:MUTANT``) stops at its invariant's violation or at this many states."""
+
+
+ENGINES_CHILD = """
+import json, sys, time
+from spec import _compiled
+from spec.explore import explore, flat_engine
+from spec.model import Model, load_config
+model = Model(load_config(sys.argv[1]))
+started = time.process_time()
+report = explore(model, max_states=int(sys.argv[2]))
+cpu = time.process_time() - started
+print(json.dumps({"states": report.states, "transitions": report.transitions, "cpu": cpu,
+                  "tuples": flat_engine(model), "compiled": _compiled.ACTIVE, "by_depth": report.states_by_depth,
+                  "findings": [sorted(map(list, report.edges_taken)), sorted(report.crashed_at), report.deadlocks,
+                               {n: [v.clause, v.message, [str(a) for a, _ in v.trace]]
+                                for n, v in sorted(report.violations.items())}]}))
+"""
+STANDARD_ESTIMATE = (1.5e8, 7e8)
+"""``standard``'s estimated states (issue 18's review): the extrapolation's default range."""
+
+
+def engines_child(name: str, states: int, engine: str, compiled: bool) -> dict[str, Any]:
+    env = {**os.environ, "TEAMPROTO_ENGINE": engine}
+    env.pop("TEAMPROTO_PURE", None)
+    if not compiled:
+        env["TEAMPROTO_PURE"] = "1"
+    out = subprocess.run(
+        [sys.executable, "-c", ENGINES_CHILD, name, str(states)],
+        env=env,
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    result: dict[str, Any] = json.loads(out.stdout)
+    result["states_per_cpu_second"] = result["states"] / result["cpu"]
+    result["transitions_per_cpu_second"] = result["transitions"] / result["cpu"]
+    return result
+
+
+def flat_against_model(name: str, states: int, rounds: int, compiled: bool) -> dict[str, Any]:
+    """This tree's plain-tuple engine against its model search on the first ``states`` states."""
+    runs: dict[str, list[dict[str, Any]]] = {"flat": [], "model": []}
+    for number in range(rounds):
+        for engine in ("model", "flat"):
+            print(f"{name}: {engine} engine, round {number + 1}, {states:,} states …", file=sys.stderr, flush=True)
+            runs[engine].append(engines_child(name, states, engine, compiled))
+    first = runs["model"][0]
+    same = all(
+        (r["states"], r["transitions"], r["by_depth"], r["findings"])
+        == (first["states"], first["transitions"], first["by_depth"], first["findings"])
+        for r in runs["flat"] + runs["model"]
+    )
+    best = {engine: max(rs, key=lambda r: r["states_per_cpu_second"]) for engine, rs in runs.items()}
+    return {
+        "flat": best["flat"],
+        "model": best["model"],
+        "ratio": best["flat"]["states_per_cpu_second"] / best["model"]["states_per_cpu_second"],
+        "same": same,
+        "ran_flat": all(r["tuples"] for r in runs["flat"]) and not any(r["tuples"] for r in runs["model"]),
+    }
+
+
+def print_flat_against_model(name: str, result: dict[str, Any], estimate: tuple[float, float]) -> None:
+    print(
+        f"{'config':<10} {'engine':<6} {'states':>8} {'transitions':>12} {'depth':>5} {'CPU s':>7} "
+        f"{'states/CPU-s':>12} {'trans./CPU-s':>12}  "
+        f"exhaustive at this rate ({estimate[0]:.2g}–{estimate[1]:.2g} states)"
+    )
+    for engine in ("model", "flat"):
+        r = result[engine]
+        low, high = (n / r["states_per_cpu_second"] / 3600 for n in estimate)
+        print(
+            f"{name:<10} {engine:<6} {r['states']:>8,} {r['transitions']:>12,} {len(r['by_depth']) - 1:>5} "
+            f"{r['cpu']:>7.1f} {r['states_per_cpu_second']:>12,.0f} {r['transitions_per_cpu_second']:>12,.0f}  "
+            f"{low:,.1f}–{high:,.1f} CPU-hours" + ("  (compiled)" if r["compiled"] else "  (interpreted)")
+        )
+    agree = "same states per depth, transitions, findings" if result["same"] else "ENGINES DIFFER"
+    ran = "" if result["ran_flat"] else "; the flat run did NOT run on plain tuples"
+    print(f"{name:<10} flat / model, states per CPU-second: {result['ratio']:.2f}x ({agree}{ran})")
 
 
 def unpack(revision: str, folder: Path) -> None:
@@ -239,7 +328,19 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2, help="alternate runs of each engine (best counts)")
     parser.add_argument("--compiled", action="store_true", help="compare the compiled builds")
     parser.add_argument("--engine-only", action="store_true", help="only the engine against the baseline")
+    parser.add_argument("--flat-vs-model", metavar="CONFIG", help="this tree's two engines on CONFIG's first states")
+    parser.add_argument("--states", type=int, default=20_000, help="with --flat-vs-model: states of each run")
+    parser.add_argument("--estimate", type=float, nargs=2, default=STANDARD_ESTIMATE, metavar=("LOW", "HIGH"))
     args = parser.parse_args()
+    if args.flat_vs_model:
+        result = flat_against_model(args.flat_vs_model, args.states, args.rounds, args.compiled)
+        if args.json:
+            print(json.dumps(result, indent=2))
+        else:
+            print_flat_against_model(args.flat_vs_model, result, tuple(args.estimate))
+        if not (result["same"] and result["ran_flat"]):
+            raise SystemExit(1)
+        return
     names = [n for arg in args.engine_configs for n in _expand(arg)]
     engine = engine_against_baseline(names, args.baseline, args.rounds, args.compiled)
     differ = [n for n, r in engine.items() if not r.get("same_counts", True)]
