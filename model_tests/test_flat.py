@@ -361,6 +361,23 @@ def test_flat_successors_equal_the_models_on_walks_through_standard() -> None:
     assert time_differences(model, states) == []
 
 
+@pytest.mark.clause("SHD-6", "PLN-5")
+def test_a_bounded_flat_search_of_standard_reports_what_the_models_reports(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``standard``'s first states (its region key, symmetry, memoised checks, crashes): the same
+    states per depth, transitions, findings, witnesses and frontier as the model's search.
+    ``python -m model_tests.test_flat standard:40000`` compares the first 40,000 (about a minute)."""
+    model = Model(load_config("standard"))
+    assert flat_engine(model)
+    mine = explore(model, max_states=STANDARD_STATES)
+    monkeypatch.setenv("TEAMPROTO_ENGINE", "model")
+    theirs = explore(model, max_states=STANDARD_STATES)
+    assert not mine.complete and mine.states >= STANDARD_STATES and mine.depth >= 6
+    assert _findings(mine) == _findings(theirs)
+
+
+STANDARD_STATES = 4_000
+
+
 @pytest.mark.parametrize("name", ["standard", "plan"])
 def test_the_flat_region_key_groups_states_as_the_models(name: str) -> None:
     """Deadline regions, dead data, then symmetry: the flat key partitions states as the model's
@@ -431,6 +448,17 @@ def test_a_region_key_that_forgets_pending_requests_is_caught(monkeypatch: pytes
 
 if __name__ == "__main__":  # the whole-space proof on larger configurations: python -m model_tests.test_flat NAME
     for config_name in sys.argv[1:] or IN_SCOPE:
+        if config_name.startswith("standard:"):  # the first N states of standard's search, both engines
+            limit = int(config_name.partition(":")[2])
+            standard = Model(load_config("standard"))
+            flat_report = explore_flat(standard, max_states=limit)
+            os.environ["TEAMPROTO_ENGINE"] = "model"
+            same = _findings(flat_report) == _findings(explore(standard, max_states=limit))
+            del os.environ["TEAMPROTO_ENGINE"]
+            print(f"standard: first {flat_report.states:,} states, reports {'equal' if same else 'DIFFER'}")
+            if not same:
+                raise SystemExit(1)
+            continue
         timed = config_name.startswith("time:")  # a variant of TIME_VARIANTS, e.g. time:approval_drain
         checked_model, checked = _time_expanded(config_name[5:]) if timed else _expanded(config_name)
         problems = time_differences(checked_model, checked)
