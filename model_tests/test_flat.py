@@ -16,6 +16,14 @@ proven equal to them here on whole state spaces, not on samples:
 ``pair`` and ``wide`` run here; ``python -m model_tests.test_flat pair_crashes`` runs the same
 per-transition proof on ``pair_crashes`` (107,664 states, about a minute), and ``bench/explore.py
 --engine-configs pinned mutants`` compares whole searches with the engine of git revision 59053e7.
+
+Time (the tick, the monitor pass, deadline regions): the same per-transition proof, with the
+region key (``_flat.relative`` against ``_time.relative``) and ``tick_matters`` of every state, on
+the whole state spaces of the pinned regions configurations with liveness off (``plan``,
+``monitor``, ``tiny`` without its profile change) and of ``pair`` with a bounded clock where
+deadlines pass; on seeded crash walks through ``standard`` itself; the region key's partition; the
+whole reports; and the first 4,000 states of ``standard``'s search both ways. By hand: ``python -m
+model_tests.test_flat time:approval_drain`` (15,106 states expanded) and ``standard:40000``.
 """
 
 from __future__ import annotations

@@ -7,7 +7,9 @@ idempotence (REC-1), deadlocks, edges, crash points, shortest traces and witness
 that are plain tuples. What changes is the representation:
 
 - the visited set is keyed by the tuple itself, and a class of states by :class:`Canonical`: the
-  least image of the tuple (dead data erased as :func:`spec.model._dead.erase` does) over every
+  least image of the tuple (under deadline regions first keyed by
+  :func:`spec.model._flat.relative`, as :func:`spec.model._time.relative`; then dead data
+  erased as :func:`spec.model._dead.erase` does) over every
   member and task permutation, compared field by field so that only the permutations that tie
   so far are carried on (the least tuple is the same whatever the order of elimination);
 - every check is the snapshot predicate of :mod:`spec.invariants` (the contract), memoised by
