@@ -696,41 +696,15 @@ class FlatModel:
         """The monitor pass after a tick, else the tick: below a bounded clock's ``max_ticks``, or
         under deadline regions where it changes a region (``_ops.clock_ops``)."""
         if not f[MONITOR_DONE]:
-            out.append((_MONITOR, [("monitor.pass/records", self.monitor_pass)]))
+            out.append((_MONITOR, [("monitor.pass/records", monitor_pass)]))
             return
         bound = self.config.max_ticks
         if f[CLOCK] < bound if bound is not None else self.tick_matters(f):
             out.append((_TICK, [("tick/clock", _tick)]))
 
-    @staticmethod
-    def monitor_pass(f: Flat) -> Flat:
-        """SHD-6, PLN-5, PLN-9, INV-12 (the healthy model's ``monitor_pass``, in its order)."""
-        now = f[CLOCK]
-        for a, ap in enumerate(f[APPROVALS]):
-            if ap[A_STATUS] in ("requested", "approved") and now > ap[A_DEADLINE]:
-                f = _approval(f, a, "expired", {A_REASON: "expired"})
-        for p, plan in enumerate(f[PLANS]):
-            if plan[P_STATUS] in ("pending", "approved") and now > plan[P_DEADLINE]:
-                f = owe(_plan(f, p, "expired", {P_REASON: "expired"}), ("plan_abandoned", p, 0))
-            run = f[RUNS][p]
-            if run[R_STATUS] == "running" and now > run[R_DEADLINE]:
-                f = _run(f, p, "failed")
-        for slot, sd in enumerate(f[SHUTDOWNS]):
-            if now <= sd[S_DEADLINE]:
-                continue
-            if sd[S_STATUS] == "requested":
-                f = _shutdown(f, slot, "expired", {S_REASON: "expired"})
-            elif sd[S_STATUS] == "draining":
-                f = _shutdown(f, slot, "timed_out", {S_REASON: "timed_out"})
-        for message in f[BUS]:
-            key = message[0]
-            if message[1] == "pending" and message[2] == 0 and _request_deadline(f, key[0], key[1]) < now:
-                f = set_message(f, key, "expired")
-        return _with(f, MONITOR_DONE, True)
-
     def monitor_is_idle(self, f: Flat) -> bool:
         """``_ops.monitor_is_idle``: the pass would change nothing but ``monitor_done``."""
-        return self.monitor_pass(f) == _with(f, MONITOR_DONE, True)
+        return monitor_pass(f) == _with(f, MONITOR_DONE, True)
 
     def tick_matters(self, f: Flat) -> bool:
         """``_time.tick_matters``: some kept offset is above the floor, or the monitor pass after
@@ -752,7 +726,7 @@ class FlatModel:
                 self.message_ops(f, out)
                 return out[:1]
         if not f[MONITOR_DONE] and self.monitor_is_idle(f):  # the idle monitor pass alone (Model.operations)
-            return [(_MONITOR, [("monitor.pass/records", self.monitor_pass)])]
+            return [(_MONITOR, [("monitor.pass/records", monitor_pass)])]
         out = []
         self.task_ops(f, out)
         self.job_ops(f, out)
@@ -852,6 +826,32 @@ _GOAL_GROUPS = (
     ("plan_execution", RUNS, ("running",)),
     ("shutdown_request", SHUTDOWNS, ("requested",)),
 )
+
+
+def monitor_pass(f: Flat) -> Flat:
+    """SHD-6, PLN-5, PLN-9, INV-12 (the healthy model's ``monitor_pass``, in its order)."""
+    now = f[CLOCK]
+    for a, ap in enumerate(f[APPROVALS]):
+        if ap[A_STATUS] in ("requested", "approved") and now > ap[A_DEADLINE]:
+            f = _approval(f, a, "expired", {A_REASON: "expired"})
+    for p, plan in enumerate(f[PLANS]):
+        if plan[P_STATUS] in ("pending", "approved") and now > plan[P_DEADLINE]:
+            f = owe(_plan(f, p, "expired", {P_REASON: "expired"}), ("plan_abandoned", p, 0))
+        run = f[RUNS][p]
+        if run[R_STATUS] == "running" and now > run[R_DEADLINE]:
+            f = _run(f, p, "failed")
+    for slot, sd in enumerate(f[SHUTDOWNS]):
+        if now <= sd[S_DEADLINE]:
+            continue
+        if sd[S_STATUS] == "requested":
+            f = _shutdown(f, slot, "expired", {S_REASON: "expired"})
+        elif sd[S_STATUS] == "draining":
+            f = _shutdown(f, slot, "timed_out", {S_REASON: "timed_out"})
+    for message in f[BUS]:
+        key = message[0]
+        if message[1] == "pending" and message[2] == 0 and _request_deadline(f, key[0], key[1]) < now:
+            f = set_message(f, key, "expired")
+    return _with(f, MONITOR_DONE, True)
 
 
 def _tick(f: Flat) -> Flat:
