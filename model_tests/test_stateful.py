@@ -149,6 +149,7 @@ a fifth as often (as the rules' ``skip`` draws made them before, without the emp
 (the same call again, enabled as long as a request is open) about a third as often."""
 NAMES = tuple(name for name in OPERATIONS for _ in range(WEIGHTS.get(name, 10)))
 PICK = st.integers(0, len(NAMES) - 1)
+SLOTS = st.integers(0, CONFIG.approvals - 1)
 MEMBERS = (0, 1)
 TWISTS = (None, None, None, "late", "changed", "other_member", "new_profile", "no_tool")
 ONE_IN_FIVE = (False, False, False, False, True)
@@ -538,8 +539,14 @@ class ApprovalComparison(RuleBasedStateMachine):
             self.swarm = _swarm(draw)
         menu = _menu(tuple(ap.status for ap in self.state.approvals), self.state.monitor_done)
         name = _names(tuple(name for name in menu if name not in self.swarm) or tuple(menu))[draw(PICK)]
-        slot = (("slot", draw(_among(menu[name]))),) if menu[name] else ()
+        slot = (("slot", self._slot(draw(SLOTS), menu[name])),) if menu[name] else ()
         return Operation(name, slot + tuple(argument for group in ARGUMENTS[name] for argument in draw(group)))
+
+    @staticmethod
+    def _slot(drawn: int, eligible: tuple[int, ...]) -> int:
+        """The drawn slot if the operation may take it (so that it means the same slot however
+        the steps before it change), else one it may take (``eligible``, repeats weighting)."""
+        return drawn if drawn in eligible else eligible[drawn % len(eligible)]
 
     @rule(operation=_operations())
     def operate(self, operation: Operation) -> None:
