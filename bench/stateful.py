@@ -14,7 +14,10 @@ spread, and the median of the per-round ratios.
 Target (issue 5, issue 18 item 9): ≥ 50 valid examples/s on memory at 50 steps; invalid share ≤ 20 %.
 ``--breakdown`` adds one timed run of the memory case that says where its CPU time goes
 (``bench/stateful_breakdown.py``: Hypothesis' parts, the reference's, the model's, the checks').
-Run: ``python bench/stateful.py [--json] [--breakdown] [--rounds N] [EXAMPLES]`` (default 3 rounds of 200).
+``--operations`` adds one run of the memory case that counts, per example, each operation drawn
+and each protocol operation's outcome (``bench/stateful_ops.py``): how the steps are spent.
+Run: ``python bench/stateful.py [--json] [--breakdown] [--operations] [--rounds N] [EXAMPLES]``
+(default 3 rounds of 200).
 """
 
 from __future__ import annotations
@@ -38,9 +41,11 @@ CASES = {
 MODES = {"full": "1", "incremental": ""}
 
 
-def measure(case: str, mode: str, examples: int, seed: int, breakdown: bool = False) -> dict[str, Any]:
+def measure(
+    case: str, mode: str, examples: int, seed: int, breakdown: bool = False, operations: bool = False
+) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as folder:
-        times, parts = Path(folder) / "times.jsonl", Path(folder) / "parts.jsonl"
+        times, parts, counts = (Path(folder) / name for name in ("times.jsonl", "parts.jsonl", "ops.jsonl"))
         env = {
             **os.environ,
             "HYPOTHESIS_PROFILE": "bench",
@@ -49,32 +54,42 @@ def measure(case: str, mode: str, examples: int, seed: int, breakdown: bool = Fa
             "TEAMPROTO_BENCH_TIMES": str(times),
             "TEAMPROTO_BENCH_SEED": str(seed),
             "TEAMPROTO_BENCH_BREAKDOWN": str(parts) if breakdown else "",
+            "TEAMPROTO_BENCH_OPERATIONS": str(counts) if operations else "",
             "HYPOTHESIS_STORAGE_DIRECTORY": str(Path(folder) / "hypothesis"),  # no saved examples replayed
             "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "bench"), os.environ.get("PYTHONPATH")])),
         }
         command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "stateful_timer"]
         command += ["-p", "stateful_breakdown"] if breakdown else []
+        command += ["-p", "stateful_ops"] if operations else []
         command += ["--hypothesis-show-statistics", CASES[case]]
         started = time.perf_counter()
         result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
         process_seconds = time.perf_counter() - started
-        timed = [json.loads(line) for line in times.read_text(encoding="utf-8").splitlines()] if times.exists() else []
-        shares = [json.loads(line) for line in parts.read_text(encoding="utf-8").splitlines()] if parts.exists() else []
+        timed, shares, tallies = (_lines(path) for path in (times, parts, counts))
     found = re.findall(r"(\d+) passing, (\d+) failing, and (\d+) invalid", result.stdout)
     passing, failing, invalid = (int(x) for x in found[-1]) if found else (0, 0, 0)
     total, valid = passing + failing + invalid, passing + failing
     cpu, wall = (timed[0]["cpu"], timed[0]["wall"]) if timed else (float("nan"), float("nan"))
-    return {
-        "valid_examples": valid,
-        "invalid_examples": invalid,
-        "cpu_seconds": cpu,
-        "wall_seconds": wall,
-        "process_wall_seconds": process_seconds,
-        "valid_per_cpu_second": valid / cpu,
-        "valid_per_wall_second": valid / wall,
-        "invalid_share": invalid / total if total else 0.0,
-        "exit_code": result.returncode,
-    } | ({"parts": shares[0]["parts"]} if shares else {})
+    return (
+        {
+            "valid_examples": valid,
+            "invalid_examples": invalid,
+            "cpu_seconds": cpu,
+            "wall_seconds": wall,
+            "process_wall_seconds": process_seconds,
+            "valid_per_cpu_second": valid / cpu,
+            "valid_per_wall_second": valid / wall,
+            "invalid_share": invalid / total if total else 0.0,
+            "exit_code": result.returncode,
+        }
+        | ({"parts": shares[0]["parts"]} if shares else {})
+        | ({"operations": tallies[0]} if tallies else {})
+    )
+
+
+def _lines(path: Path) -> list[dict[str, Any]]:
+    """A JSON-lines file a plugin wrote (none if it wrote nothing)."""
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()] if path.exists() else []
 
 
 def summary(runs: list[dict[str, float]], field: str) -> dict[str, float]:
@@ -109,12 +124,16 @@ def main() -> None:
         }
     if "--breakdown" in arguments:
         results["breakdown"] = measure("memory", "incremental", examples, seed=0, breakdown=True)
+    if "--operations" in arguments:
+        results["operations"] = measure("memory", "incremental", examples, seed=0, operations=True)
     if "--json" in sys.argv:
         print(json.dumps(results, indent=2))
         return
     report(results)
     if "breakdown" in results:
         report_breakdown(results["breakdown"])
+    if "operations" in results:
+        report_operations(results["operations"])
 
 
 def _spread(values: dict[str, float]) -> str:
@@ -154,6 +173,23 @@ def report_breakdown(run: dict[str, Any]) -> None:
         f"  Hypothesis' own parts: {100 * own / total:.0f} %; with everything else free the rate would be "
         f"{valid / own:.0f} valid examples/CPU-s"
     )
+
+
+def report_operations(run: dict[str, Any]) -> None:
+    """Per example of one memory run: each operation drawn (a rule's name, or the operation the
+    one rule drew) and each protocol operation's outcome (``bench/stateful_ops.py``)."""
+    tally = run.get("operations")
+    if not tally or not tally["examples"]:
+        print("operations: no data (the run failed?)")
+        return
+    examples, steps, outcomes = tally["examples"], tally["steps"], tally["outcomes"]
+    print(
+        f"operations of one memory run (incremental, seed 0), per example over {examples} examples "
+        f"(invalid ones too): {sum(steps.values()) / examples:.1f} steps, "
+        f"{sum(outcomes.values()) / examples:.1f} protocol operations run, refused or crashed in"
+    )
+    print("  steps:    " + ", ".join(f"{name} {count / examples:.2f}" for name, count in sorted(steps.items())))
+    print("  outcomes: " + ", ".join(f"{name} {count / examples:.2f}" for name, count in sorted(outcomes.items())))
 
 
 if __name__ == "__main__":

@@ -6,6 +6,13 @@ satisfy every state invariant; every step must satisfy the step invariants. A ru
 after a named write step of the next operation: the reference dies there, a new harness is built
 over the same storage and reconciles; the model takes the same crash and restart.
 
+The approval machine has one rule, ``operate``: it draws one of the operations the model's state
+enables (``_menu``: what were the rules' preconditions) and all its arguments, so that Hypothesis
+never picks an operation that cannot run, and the step log still names each operation and its
+arguments (``state.operate(operation=review(slot=0, decision='approved', crash=None))``). Swarm
+testing, which Hypothesis does per rule, is done per operation (``_swarm``). The team and plan
+machines keep the operations as rules of their own (``ApprovalRules``) among theirs.
+
 Clause: APR-1 … APR-9, MSG-4 … MSG-6, REC-1 … REC-3, INV-1, INV-3, INV-6, INV-7, INV-9, INV-10.
 Backends: memory by default; ``TEAMPROTO_BACKEND=sqlite`` (or the ``Sqlite`` case below) for SQLite.
 """
@@ -14,10 +21,13 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
 import os
+import random
 import shutil
 import tempfile
 from dataclasses import replace
+from itertools import product
 from pathlib import Path
 from typing import Any
 
@@ -100,6 +110,151 @@ def crash_points(prefix: str) -> st.SearchStrategy[str | None]:
     return st.one_of(st.none(), st.sampled_from(steps))
 
 
+class Operation:
+    """One approval operation with all its arguments, drawn by ``ApprovalComparison.operate``;
+    printed as a call, so a step of a shrunk counterexample reads
+    ``state.operate(operation=review(slot=0, decision='approved', crash=None))``."""
+
+    __slots__ = ("args", "name")
+
+    def __init__(self, name: str, args: tuple[tuple[str, Any], ...]) -> None:
+        self.name, self.args = name, args
+
+    def __repr__(self) -> str:
+        return f"{self.name}({', '.join(f'{key}={value!r}' for key, value in self.args)})"
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(repr(self))
+
+
+OPERATIONS = {
+    "request": "request",
+    "retry": "retry_slot",
+    "request_and_approve": "request_and_approve",
+    "approved_call": "approved_call",
+    "review": "review_slot",
+    "consume": "consume_drawn",
+    "cancel": "cancel_slot",
+    "tick": "tick",
+    "monitor": "monitor",
+    "change_profile": "change_profile",
+    "deliver": "deliver_slot",
+    "review_by_a_member": "review_by_a_member_slot",
+    "stale_context": "stale_context_slot",
+}
+"""The approval test's operations (the names its rules had) → the method that runs each."""
+WEIGHTS = {"tick": 5, "change_profile": 2, "retry": 3}
+"""Each operation is drawn with weight 10, these less often: a tick half as often, a profile change
+a fifth as often (as the rules' ``skip`` draws made them before, without the empty steps), a retry
+(the same call again, enabled as long as a request is open) about a third as often."""
+NAMES = tuple(name for name in OPERATIONS for _ in range(WEIGHTS.get(name, 10)))
+PICK = st.integers(0, len(NAMES) - 1)
+SLOTS = st.integers(0, CONFIG.approvals - 1)
+MEMBERS = (0, 1)
+TWISTS = (None, None, None, "late", "changed", "other_member", "new_profile", "no_tool")
+ONE_IN_FIVE = (False, False, False, False, True)
+UNIFORM = 256
+"""How many choices one ``sampled_from`` draws uniformly (``hypothesis.internal.conjecture.providers.
+INTEGERS_DISTRIBUTION``: uniform over ``[-256, 256]``, then a heavy tail ever less likely)."""
+
+
+def _crashes(operation: str) -> tuple[str | None, ...]:
+    """``crash_points`` as one choice: no crash half the time, else one of the operation's own
+    write steps (each equally likely)."""
+    steps = tuple(step for step in r.APPROVAL_STEPS if step.startswith(operation + "/"))
+    return (None,) * len(steps) + steps
+
+
+def _arguments(**choices: tuple[Any, ...]) -> tuple[st.SearchStrategy[tuple[tuple[str, Any], ...]], ...]:
+    """The arguments' choices as few draws as can be uniform: consecutive arguments go together,
+    every combination of their choices one element of a ``sampled_from``, while there are at most
+    ``UNIFORM`` of them. The first choices of each argument, the simplest, come first, and
+    shrinking goes toward them."""
+    groups: list[list[tuple[str, tuple[Any, ...]]]] = [[]]
+    for name, values in choices.items():
+        if groups[-1] and math.prod(len(v) for _, v in groups[-1]) * len(values) > UNIFORM:
+            groups.append([])
+        groups[-1].append((name, values))
+    return tuple(_combinations(tuple(group)) for group in groups if group)
+
+
+def _combinations(choices: tuple[tuple[str, tuple[Any, ...]], ...]) -> st.SearchStrategy[Any]:
+    names = tuple(name for name, _ in choices)
+    combinations = product(*(values for _, values in choices))
+    return st.sampled_from([tuple(zip(names, combination, strict=True)) for combination in combinations])
+
+
+ARGUMENTS = {
+    "request": _arguments(member=MEMBERS, crash=_crashes("approval.request")),
+    "retry": (),
+    "request_and_approve": _arguments(member=MEMBERS, crash=_crashes("approval.review")),
+    "approved_call": _arguments(member=MEMBERS, twist=TWISTS, crash=_crashes("approval.consume")),
+    "review": _arguments(decision=("approved", "approved", "rejected"), crash=_crashes("approval.review")),
+    "consume": _arguments(other_member=ONE_IN_FIVE, changed=ONE_IN_FIVE, crash=_crashes("approval.consume")),
+    "cancel": _arguments(crash=_crashes("approval.cancel")),
+    "tick": (),
+    "monitor": (),
+    "change_profile": _arguments(member=MEMBERS, keep_tool=(False, True)),
+    "deliver": (),
+    "review_by_a_member": _arguments(member=MEMBERS, decision=("approved", "rejected")),
+    "stale_context": _arguments(operation=("request", "retry", "consume", "cancel")),
+}
+"""Each operation's arguments but its slot, which the state does not change: built once, so a
+drawn choice means the same operation and arguments whatever steps before it were shrunk away."""
+
+
+@functools.cache
+def _menu(statuses: tuple[str, ...], monitor_done: bool) -> dict[str, tuple[int, ...]]:
+    """The operations the model's approval statuses and monitor enable (the rules' preconditions
+    before: an operation that would do nothing is not offered), each with the slots it may take
+    (repeats weight the draw; none for an operation without a slot)."""
+
+    def slots(*wanted: str) -> tuple[int, ...]:
+        return tuple(a for status in wanted for a, have in enumerate(statuses) if have == status)
+
+    menu: dict[str, tuple[int, ...]] = {}
+    if "" in statuses:  # a free slot
+        menu |= {"request": (), "request_and_approve": (), "approved_call": ()}
+    if requested := slots("requested"):
+        menu |= {"retry": requested, "review": requested}
+    if consumable := slots("approved", "approved", "consumed", "expired"):
+        menu["consume"] = consumable
+    if cancellable := slots("requested", "approved", "consumed"):
+        menu["cancel"] = cancellable
+    menu["tick" if monitor_done else "monitor"] = ()
+    menu["change_profile"] = ()
+    if used := tuple(a for a, status in enumerate(statuses) if status):
+        menu |= {"deliver": used, "review_by_a_member": used, "stale_context": used}
+    return menu
+
+
+@functools.cache
+def _names(allowed: tuple[str, ...]) -> tuple[str, ...]:
+    """What each pick of ``NAMES`` runs: itself where it is allowed, so that a pick of an allowed
+    operation means that operation however the steps before it change (shrinking deletes steps);
+    the other picks are shared out over the allowed ones in proportion to their weights."""
+    pool = [name for name in NAMES if name in allowed]
+    others = [pick for pick, name in enumerate(NAMES) if name not in allowed]
+    shared = {pick: pool[k * len(pool) // len(others)] for k, pick in enumerate(others)}
+    return tuple(shared.get(pick, name) for pick, name in enumerate(NAMES))
+
+
+SWARM_LEVEL, SWARM_SEED, RUNNER = st.integers(0, 254), st.integers(0, 2**32 - 1), st.runner()
+
+
+def _swarm(draw: Any) -> frozenset[str]:
+    """Swarm testing as Hypothesis does it for rules (its feature flags): each example leaves out
+    each operation with one probability drawn for the example, shrinking toward leaving out none;
+    two draws per example instead of one per rule pick."""
+    disabled, rng = draw(SWARM_LEVEL) / 255, random.Random(draw(SWARM_SEED))
+    return frozenset(name for name in OPERATIONS if rng.random() < disabled)
+
+
+@st.composite
+def _operations(draw: Any) -> Operation:
+    return draw(RUNNER).draw_operation(draw)
+
+
 class ApprovalComparison(RuleBasedStateMachine):
     backend = os.environ.get("TEAMPROTO_BACKEND", "memory")
     config = CONFIG
@@ -127,6 +282,8 @@ class ApprovalComparison(RuleBasedStateMachine):
         self.steps: list[tuple[Action | None, Any]] = [(None, self.state)]
         self.results: dict[str, dict[str, Any]] = {}
         self._tool_checked: tuple[list[dict[str, Any]], int, int] | None = None
+        self.swarm: frozenset[str] | None = None
+        """The operations this example leaves out (``_swarm``), drawn at its first step."""
         self._setup()
         self.before = self.reference_snapshot()
 
@@ -213,8 +370,7 @@ class ApprovalComparison(RuleBasedStateMachine):
     def free_slot(self) -> int | None:
         return next((a for a, ap in enumerate(self.state.approvals) if not ap.status), None)
 
-    # ---- rules -----------------------------------------------------------------------------
-    @rule(member=st.integers(0, 1), crash=crash_points("approval.request/"))
+    # ---- the approval operations (drawn by ``operate``; rules of their own in ApprovalRules) ----
     def request(self, member: int, crash: str | None) -> None:
         slot = self.free_slot()
         if slot is None:
@@ -227,12 +383,8 @@ class ApprovalComparison(RuleBasedStateMachine):
             crash,
         )
 
-    @precondition(lambda self: any(ap.status == "requested" for ap in self.state.approvals))
-    @rule(data=st.data())
-    def retry(self, data: st.DataObject) -> None:
+    def retry_slot(self, slot: int) -> None:
         """The same call again (same tool_call_id): same record, same message (MSG-4, STO-2)."""
-        slots = [a for a, ap in enumerate(self.state.approvals) if ap.status == "requested"]
-        slot = data.draw(_among(tuple(slots)))
         member = self.state.approvals[slot].requester
         self._both(
             Action("approval.retry", (("slot", slot),)),
@@ -242,7 +394,6 @@ class ApprovalComparison(RuleBasedStateMachine):
         )
         self._model_take(Action("approval.retry", (("slot", slot),)))
 
-    @rule(member=st.integers(0, 1), crash=crash_points("approval.review/"))
     def request_and_approve(self, member: int, crash: str | None = None) -> None:
         """A request the Lead approves at once (keeps approved approvals common: rarer invalid draws)."""
         slot = self.free_slot()
@@ -258,11 +409,6 @@ class ApprovalComparison(RuleBasedStateMachine):
                 crash,
             )
 
-    @rule(
-        member=st.integers(0, 1),
-        crash=crash_points("approval.consume/"),
-        twist=st.sampled_from([None, None, None, "late", "changed", "other_member", "new_profile", "no_tool"]),
-    )
     def approved_call(self, member: int, crash: str | None, twist: str | None) -> None:
         """Request, approve and call at once — the common path, often crashed in the call. A
         *twist* breaks one APR-5 condition just before the call: past the deadline (before the
@@ -291,14 +437,7 @@ class ApprovalComparison(RuleBasedStateMachine):
         action = Action("approval.consume", (("changed_arguments", changed), ("member", caller), ("slot", slot)))
         self._both(action, lambda: self.harness.approvals.call(self.ctx(caller, slot), "deploy", arguments, pid), crash)
 
-    @precondition(lambda self: self.slots("requested"))
-    @rule(
-        data=st.data(),
-        decision=st.sampled_from(["approved", "approved", "rejected"]),
-        crash=crash_points("approval.review/"),
-    )
-    def review(self, data: st.DataObject, decision: str, crash: str | None) -> None:
-        slot = data.draw(_among(tuple(self.slots("requested"))))
+    def review_slot(self, slot: int, decision: str, crash: str | None) -> None:
         pid = self._pid(slot)
         if self.state.approvals[slot].status == decision:
             return  # idempotent in the reference, no model move: checked in tests/test_approval.py
@@ -308,20 +447,11 @@ class ApprovalComparison(RuleBasedStateMachine):
             crash,
         )
 
-    @precondition(lambda self: self.slots("approved", "consumed", "expired"))
-    @rule(
-        data=st.data(),
-        other_member=st.integers(0, 4),
-        changed=st.integers(0, 4),
-        crash=crash_points("approval.consume/"),
-    )
-    def consume(self, data: st.DataObject, other_member: int, changed: int, crash: str | None) -> None:
+    def consume_drawn(self, slot: int, other_member: bool, changed: bool, crash: str | None) -> None:
         """Same or changed arguments, own or another member's approval: only the right call runs.
         Mostly the right call (so that calls do run); one in five is forged in each way."""
-        slot = data.draw(_among(tuple(self.slots("approved", "approved", "consumed", "expired"))))
         requester = self.state.approvals[slot].requester
-        member = 1 - requester if other_member == 0 else requester
-        self.consume_slot(slot, member, crash, changed=changed == 0)
+        self.consume_slot(slot, 1 - requester if other_member else requester, crash, changed=changed)
 
     def consume_slot(self, slot: int, member: int, crash: str | None, changed: bool = False) -> None:
         """``member`` calls the tool with the approval of ``slot``, under its current context."""
@@ -329,11 +459,6 @@ class ApprovalComparison(RuleBasedStateMachine):
         args = CHANGED if changed else SAME
         action = Action("approval.consume", (("changed_arguments", changed), ("member", member), ("slot", slot)))
         self._both(action, lambda: self.harness.approvals.call(self.ctx(member, slot), "deploy", args, pid), crash)
-
-    @precondition(lambda self: self.slots("requested", "approved", "consumed"))
-    @rule(data=st.data(), crash=crash_points("approval.cancel/"))
-    def cancel(self, data: st.DataObject, crash: str | None) -> None:
-        self.cancel_slot(data.draw(_among(tuple(self.slots("requested", "approved", "consumed")))), crash)
 
     def cancel_slot(self, slot: int, crash: str | None) -> None:
         member = self.state.approvals[slot].requester
@@ -343,36 +468,28 @@ class ApprovalComparison(RuleBasedStateMachine):
             crash,
         )
 
-    @precondition(lambda self: self.state.monitor_done)
-    @rule(skip=st.integers(0, 1))
-    def tick(self, skip: int) -> None:
-        """One second passes (drawn less often than other rules). Until the monitor's next pass,
-        anything past its deadline is still in its old state: the checks themselves must refuse."""
+    def tick(self, skip: int = 0) -> None:
+        """One second passes (drawn less often than other operations). Until the monitor's next
+        pass, anything past its deadline is still in its old state: the checks themselves must refuse."""
         if skip:
             return
         self.clock.advance(1)
         assert self._model_take(Action("tick"))
 
-    @precondition(lambda self: not self.state.monitor_done)
-    @rule()
     def monitor(self) -> None:
         """The deadline monitor's pass (INV-12)."""
         self.harness.approvals.expire_due()
         assert self._model_take(Action("monitor.pass"))
 
-    @rule(member=st.integers(0, 1), keep_tool=st.booleans(), skip=st.integers(0, 4))
-    def change_profile(self, member: int, keep_tool: bool, skip: int) -> None:
+    def change_profile(self, member: int, keep_tool: bool, skip: int = 0) -> None:
         """The Lead changes a capability profile (drawn less often: it voids outstanding approvals)."""
         if skip:
             return
         self.harness.set_profile(f"m{member}", ["deploy"] if keep_tool else [])
         assert self._model_take(Action("profile.change", (("keep_tool", keep_tool), ("member", member))))
 
-    @precondition(lambda self: any(ap.status for ap in self.state.approvals))
-    @rule(data=st.data())
-    def deliver(self, data: st.DataObject) -> None:
+    def deliver_slot(self, slot: int) -> None:
         """Deliver (or re-deliver) the request message: one recorded result, no record changes."""
-        slot = data.draw(_among(tuple(a for a, ap in enumerate(self.state.approvals) if ap.status)))
         pid = self._pid(slot)
         mid = spec.ids.message_id(pid, "request")
         if self.harness.read("message", mid) is None:
@@ -394,20 +511,14 @@ class ApprovalComparison(RuleBasedStateMachine):
         assert getattr(caught.value, "definite", True)
         assert self.reference_snapshot() == before, f"{type(caught.value).__name__}: a refused call changed the stores"
 
-    @precondition(lambda self: any(ap.status for ap in self.state.approvals))
-    @rule(data=st.data(), member=st.integers(0, 1), decision=st.sampled_from(["approved", "rejected"]))
-    def review_by_a_member(self, data: st.DataObject, member: int, decision: str) -> None:
+    def review_by_a_member_slot(self, slot: int, member: int, decision: str) -> None:
         """A member, not the responder, approves or rejects any approval: refused (APR-4)."""
-        slot = data.draw(_among(tuple(a for a, ap in enumerate(self.state.approvals) if ap.status)))
         pid = self._pid(slot)
         self._refused_alone(r.NotResponder, lambda: self.harness.approvals.review(f"m{member}", pid, decision))
 
-    @precondition(lambda self: any(ap.status for ap in self.state.approvals))
-    @rule(data=st.data(), operation=st.sampled_from(["request", "retry", "consume", "cancel"]))
-    def stale_context(self, data: st.DataObject, operation: str) -> None:
+    def stale_context_slot(self, slot: int, operation: str) -> None:
         """The requester's call with a context of an older incarnation (0): refused, whatever the
         operation and whatever the approval's state (XPR-1, INV-11)."""
-        slot = data.draw(_among(tuple(a for a, ap in enumerate(self.state.approvals) if ap.status)))
         member, pid = self.state.approvals[slot].requester, self._pid(slot)
         stale = self.ctx(member, slot, incarnation=0)
         fresh = r.CallContext(stale.actor_id, 0, "call-stale", stale.task_id)
@@ -418,6 +529,29 @@ class ApprovalComparison(RuleBasedStateMachine):
             "cancel": lambda: self.harness.approvals.cancel(stale, pid),
         }
         self._refused_alone(r.StaleIncarnation, calls[operation])
+
+    # ---- the one rule: an operation the model's state enables (issue 18 item 9a) --------------
+    def draw_operation(self, draw: Any) -> Operation:
+        """An operation the model's state enables (``_menu``) and this example's swarm keeps, and
+        its arguments: a draw for the operation, one for its slot if it takes one, one (two for a
+        consume) for the others; none refused by a precondition."""
+        if self.swarm is None:
+            self.swarm = _swarm(draw)
+        menu = _menu(tuple(ap.status for ap in self.state.approvals), self.state.monitor_done)
+        name = _names(tuple(name for name in menu if name not in self.swarm) or tuple(menu))[draw(PICK)]
+        slot = (("slot", self._slot(draw(SLOTS), menu[name])),) if menu[name] else ()
+        return Operation(name, slot + tuple(argument for group in ARGUMENTS[name] for argument in draw(group)))
+
+    @staticmethod
+    def _slot(drawn: int, eligible: tuple[int, ...]) -> int:
+        """The drawn slot if the operation may take it (so that it means the same slot however
+        the steps before it change), else one it may take (``eligible``, repeats weighting)."""
+        return drawn if drawn in eligible else eligible[drawn % len(eligible)]
+
+    @rule(operation=_operations())
+    def operate(self, operation: Operation) -> None:
+        """Run the drawn operation (its name and arguments are the step's log line)."""
+        getattr(self, OPERATIONS[operation.name])(**dict(operation.args))
 
     # ---- invariants ------------------------------------------------------------------------
     @invariant()
@@ -634,7 +768,75 @@ def member_index() -> st.SearchStrategy[int]:
     return st.integers(0, 1)
 
 
-class TeamComparison(ApprovalComparison):
+class ApprovalRules(ApprovalComparison):
+    """The approval operations as rules of their own, each behind its precondition, for the team
+    and plan machines: there they are ten rules among twenty and more, and one ``operate`` rule
+    would make them rare. Each rule draws what ``_menu`` offers and runs the same method."""
+
+    operate = None  # type: ignore[assignment]  # not a rule here: the rules below draw the operations
+
+    @rule(member=st.integers(0, 1), crash=crash_points("approval.request/"))
+    def request(self, member: int, crash: str | None) -> None:
+        super().request(member, crash)
+
+    @precondition(lambda self: self.slots("requested"))
+    @rule(data=st.data())
+    def retry(self, data: st.DataObject) -> None:
+        self.retry_slot(data.draw(_among(tuple(self.slots("requested")))))
+
+    @rule(member=st.integers(0, 1), crash=crash_points("approval.review/"))
+    def request_and_approve(self, member: int, crash: str | None = None) -> None:
+        super().request_and_approve(member, crash)
+
+    @rule(member=st.integers(0, 1), crash=crash_points("approval.consume/"), twist=st.sampled_from(TWISTS))
+    def approved_call(self, member: int, crash: str | None, twist: str | None) -> None:
+        super().approved_call(member, crash, twist)
+
+    @precondition(lambda self: self.slots("requested"))
+    @rule(
+        data=st.data(),
+        decision=st.sampled_from(["approved", "approved", "rejected"]),
+        crash=crash_points("approval.review/"),
+    )
+    def review(self, data: st.DataObject, decision: str, crash: str | None) -> None:
+        self.review_slot(data.draw(_among(tuple(self.slots("requested")))), decision, crash)
+
+    @precondition(lambda self: self.slots("approved", "consumed", "expired"))
+    @rule(
+        data=st.data(),
+        other_member=st.integers(0, 4),
+        changed=st.integers(0, 4),
+        crash=crash_points("approval.consume/"),
+    )
+    def consume(self, data: st.DataObject, other_member: int, changed: int, crash: str | None) -> None:
+        slot = data.draw(_among(tuple(self.slots("approved", "approved", "consumed", "expired"))))
+        self.consume_drawn(slot, other_member == 0, changed == 0, crash)
+
+    @precondition(lambda self: self.slots("requested", "approved", "consumed"))
+    @rule(data=st.data(), crash=crash_points("approval.cancel/"))
+    def cancel(self, data: st.DataObject, crash: str | None) -> None:
+        self.cancel_slot(data.draw(_among(tuple(self.slots("requested", "approved", "consumed")))), crash)
+
+    def used_slots(self) -> tuple[int, ...]:
+        return tuple(a for a, ap in enumerate(self.state.approvals) if ap.status)
+
+    @precondition(lambda self: self.used_slots())
+    @rule(data=st.data())
+    def deliver(self, data: st.DataObject) -> None:
+        self.deliver_slot(data.draw(_among(self.used_slots())))
+
+    @precondition(lambda self: self.used_slots())
+    @rule(data=st.data(), member=st.integers(0, 1), decision=st.sampled_from(["approved", "rejected"]))
+    def review_by_a_member(self, data: st.DataObject, member: int, decision: str) -> None:
+        self.review_by_a_member_slot(data.draw(_among(self.used_slots())), member, decision)
+
+    @precondition(lambda self: self.used_slots())
+    @rule(data=st.data(), operation=st.sampled_from(["request", "retry", "consume", "cancel"]))
+    def stale_context(self, data: st.DataObject, operation: str) -> None:
+        self.stale_context_slot(data.draw(_among(self.used_slots())), operation)
+
+
+class TeamComparison(ApprovalRules):
     """The approval rules, plus every operation on members, tasks, jobs, shutdowns and the outbox."""
 
     config = TEAM_CONFIG
