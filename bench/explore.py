@@ -104,7 +104,7 @@ MUTANT_STATES = 20_000
 
 
 ENGINES_CHILD = """
-import json, sys, time
+import json, resource, sys, time
 from spec import _compiled
 from spec.explore import explore, flat_engine
 from spec.model import Model, load_config
@@ -112,7 +112,8 @@ model = Model(load_config(sys.argv[1]))
 started = time.process_time()
 report = explore(model, max_states=int(sys.argv[2]))
 cpu = time.process_time() - started
-print(json.dumps({"states": report.states, "transitions": report.transitions, "cpu": cpu,
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(json.dumps({"states": report.states, "transitions": report.transitions, "cpu": cpu, "peak_mib": peak,
                   "tuples": flat_engine(model), "compiled": _compiled.ACTIVE, "by_depth": report.states_by_depth,
                   "findings": [sorted(map(list, report.edges_taken)), sorted(report.crashed_at), report.deadlocks,
                                {n: [v.clause, v.message, [str(a) for a, _ in v.trace]]
@@ -167,7 +168,7 @@ def flat_against_model(name: str, states: int, rounds: int, compiled: bool) -> d
 def print_flat_against_model(name: str, result: dict[str, Any], estimate: tuple[float, float]) -> None:
     print(
         f"{'config':<10} {'engine':<6} {'states':>8} {'transitions':>12} {'depth':>5} {'CPU s':>7} "
-        f"{'states/CPU-s':>12} {'trans./CPU-s':>12}  "
+        f"{'states/CPU-s':>12} {'trans./CPU-s':>12} {'peak MiB':>8} {'B/state':>7}  "
         f"exhaustive at this rate ({estimate[0]:.2g}–{estimate[1]:.2g} states)"
     )
     for engine in ("model", "flat"):
@@ -175,7 +176,8 @@ def print_flat_against_model(name: str, result: dict[str, Any], estimate: tuple[
         low, high = (n / r["states_per_cpu_second"] / 3600 for n in estimate)
         print(
             f"{name:<10} {engine:<6} {r['states']:>8,} {r['transitions']:>12,} {len(r['by_depth']) - 1:>5} "
-            f"{r['cpu']:>7.1f} {r['states_per_cpu_second']:>12,.0f} {r['transitions_per_cpu_second']:>12,.0f}  "
+            f"{r['cpu']:>7.1f} {r['states_per_cpu_second']:>12,.0f} {r['transitions_per_cpu_second']:>12,.0f} "
+            f"{r['peak_mib']:>8,.0f} {r['peak_mib'] * 2**20 / r['states']:>7,.0f}  "
             f"{low:,.1f}–{high:,.1f} CPU-hours" + ("  (compiled)" if r["compiled"] else "  (interpreted)")
         )
     agree = "same states per depth, transitions, findings" if result["same"] else "ENGINES DIFFER"

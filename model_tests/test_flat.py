@@ -39,7 +39,7 @@ from typing import Any
 
 import pytest
 
-from spec._flat_explore import Canonical, erase, explore_flat
+from spec._flat_explore import Canonical, erase, explore_flat, search_flat
 from spec._records import Report
 from spec._tables import IllegalTransition
 from spec.explore import _search, explore, flat_engine
@@ -389,6 +389,63 @@ def test_a_bounded_flat_search_of_standard_reports_what_the_models_reports(monke
 
 
 STANDARD_STATES = 4_000
+
+
+def _with_tiny_caches(name: str, monkeypatch: pytest.MonkeyPatch) -> tuple[Report, Report, int]:
+    """The flat search with every cache bounded to 2 entries and trimmed every 3 states expanded
+    (``FlatSearch.trim``), the model's search, and how many tables the trims emptied."""
+    import spec._flat_explore as flat_explore
+
+    monkeypatch.setattr(flat_explore, "MEMO_LIMIT", 2)
+    monkeypatch.setattr(flat_explore, "TRIM_EVERY", 3)
+    emptied = [0]
+    trim = flat_explore.Checks.trim
+
+    def counting(checks: flat_explore.Checks, limit: int) -> None:
+        emptied[0] += sum(len(table) > limit for table in checks.tables())
+        trim(checks, limit)
+
+    monkeypatch.setattr(flat_explore.Checks, "trim", counting)
+    model = Model(time_config(name) if name in TIME_VARIANTS else load_config(name))
+    bound = STANDARD_STATES if name == "standard" else None
+    assert flat_engine(model)
+    mine = explore(model, max_states=bound)
+    monkeypatch.setenv("TEAMPROTO_ENGINE", "model")
+    return mine, explore(model, max_states=bound), emptied[0]
+
+
+@pytest.mark.clause("SHD-6", "PLN-5", "INV-3")
+@pytest.mark.parametrize("name", ["pair", "monitor", "standard"])
+def test_a_flat_search_with_tiny_caches_reports_what_the_models_reports(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The flat search's memory: stored states kept as signatures of interned fields and rebuilt
+    to be expanded or traced, check results kept only until a state is expanded, the classes
+    keyed by packed signatures, every cache bounded by emptying it. With the caches emptied every
+    few states, the same report as the model's search (traces rebuilt, crash prefixes too)."""
+    mine, theirs, emptied = _with_tiny_caches(name, monkeypatch)
+    assert emptied > 100
+    assert _findings(mine) == _findings(theirs)
+    if name == "monitor":  # every stored state rebuilt exactly (types too: 0 and False number alike)
+        model = Model(time_config(name))
+        rebuilt = list(map(repr, search_flat(model).model_states()))
+        assert rebuilt == list(map(repr, _search(model).states))
+
+
+def test_a_trim_that_empties_the_visited_set_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Planted: the index of the classes is no cache; a trim that empties it revisits states."""
+    import spec._flat_explore as flat_explore
+
+    trim = flat_explore.FlatSearch.trim
+
+    def forgetful(search: flat_explore.FlatSearch) -> None:
+        trim(search)
+        search.index.clear()
+        search.stored.clear()
+
+    monkeypatch.setattr(flat_explore.FlatSearch, "trim", forgetful)
+    mine, theirs, _ = _with_tiny_caches("monitor", monkeypatch)
+    assert _findings(mine) != _findings(theirs)
 
 
 @pytest.mark.parametrize("name", ["standard", "plan"])

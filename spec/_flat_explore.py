@@ -6,7 +6,14 @@ data, symmetry), crashed states checked and restarted at once, reconciliation ch
 idempotence (REC-1), deadlocks, edges, crash points, shortest traces and witnesses — on states
 that are plain tuples. What changes is the representation:
 
-- the visited set is keyed by the tuple itself, and a class of states by :class:`Canonical`: the
+- a state is known by its *signature* (:meth:`Checks.signature`: the number of each field's
+  value, each value interned once); a stored state is kept as its signature alone (an
+  ``array`` of small numbers) and rebuilt from the interned fields to be expanded or traced, the
+  check results of a state only until it is expanded, and every memo table and cache is bounded
+  (:meth:`FlatSearch.trim`: emptied past :data:`MEMO_LIMIT` entries; each holds what a pure
+  function gives, so only time is lost). What grows with the states: their signatures, parents,
+  actions and depths, and the visited set of classes, keyed by the packed signature of the
+  class's key, :class:`Canonical`: the
   least image of the tuple (under deadline regions first keyed by
   :func:`spec.model._flat.relative`, as :func:`spec.model._time.relative`; then dead data
   erased as :func:`spec.model._dead.erase` does) over every
@@ -40,7 +47,7 @@ from .explore import note_first, witness
 from .model import _model
 from .model._action import Action
 from .model._dead import _FINAL_JOBS, _FINAL_TASKS, FINAL_JOB, FINAL_TASK
-from .model._flat import JOBS, MEMBERS, TASKS, Flat, FlatModel, decode, relative
+from .model._flat import CRASHED, JOBS, MEMBERS, MONITOR_DONE, PROFILE_CHANGES, TASKS, Flat, FlatModel, decode, relative
 from .model._model import Model
 from .model._snapshot import snapshot
 from .model._state import State
@@ -188,6 +195,11 @@ class Canonical:
         return tuple(out)
 
 
+MEMO_LIMIT = 1 << 14
+"""Entries a cache of the flat search holds at most (:meth:`FlatSearch.trim`)."""
+TRIM_EVERY = 2000
+"""States expanded between two trims of the caches."""
+
 _FIELDS = 14  # every field: the clock, the ten tuples of records (what sections are built from), the flags
 
 
@@ -209,9 +221,9 @@ class Checks:
         from .explore import SECTION_POSITIONS
 
         self.config = config
-        self.by_id: dict[int, int] = {}
+        self.by_id: dict[int, int] = {}  # id of each value in ``values`` -> its number
         self.by_value: dict[Any, int] = {}
-        self.keep: list[Any] = []  # every numbered object stays alive, so its id stays its own
+        self.values: list[Any] = []  # number -> the one object of that value (interned, kept alive)
         self.sections: list[tuple[str, Callable[[tuple[int, ...]], Any], dict[Any, Any]]] = [
             (name, _getter(SECTION_POSITIONS[name]), {}) for name in SECTION_POSITIONS
         ]
@@ -227,6 +239,45 @@ class Checks:
         self.plans: dict[tuple[bool, ...], tuple[Any, ...]] = {}
         self._state_units()
         self.still: dict[Any, list[str]] = {}  # per (invariant, its numbers before) when the step changes none
+        self.clean_results: dict[tuple[bool, ...], list[Any]] = {}  # a clean state's units, one list per pattern
+
+    def tables(self) -> Iterator[dict[Any, Any]]:
+        """Every memo table that grows with the states: each maps numbers to what a pure function
+        of the fields they number gives, so any of them may be emptied at any time (:meth:`trim`)."""
+        for _, _, table in self.sections:
+            yield table
+        for unit in self.units:
+            yield unit[4]
+        for checks in (*self.state_checks.values(), self.step_invariants):
+            for plan in checks:
+                yield plan[5]
+                for part in plan[6]:
+                    yield part[3]
+        yield self.still
+
+    def trim(self, limit: int) -> None:
+        """Empty every memo table holding more than ``limit`` entries (the step checks' look-ups
+        of changed units together, a second level over their own tables, more than a quarter of
+        it): the memory of the checks stays bounded whatever the states, and what an emptied
+        table held is computed again."""
+        for table in self.tables():
+            if len(table) > limit:
+                table.clear()
+        for plan in self.plans.values():
+            if len(plan[5]) > limit // 4:
+                plan[5].clear()
+
+    def kept(self, view: _View) -> list[Any] | None:
+        """What a stored state keeps of its view's results until it is expanded: a clean state's
+        (all empty, some not computed) as one shared list per pattern, to be copied."""
+        res = view.res
+        if res is None or not view.clean:
+            return res
+        pattern = tuple(r is None for r in res)
+        shared = self.clean_results.get(pattern)
+        if shared is None:
+            shared = self.clean_results[pattern] = list(res)
+        return shared
 
     @staticmethod
     def _plan(inv: invariants.Invariant) -> tuple[Any, ...]:
@@ -251,6 +302,11 @@ class Checks:
         return inv, kind, _getter(positions), frozenset(positions), quiet, {}, parts
 
     def signature(self, f: Flat) -> tuple[int, ...]:
+        """The numbers of ``f``'s fields. A field is found by identity only if it is the interned
+        object of its value (``values``, alive for good, so its id stays its own): the fields a
+        state shares with a stored one (:meth:`state` rebuilds stored states from interned
+        objects); any other object is found by value and not kept, so an equal copy made by a
+        transition to a known state costs no memory."""
         fields = f[:_FIELDS]
         numbers = list(map(self.by_id.get, map(id, fields)))
         if None in numbers:
@@ -259,10 +315,24 @@ class Checks:
                     value = fields[position]
                     number = self.by_value.get(value)
                     if number is None:
-                        number = self.by_value[value] = len(self.by_value)
-                    self.by_id[id(value)] = numbers[position] = number
-                    self.keep.append(value)
+                        number = self.by_value[value] = len(self.values)
+                        self.values.append(value)
+                        self.by_id[id(value)] = number
+                    numbers[position] = number
         return tuple(numbers)  # type: ignore[arg-type]
+
+    def state(self, numbers: tuple[int, ...]) -> Flat:
+        """The state of signature ``numbers``, of interned fields. The clock, the flags and the
+        count are cast back to their types: ``by_value`` numbers 0 and False alike."""
+        values = self.values
+        records = tuple([values[n] for n in numbers[1:MONITOR_DONE]])
+        return (
+            int(values[numbers[0]]),
+            *records,
+            bool(values[numbers[MONITOR_DONE]]),
+            bool(values[numbers[CRASHED]]),
+            int(values[numbers[PROFILE_CHANGES]]),
+        )
 
     def snapshot(self, view: _View) -> dict[str, Any]:
         """The view's snapshot from memoised sections (built from the decoded state on a miss)."""
@@ -562,17 +632,16 @@ class FlatSearch:
         self.symmetry = model.config.symmetry
         self.regions = model.config.regions  # the visited set is keyed by deadline regions (spec.model._time)
         self.count = 0
-        self.index: dict[Any, int] = {}
+        self.index: dict[bytes, int] = {}  # signature of each class's key, packed -> its number
         self.stored: dict[tuple[int, ...], int] = {}  # signature of each state found -> its class's number
-        self.states: list[Flat] = []
-        self.numbers: list[tuple[int, ...]] = []  # each stored state's signature (Checks.signature)
-        self.results: list[list[Any] | None] = []  # each stored state's state-check units (Checks.check_state)
-        self.cleans: list[bool] = []  # whether each stored state's results are all empty
+        self.signatures = array("I")  # each stored state's signature, _FIELDS numbers a state
+        self.results: dict[int, list[Any] | None] = {}  # state-check units of the states not yet expanded
+        self.cleans: dict[int, bool] = {}  # whether their results are all empty
         self.queue: deque[int] = deque()
         self.parent = array("q")
         self.via: list[Action | None] = []
         self.depth = array("H")
-        self.crash_prefix: dict[Flat, Flat] = {}
+        self.crash_prefix: dict[int, tuple[int, ...]] = {}  # a restarted state -> the crashed one's signature
         self.canonical = Canonical(model.config.members, model.config.tasks)
         self.memo = Checks(model.config)
         self.settled: set[tuple[int, ...]] = set()  # signatures of restarted states that reconcile to themselves
@@ -586,6 +655,19 @@ class FlatSearch:
             return last
         view = self.last = _View(state, self.memo)
         return view
+
+    def trim(self) -> None:
+        """Bound the caches (:data:`MEMO_LIMIT` entries a table): the checks' memo tables, the
+        images of the canonical key, the restarted states known to be settled, and the signatures
+        of the states found (only a cache in front of ``index`` when a state's class has a key)."""
+        self.memo.trim(MEMO_LIMIT)
+        for table in self.canonical.memo:
+            if len(table) > MEMO_LIMIT:
+                table.clear()
+        if len(self.settled) > MEMO_LIMIT:
+            self.settled.clear()
+        if (self.dead_data or self.symmetry) and len(self.stored) > MEMO_LIMIT:
+            self.stored.clear()
 
     def note(self, number: int, action: Action) -> None:
         """``_Search.note``: the first move showing an operation, a crash point or an edge."""
@@ -605,17 +687,16 @@ class FlatSearch:
         number = self.count
         if self.dead_data or self.symmetry:
             alike = erase(state, self.regions) if self.dead_data else state
-            key = self.canonical.key(alike) if self.symmetry else alike
+            key = array("I", self.memo.signature(self.canonical.key(alike) if self.symmetry else alike)).tobytes()
             known = self.index.get(key)
             if known is not None:
                 self.stored[sig] = known
                 return known, False
             self.index[key] = number
         self.stored[sig] = number
-        self.states.append(state)
-        self.numbers.append(sig)
-        self.results.append(None)
-        self.cleans.append(False)
+        self.signatures.extend(sig)
+        self.results[number] = None
+        self.cleans[number] = False
         self.queue.append(number)
         self.count += 1
         self.parent.append(parent)
@@ -623,14 +704,22 @@ class FlatSearch:
         self.depth.append(0 if parent < 0 else self.depth[parent] + 1)
         return number, True
 
+    def numbers(self, number: int) -> tuple[int, ...]:
+        """Stored state ``number``'s signature."""
+        return tuple(self.signatures[number * _FIELDS : (number + 1) * _FIELDS])
+
+    def state(self, number: int) -> Flat:
+        """Stored state ``number``, rebuilt from its signature (its fields the interned ones)."""
+        return self.memo.state(self.numbers(number))
+
     def trace(self, number: int, *last: tuple[Action, Flat]) -> list[tuple[Action | None, Any]]:
         path: list[tuple[Action | None, Any]] = []
         while number >= 0:
-            state = self.states[number]
+            state = self.state(number)
             action = self.via[number]
             if action is not None and action.crash_after:
                 path.append((Action("restart"), decode(state)))
-                path.append((action, decode(self.crash_prefix[state])))
+                path.append((action, decode(self.memo.state(self.crash_prefix[number]))))
             else:
                 path.append((action, decode(state)))
             number = self.parent[number]
@@ -652,7 +741,7 @@ class FlatSearch:
 
     def model_states(self) -> Iterator[State]:
         """The stored states as the model's (``spec.explore._Search.states``: the same, in order)."""
-        return map(decode, self.states)
+        return (decode(self.state(number)) for number in range(self.count))
 
     def stopped(self) -> bool:
         return self.stop_on is not None and (
@@ -720,11 +809,13 @@ def _bfs(search: FlatSearch) -> None:
             report.complete = False
             return
         number = search.queue.popleft()
-        state = search.states[number]
+        numbers = search.numbers(number)
+        state = search.memo.state(numbers)
         report.expanded_through = search.depth[number] - 1
-        before = search.last = _View(state, search.memo, search.numbers[number])
-        before.res = search.results[number]
-        before.clean = search.cleans[number]
+        before = search.last = _View(state, search.memo, numbers)
+        kept = search.results.pop(number)
+        before.res = None if kept is None else list(kept)
+        before.clean = search.cleans.pop(number)
         outgoing = 0
         for action, after_state in flat.successors(state):
             if isinstance(after_state, IllegalTransition):
@@ -738,7 +829,7 @@ def _bfs(search: FlatSearch) -> None:
                 continue
             target, new = search.add(taken, number, action)
             if new and crashed is not None:
-                search.crash_prefix[taken] = crashed
+                search.crash_prefix[target] = came.numbers
             if new:
                 _check_state(search, target, after, came)
         if outgoing == 0 and not flat.is_goal(state):
@@ -749,6 +840,8 @@ def _bfs(search: FlatSearch) -> None:
                 "no action is enabled and some request is not final",
                 number,
             )
+        if number % TRIM_EVERY == 0:
+            search.trim()
         if number % 2000 == 0:
             if search.progress is not None:
                 search.progress(search.count, len(search.queue), search.depth[number])
@@ -787,7 +880,7 @@ def _check_state(search: FlatSearch, number: int, view: _View, parent: _View | N
     """A new stored state's checks (``parent``: the state it was reached from, checked before)."""
     for inv, message in search.memo.check_state(view, not view.state[12], parent):
         search.violate(inv.clause, inv.name, message, number)
-    search.results[number] = view.res
+    search.results[number] = search.memo.kept(view)
     search.cleans[number] = view.clean
 
 
