@@ -414,6 +414,7 @@ def _with_tiny_caches(name: str, monkeypatch: pytest.MonkeyPatch) -> tuple[Repor
     return mine, explore(model, max_states=bound), emptied[0]
 
 
+@interpreted
 @pytest.mark.clause("SHD-6", "PLN-5", "INV-3")
 @pytest.mark.parametrize("name", ["pair", "monitor", "standard"])
 def test_a_flat_search_with_tiny_caches_reports_what_the_models_reports(
@@ -432,6 +433,7 @@ def test_a_flat_search_with_tiny_caches_reports_what_the_models_reports(
         assert rebuilt == list(map(repr, _search(model).states))
 
 
+@interpreted
 def test_a_trim_that_empties_the_visited_set_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
     """Planted: the index of the classes is no cache; a trim that empties it revisits states."""
     import spec._flat_explore as flat_explore
