@@ -124,22 +124,7 @@ STANDARD_ESTIMATE = (1.5e8, 7e8)
 
 
 def engines_child(name: str, states: int, engine: str, compiled: bool) -> dict[str, Any]:
-    env = {**os.environ, "TEAMPROTO_ENGINE": engine}
-    env.pop("TEAMPROTO_PURE", None)
-    if not compiled:
-        env["TEAMPROTO_PURE"] = "1"
-    out = subprocess.run(
-        [sys.executable, "-c", ENGINES_CHILD, name, str(states)],
-        env=env,
-        cwd=ROOT,
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    result: dict[str, Any] = json.loads(out.stdout)
-    result["states_per_cpu_second"] = result["states"] / result["cpu"]
-    result["transitions_per_cpu_second"] = result["transitions"] / result["cpu"]
-    return result
+    return run_child(ENGINES_CHILD, [name, str(states)], {"TEAMPROTO_ENGINE": engine}, ROOT, compiled)
 
 
 def flat_against_model(name: str, states: int, rounds: int, compiled: bool) -> dict[str, Any]:
@@ -197,17 +182,18 @@ def unpack(revision: str, folder: Path) -> None:
 
 
 def child_run(root: Path, name: str, compiled: bool) -> dict[str, Any]:
-    env = {**os.environ, "PYTHONPATH": str(root)}
+    return run_child(CHILD, [name, str(WALKS), str(MUTANT_STATES)], {"PYTHONPATH": str(root)}, root, compiled)
+
+
+def run_child(code: str, args: list[str], env: dict[str, str], root: Path, compiled: bool) -> dict[str, Any]:
+    """``code`` in a fresh process in ``root`` (interpreted unless ``compiled``); its JSON result with
+    states and transitions per CPU-second added."""
+    env = {**os.environ, **env}
     env.pop("TEAMPROTO_PURE", None)
     if not compiled:
         env["TEAMPROTO_PURE"] = "1"
     out = subprocess.run(
-        [sys.executable, "-c", CHILD, name, str(WALKS), str(MUTANT_STATES)],
-        env=env,
-        cwd=root,
-        check=True,
-        capture_output=True,
-        text=True,
+        [sys.executable, "-c", code, *args], env=env, cwd=root, check=True, capture_output=True, text=True
     )
     result: dict[str, Any] = json.loads(out.stdout)
     result["states_per_cpu_second"] = result["states"] / result["cpu"]

@@ -83,7 +83,10 @@ QUICK = ["pair", "wide"]
 @cache
 def _expanded(name: str) -> tuple[Model, list[State]]:
     """Every state the model's search expands: those it stores, and every crashed state it restarts."""
-    model = Model(load_config(name))
+    return _expanded_by(Model(load_config(name)))
+
+
+def _expanded_by(model: Model) -> tuple[Model, list[State]]:
     states = list(_search(model).states)
     crashed = [s for state in states for _, s in model.successors(state) if isinstance(s, State) and s.crashed]
     return model, states + crashed
@@ -300,10 +303,7 @@ def time_config(name: str) -> Any:
 
 @cache
 def _time_expanded(name: str) -> tuple[Model, list[State]]:
-    model = Model(time_config(name))
-    states = list(_search(model).states)
-    crashed = [s for state in states for _, s in model.successors(state) if isinstance(s, State) and s.crashed]
-    return model, states + crashed
+    return _expanded_by(Model(time_config(name)))
 
 
 def time_differences(model: Model, states: list[State]) -> list[str]:

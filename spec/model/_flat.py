@@ -40,9 +40,7 @@ from ._ops import RISK_TEXT
 from ._por import _ACTIVE as _POR_ACTIVE
 from ._por import smallest_isolated
 from ._state import NONE, Approval, Execution, Job, Member, Message, Owed, Plan, PlanRun, Shutdown, State, Task
-from ._time import _FINAL as _TIME_FINAL
-from ._time import _REQUEST as _TIME_REQUEST
-from ._time import FLOOR, UNREAD
+from ._time import FLOOR, _kept, _offset
 
 Flat = tuple[Any, ...]
 Step = tuple[str, Callable[[Flat], Flat]]
@@ -881,21 +879,6 @@ _DEADLINED = (
 
 def _pending_requests(f: Flat) -> set[tuple[str, int]]:
     return {(m[0][0], m[0][1]) for m in f[BUS] if m[1] == "pending" and m[2] == 0}
-
-
-def _kept(kind: str, status: str, slot: int, pending: set[tuple[str, int]]) -> bool:
-    """``_time._kept``: whether a record's deadline can still be read."""
-    if status in ("", "draft"):
-        return False
-    if status not in _TIME_FINAL[kind] and status not in UNREAD[kind]:
-        return True
-    request = _TIME_REQUEST.get(kind)
-    return request is not None and (request, slot) in pending
-
-
-def _offset(deadline: int, clock: int) -> int:
-    """``_time._offset``: a kept deadline's region, 1 at or below FLOOR, one more per tick above."""
-    return max(deadline - clock, FLOOR) - FLOOR + 1
 
 
 def relative(f: Flat) -> Flat:
