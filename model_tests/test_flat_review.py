@@ -42,7 +42,6 @@ import pytest
 import spec._flat_explore as flat_explore
 from spec import explore as explore_module
 from spec._flat_explore import Canonical, erase, explore_flat
-from spec._records import Report
 from spec._tables import IllegalTransition
 from spec.explore import _search
 from spec.model import BadEngine, Model, _model, load_config
@@ -53,7 +52,7 @@ from spec.model._flat import decode, encode, supports
 from spec.model._state import State, put, replace
 from spec.model._symmetry import canonical_key
 
-from .test_flat import differences, interpreted
+from .test_flat import _findings, differences, interpreted
 
 
 def _walks(model: Model, walks: int, length: int, seed: int) -> list[State]:
@@ -183,20 +182,6 @@ def _adapter(model: Model) -> type:
             return model.is_goal(decode(f))
 
     return Adapter
-
-
-def _findings(report: Report) -> tuple[Any, ...]:
-    violations = {n: (v.clause, v.message, [(str(a), s) for a, s in v.trace]) for n, v in report.violations.items()}
-    return (
-        report.states,
-        report.transitions,
-        report.states_by_depth,
-        report.deadlocks,
-        sorted(report.crashed_at),
-        sorted(report.edges_taken),
-        violations,
-        report.witnesses,
-    )
 
 
 def _approving_reconcile(model: Model, s: State) -> State:
