@@ -8,7 +8,7 @@ review (tests fail until the manifest is updated in the same commit).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, fields
+from dataclasses import MISSING, dataclass, fields
 from importlib import resources
 from typing import Any
 
@@ -37,6 +37,8 @@ class Config:
     symmetry: bool
     liveness: bool
     require_coverage: bool
+    split: bool = False  # explored as its two protocols apart (spec/split.py): approvals, plans
+    crash_between: bool = False  # the harness may also crash between two operations (spec/split.py)
 
     @property
     def regions(self) -> bool:
@@ -94,12 +96,20 @@ def config_names() -> list[str]:
 
 def parse_config(name: str, document: dict[str, Any]) -> Config:
     expected = {f.name for f in fields(Config)} - {"name"}
-    missing, unknown = expected - set(document), set(document) - expected
+    optional = {f.name for f in fields(Config) if f.default is not MISSING}  # false unless given
+    missing, unknown = expected - optional - set(document), set(document) - expected
     if missing or unknown:
         raise BadConfig(name, f"missing {sorted(missing)}, unknown {sorted(unknown)}")
     config = Config(name=name, **document)
     if config.max_ticks is not None and (not isinstance(config.max_ticks, int) or config.max_ticks < 0):
         raise BadConfig(name, f"max_ticks must be a whole number, or null for unbounded time, not {config.max_ticks!r}")
+    for flag in ("split", "crash_between"):
+        if not isinstance(getattr(config, flag), bool):
+            raise BadConfig(name, f"{flag} must be true or false, not {getattr(config, flag)!r}")
+    if config.split and not (config.approvals and config.plans):
+        raise BadConfig(name, "a split configuration needs approvals and plans: it explores each apart")
+    if (config.split or config.crash_between) and config.liveness:
+        raise BadConfig(name, "split and crash_between do not go with the liveness check (spec/split.py); turn one off")
     if config.symmetry and config.liveness:
         raise BadConfig(name, "symmetry reduction is not sound for the liveness check; turn one off")
     return config

@@ -753,6 +753,8 @@ class FlatModel:
             if state != f:
                 yield action, state
             yield from crashes
+        if can_crash and self.config.crash_between and not f[CRASHED]:  # Model.successors
+            yield _model.HARNESS_CRASH, (*f[:CRASHED], True, *f[CRASHED + 1 :])
 
     def _restart(self, f: Flat) -> Flat:
         return self.reconcile((*f[:CRASHED], False, *f[CRASHED + 1 :]))

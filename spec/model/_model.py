@@ -35,6 +35,10 @@ ACTIVE_SHUTDOWN = frozenset({"requested", "draining", "timed_out"})
 BUSY_JOB = frozenset({"running", "cancel_requested"})
 
 
+HARNESS_CRASH = Action("harness.crash", crash_after="between operations")
+"""With ``crash_between``: the harness dies between two operations (nothing half written), and
+the only move left is the restart. Not an operation: it does not keep a state from deadlock."""
+
 Step = tuple[str, Callable[[State], State]]
 Operation = tuple[Action, list[Step]]
 
@@ -224,6 +228,8 @@ class Model:
             if state != s:
                 yield action, state
             yield from crashes  # after the whole operation, so that shortest traces prefer no crash
+        if can_crash and self.config.crash_between and not s.crashed:
+            yield HARNESS_CRASH, replace(s, crashed=True)  # between two operations (spec/split.py)
 
     def is_goal(self, s: State) -> bool:
         """Every request is final (the liveness target): approvals, plans, runs, shutdowns.
