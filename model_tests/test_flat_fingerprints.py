@@ -26,6 +26,7 @@ import os
 import pickle
 import subprocess
 import sys
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +54,12 @@ def _bounded(name: str) -> int | None:
     return STANDARD_STATES if name == "standard" else None
 
 
+@cache
+def _whole(name: str) -> Report:
+    """The flat search without fingerprints (``standard``: its first states), nothing patched."""
+    return explore_flat(_model(name), max_states=_bounded(name))
+
+
 @pytest.mark.clause("INV-3", "INV-12")
 @pytest.mark.parametrize("name", ["pair", "wide", "plan", "monitor", "tiny", "standard"])
 def test_fingerprints_report_what_the_full_flat_search_reports(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -62,7 +69,7 @@ def test_fingerprints_report_what_the_full_flat_search_reports(name: str, monkey
 
     model = _model(name)
     assert flat_engine(model)
-    full = explore_flat(model, max_states=_bounded(name))
+    full = _whole(name)
 
     def no_model_search(*_: Any, **__: Any) -> Any:
         raise AssertionError("explore ran the model's search where the flat engine supports fingerprints")
@@ -156,11 +163,9 @@ def _resumed(model: Model, bounds: list[int | None], final: bool = True) -> tupl
     ],
 )
 def test_a_search_stopped_and_resumed_ends_as_an_uninterrupted_one(name: str, bounds: list[int | None]) -> None:
-    model = _model(name)
-    whole = explore_flat(model, max_states=_bounded(name), fingerprints=True)
-    report, calls = _resumed(model, bounds)
+    report, calls = _resumed(_model(name), bounds)
     assert calls >= len(bounds) - 1
-    assert _findings(report) == _findings(whole)
+    assert _findings(report) == _findings(_whole(name))  # = the uninterrupted search with fingerprints
     assert report.fingerprints and report.complete == (name != "standard")
 
 
@@ -170,7 +175,7 @@ def test_a_search_saved_at_a_poll_resumes_as_an_uninterrupted_one() -> None:
     model = _model("wide")
     report, calls = _resumed(model, [2_700, None], final=False)
     assert calls == 3  # polls at states 0 and 2,000, then the bound
-    assert _findings(report) == _findings(explore_flat(model, fingerprints=True))
+    assert _findings(report) == _findings(_whole("wide"))
 
 
 @interpreted
@@ -241,3 +246,39 @@ def test_teamproto_check_resumes_a_checkpoint_to_the_pinned_count(tmp_path: Path
     run = json.loads(second.stdout)["runs"][0]
     assert run["complete"] and run["states"] == manifest()["pair"]["states"] == run["pinned_states"]
     assert run["transitions"] == manifest()["pair"]["transitions"] and run["ok"]
+
+
+@interpreted
+def test_dropping_the_expanded_states_signatures_changes_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With fingerprints the signatures of expanded states are dropped (``COMPACT_AFTER``, here 16
+    instead of 65,536, so that ``wide`` drops them often): the same report, resumed or not, and
+    the search holds only a part of the signatures at the end."""
+    import spec._flat_explore as flat_explore
+
+    model, full = _model("wide"), _whole("wide")
+    monkeypatch.setattr(flat_explore, "COMPACT_AFTER", 16)
+    search = search_flat(model, fingerprints=True)
+    assert search.base > 0 and len(search.signatures) < search.count * 14 // 2
+    assert _findings(search.report) == _findings(full)
+    assert _findings(_resumed(model, [300, 1200, None])[0]) == _findings(full)
+
+
+def test_teamproto_check_refuses_a_checkpoint_of_the_model_engine(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``spec.check.run_config``: a checkpoint saved by the model's search (``TEAMPROTO_ENGINE=model``)
+    is refused where the flat engine would resume it, and the file is left as it is."""
+    from spec import check
+
+    path = tmp_path / "pair.checkpoint"
+    bounds = check.Bounds(max_states=300, checkpoint=path)
+    with monkeypatch.context() as patched:
+        patched.setenv("TEAMPROTO_ENGINE", "model")
+        report, _ = check.run_config(load_config("pair"), None, bounds)
+    assert not report.complete and path.exists()
+    kept = path.read_bytes()
+    with pytest.raises(check.BadCheckpoint, match="saved by the model engine, not the flat engine"):
+        check.run_config(load_config("pair"), None, bounds)
+    assert path.read_bytes() == kept
+    monkeypatch.setenv("TEAMPROTO_ENGINE", "model")
+    assert check.run_config(load_config("pair"), None, check.Bounds(checkpoint=path))[0].complete
