@@ -39,7 +39,9 @@ marked "plain tuples" ran on :mod:`spec._flat_explore` (``explore()`` picks it w
 ``--flat-vs-model CONFIG --states N`` (e.g. ``standard``, whose time runs in deadline regions)
 instead runs this tree's two engines on the first ``N`` states of ``CONFIG``'s breadth-first search,
 each in a fresh process, alternately ``--rounds`` times: the plain-tuple engine
-(``TEAMPROTO_ENGINE=flat``) and the model's own search (``TEAMPROTO_ENGINE=model``). Both must
+(``TEAMPROTO_ENGINE=flat``) and the model's own search (``TEAMPROTO_ENGINE=model``); with
+``--fingerprints`` both with hash compaction, and then each once more to ``N/2`` for the bytes one
+more state costs (issue 18 item 5). Both must
 reach the same states per depth, transitions and findings; it prints states and transitions per
 CPU-second of each, their ratio, and the time an exhaustive search of ``--estimate LOW HIGH``
 states (default ``standard``'s estimate, 1.5e8–7e8) would take at each rate — a rate measured on
@@ -110,7 +112,7 @@ from spec.explore import explore, flat_engine
 from spec.model import Model, load_config
 model = Model(load_config(sys.argv[1]))
 started = time.process_time()
-report = explore(model, max_states=int(sys.argv[2]))
+report = explore(model, max_states=int(sys.argv[2]), fingerprints=sys.argv[3:] == ["fingerprints"])
 cpu = time.process_time() - started
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 print(json.dumps({"states": report.states, "transitions": report.transitions, "cpu": cpu, "peak_mib": peak,
@@ -123,17 +125,22 @@ STANDARD_ESTIMATE = (1.5e8, 7e8)
 """``standard``'s estimated states (issue 18's review): the extrapolation's default range."""
 
 
-def engines_child(name: str, states: int, engine: str, compiled: bool) -> dict[str, Any]:
-    return run_child(ENGINES_CHILD, [name, str(states)], {"TEAMPROTO_ENGINE": engine}, ROOT, compiled)
+def engines_child(name: str, states: int, engine: str, compiled: bool, fingerprints: bool = False) -> dict[str, Any]:
+    args = [name, str(states), *(["fingerprints"] if fingerprints else [])]
+    return run_child(ENGINES_CHILD, args, {"TEAMPROTO_ENGINE": engine}, ROOT, compiled)
 
 
-def flat_against_model(name: str, states: int, rounds: int, compiled: bool) -> dict[str, Any]:
-    """This tree's plain-tuple engine against its model search on the first ``states`` states."""
+def flat_against_model(
+    name: str, states: int, rounds: int, compiled: bool, fingerprints: bool = False
+) -> dict[str, Any]:
+    """This tree's plain-tuple engine against its model search on the first ``states`` states
+    (both with hash compaction when ``fingerprints``; then each also to half the bound once, for
+    the memory one more state costs: the difference of the two peaks over that of the counts)."""
     runs: dict[str, list[dict[str, Any]]] = {"flat": [], "model": []}
     for number in range(rounds):
         for engine in ("model", "flat"):
             print(f"{name}: {engine} engine, round {number + 1}, {states:,} states …", file=sys.stderr, flush=True)
-            runs[engine].append(engines_child(name, states, engine, compiled))
+            runs[engine].append(engines_child(name, states, engine, compiled, fingerprints))
     first = runs["model"][0]
     same = all(
         (r["states"], r["transitions"], r["by_depth"], r["findings"])
@@ -141,6 +148,13 @@ def flat_against_model(name: str, states: int, rounds: int, compiled: bool) -> d
         for r in runs["flat"] + runs["model"]
     )
     best = {engine: max(rs, key=lambda r: r["states_per_cpu_second"]) for engine, rs in runs.items()}
+    for engine, run in best.items():
+        run["fingerprints"] = fingerprints
+        if fingerprints:
+            print(f"{name}: {engine} engine, {states // 2:,} states …", file=sys.stderr, flush=True)
+            half = engines_child(name, states // 2, engine, compiled, fingerprints)
+            grown = (run["peak_mib"] - half["peak_mib"]) * 2**20
+            run["bytes_per_state_more"] = grown / max(run["states"] - half["states"], 1)
     return {
         "flat": best["flat"],
         "model": best["model"],
@@ -168,6 +182,12 @@ def print_flat_against_model(name: str, result: dict[str, Any], estimate: tuple[
     agree = "same states per depth, transitions, findings" if result["same"] else "ENGINES DIFFER"
     ran = "" if result["ran_flat"] else "; the flat run did NOT run on plain tuples"
     print(f"{name:<10} flat / model, states per CPU-second: {result['ratio']:.2f}x ({agree}{ran})")
+    if result["flat"]["fingerprints"]:
+        more = {engine: result[engine]["bytes_per_state_more"] for engine in ("model", "flat")}
+        print(
+            f"{name:<10} both with fingerprints; one more state costs {more['model']:,.0f} bytes (model) "
+            f"against {more['flat']:,.0f} (flat): peak at the bound minus peak at half of it, per state"
+        )
 
 
 def unpack(revision: str, folder: Path) -> None:
@@ -318,10 +338,11 @@ def main() -> None:
     parser.add_argument("--engine-only", action="store_true", help="only the engine against the baseline")
     parser.add_argument("--flat-vs-model", metavar="CONFIG", help="this tree's two engines on CONFIG's first states")
     parser.add_argument("--states", type=int, default=20_000, help="with --flat-vs-model: states of each run")
+    parser.add_argument("--fingerprints", action="store_true", help="with --flat-vs-model: both with hash compaction")
     parser.add_argument("--estimate", type=float, nargs=2, default=STANDARD_ESTIMATE, metavar=("LOW", "HIGH"))
     args = parser.parse_args()
     if args.flat_vs_model:
-        result = flat_against_model(args.flat_vs_model, args.states, args.rounds, args.compiled)
+        result = flat_against_model(args.flat_vs_model, args.states, args.rounds, args.compiled, args.fingerprints)
         if args.json:
             print(json.dumps(result, indent=2))
         else:

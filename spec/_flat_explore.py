@@ -25,10 +25,19 @@ that are plain tuples. What changes is the representation:
   a miss; a step check whose fields a step leaves alone is a function of the state before, so
   it is looked up once per expanded state, not once per transition.
 
+With ``fingerprints`` (hash compaction, as ``spec.explore._Search``; issue 18 item 5) the
+visited set is a :class:`spec.explore._Fingerprints` of the 64-bit hash of each class's key, the
+signatures are kept only for the states not yet expanded, the states found are remembered only in
+a bounded cache, and traces are rebuilt by replaying the actions on their path (parents in an
+``array('q')``, depths in ``'H'``, actions as 4-byte indices into the distinct ones). Such a
+search can be saved (:meth:`FlatSearch.save`, plain data naming its engine) and resumed, with
+``_Search``'s contract: no I/O here; ``spec.check`` stores it; each engine refuses the other's.
+
 ``spec.explore.explore`` runs it whenever :func:`spec.model._flat.supports` the configuration and
-mutant and no option asks for what it lacks (fingerprints, saved searches, liveness).
-``bench/explore.py --engine-configs pinned mutants`` and ``model_tests/test_flat.py`` check that
-it reports what the model's search reports.
+mutant and no option asks for what it lacks (liveness, the dead-data switch).
+``bench/explore.py --engine-configs pinned mutants``, ``model_tests/test_flat.py`` and
+``model_tests/test_flat_fingerprints.py`` check that it reports what the model's search reports,
+and the same with fingerprints as without.
 """
 
 from __future__ import annotations
@@ -43,7 +52,7 @@ from typing import Any
 from . import invariants
 from ._records import Report, Violation
 from ._tables import IllegalTransition
-from .explore import note_first, witness
+from .explore import _Fingerprints, check_engine, hash_probe, note_first, witness
 from .model import _model
 from .model._action import Action
 from .model._dead import _FINAL_JOBS, _FINAL_TASKS, FINAL_JOB, FINAL_TASK
@@ -320,6 +329,12 @@ class Checks:
                         self.by_id[id(value)] = number
                     numbers[position] = number
         return tuple(numbers)  # type: ignore[arg-type]
+
+    def restore(self, values: list[Any]) -> None:
+        """Number the fields as ``values`` does (a saved search's): its signatures stay valid."""
+        self.values = values
+        self.by_value = {value: number for number, value in enumerate(values)}
+        self.by_id = {id(value): number for number, value in enumerate(values)}
 
     def state(self, numbers: tuple[int, ...]) -> Flat:
         """The state of signature ``numbers``, of interned fields. The clock, the flags and the
@@ -618,28 +633,78 @@ class _View:
         return snap
 
 
-class FlatSearch:
-    """The bookkeeping of one search (``spec.explore._Search`` without fingerprints)."""
+class _Via:
+    """The action into each stored state (``_Search.via``): a 4-byte index a state into the list
+    of the distinct actions, each kept once, instead of an object a state."""
 
-    def __init__(self, model: Model, stop_on: str | None, max_states: int | None) -> None:
+    __slots__ = ("actions", "codes", "known")
+
+    def __init__(self) -> None:
+        self.actions: list[Action | None] = [None]  # the initial state's
+        self.codes = array("I")
+        self.known: dict[Action, int] = {}
+
+    def append(self, action: Action | None) -> None:
+        code = 0
+        if action is not None:
+            code = self.known.get(action, -1)
+            if code < 0:
+                code = self.known[action] = len(self.actions)
+                self.actions.append(action)
+        self.codes.append(code)
+
+    def __getitem__(self, number: int, /) -> Action | None:
+        return self.actions[self.codes[number]]
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    def restore(self, actions: list[Action | None], codes: bytes) -> None:
+        self.actions = actions
+        self.codes = array("I")
+        self.codes.frombytes(codes)
+        self.known = {action: code for code, action in enumerate(actions) if action is not None}
+
+
+FLAT_SAVED_FORMAT = "teamproto-flat-search/1"
+"""The format of :meth:`FlatSearch.save`'s data (``spec.explore.SAVED_FORMAT`` is the model's)."""
+COMPACT_AFTER = 1 << 16
+"""With fingerprints: the expanded states' signatures are dropped once this many wait in front."""
+
+
+class FlatSearch:
+    """The bookkeeping of one search (``spec.explore._Search``), with or without fingerprints.
+
+    With ``fingerprints`` (hash compaction) the visited set is a :class:`spec.explore._Fingerprints`
+    of the 64-bit hash of each class's key (the tuple of the key's numbers), only the signatures
+    of the states not yet expanded are kept, the states found again are remembered only in a
+    bounded cache, and a trace is rebuilt by replaying the actions on its path (:meth:`replay`).
+    Such a search can be saved (:meth:`save`) and gone on with (:meth:`restore`)."""
+
+    def __init__(self, model: Model, stop_on: str | None, max_states: int | None, fingerprints: bool = False) -> None:
         self.model, self.stop_on, self.max_states = model, stop_on, max_states
         self.config = model.config
         self.flat = FlatModel(model.config)
         self.report = Report(model.config.name, None, require_coverage=model.config.require_coverage)
+        self.report.fingerprints = fingerprints
+        self.fingerprints = fingerprints
         self.progress: Callable[[int, int, int], None] | None = None
         self.out_of_time: Callable[[], bool] | None = None
+        self.checkpoint: Callable[[Callable[[], dict[str, Any]], bool], None] | None = None
         self.dead_data = model.reduce
         self.symmetry = model.config.symmetry
         self.regions = model.config.regions  # the visited set is keyed by deadline regions (spec.model._time)
         self.count = 0
+        self.head = 0  # the next state to expand: states are expanded in the order they were found
+        self.base = 0  # with fingerprints: the first state whose signature ``signatures`` still holds
         self.index: dict[bytes, int] = {}  # signature of each class's key, packed -> its number
-        self.stored: dict[tuple[int, ...], int] = {}  # signature of each state found -> its class's number
+        self.seen = _Fingerprints(16 if fingerprints else 1)  # with fingerprints: the hashes of the keys
+        self.stored: dict[tuple[int, ...], int] = {}  # signature of each state found -> its class's number (-1: known)
         self.signatures = array("I")  # each stored state's signature, _FIELDS numbers a state
-        self.results: dict[int, list[Any] | None] = {}  # state-check units of the states not yet expanded
-        self.cleans: dict[int, bool] = {}  # whether their results are all empty
-        self.queue: deque[int] = deque()
+        self.results: deque[list[Any] | None] = deque()  # state-check units of the states not yet expanded
+        self.cleans: deque[bool] = deque()  # whether their results are all empty
         self.parent = array("q")
-        self.via: list[Action | None] = []
+        self.via = _Via()
         self.depth = array("H")
         self.crash_prefix: dict[int, tuple[int, ...]] = {}  # a restarted state -> the crashed one's signature
         self.canonical = Canonical(model.config.members, model.config.tasks)
@@ -659,14 +724,15 @@ class FlatSearch:
     def trim(self) -> None:
         """Bound the caches (:data:`MEMO_LIMIT` entries a table): the checks' memo tables, the
         images of the canonical key, the restarted states known to be settled, and the signatures
-        of the states found (only a cache in front of ``index`` when a state's class has a key)."""
+        of the states found (only a cache in front of ``index`` when a state's class has a key, or
+        of ``seen`` with fingerprints)."""
         self.memo.trim(MEMO_LIMIT)
         for table in self.canonical.memo:
             if len(table) > MEMO_LIMIT:
                 table.clear()
         if len(self.settled) > MEMO_LIMIT:
             self.settled.clear()
-        if (self.dead_data or self.symmetry) and len(self.stored) > MEMO_LIMIT:
+        if (self.dead_data or self.symmetry or self.fingerprints) and len(self.stored) > MEMO_LIMIT:
             self.stored.clear()
 
     def note(self, number: int, action: Action) -> None:
@@ -677,42 +743,68 @@ class FlatSearch:
         return witness(self.via, self.parent, number, last)
 
     def add(self, state: Flat, parent: int, action: Action | None) -> tuple[int, bool]:
-        """Number ``state`` unless its class is known; returns (its number, whether it is new). The
-        state is looked up by its signature first (two states have equal signatures exactly when
-        they are equal), and its class's key is computed only for a state not stored before."""
+        """Number ``state`` unless its class is known; returns (its number, whether it is new; with
+        fingerprints a known state's number is not kept: -1). The state is looked up by its
+        signature first (two states have equal signatures exactly when they are equal), and its
+        class's key is computed only for a state not stored before."""
         sig = self.view(state).numbers
         known = self.stored.get(sig)
         if known is not None:
             return known, False
         number = self.count
-        if self.dead_data or self.symmetry:
+        key = sig
+        classed = self.dead_data or self.symmetry
+        if classed:
             alike = erase(state, self.regions) if self.dead_data else state
-            key = array("I", self.memo.signature(self.canonical.key(alike) if self.symmetry else alike)).tobytes()
-            known = self.index.get(key)
-            if known is not None:
-                self.stored[sig] = known
-                return known, False
-            self.index[key] = number
-        self.stored[sig] = number
+            key = self.memo.signature(self.canonical.key(alike) if self.symmetry else alike)
+        if self.fingerprints:
+            self.stored[sig] = -1  # found: its class's hash is in ``seen`` (a bounded cache)
+            if not self.seen.add(hash(key)):
+                return -1, False
+        else:
+            if classed:
+                packed = array("I", key).tobytes()
+                known = self.index.get(packed)
+                if known is not None:
+                    self.stored[sig] = known
+                    return known, False
+                self.index[packed] = number
+            self.stored[sig] = number
         self.signatures.extend(sig)
-        self.results[number] = None
-        self.cleans[number] = False
-        self.queue.append(number)
         self.count += 1
         self.parent.append(parent)
         self.via.append(action)
         self.depth.append(0 if parent < 0 else self.depth[parent] + 1)
         return number, True
 
+    def waiting(self) -> int:
+        """How many states wait to be expanded."""
+        return self.count - self.head
+
+    def take(self) -> tuple[int, tuple[int, ...]]:
+        """The next state to expand, its number and signature; with fingerprints the signatures of
+        the states expanded are dropped now and then (only the waiting ones are kept)."""
+        number = self.head
+        self.head += 1
+        numbers = self.numbers(number)
+        done = self.head - self.base
+        if self.fingerprints and done >= COMPACT_AFTER and done * 2 >= self.count - self.base:
+            del self.signatures[: done * _FIELDS]
+            self.base = self.head
+        return number, numbers
+
     def numbers(self, number: int) -> tuple[int, ...]:
-        """Stored state ``number``'s signature."""
-        return tuple(self.signatures[number * _FIELDS : (number + 1) * _FIELDS])
+        """Stored state ``number``'s signature (with fingerprints: a state not yet expanded)."""
+        at = (number - self.base) * _FIELDS
+        return tuple(self.signatures[at : at + _FIELDS])
 
     def state(self, number: int) -> Flat:
         """Stored state ``number``, rebuilt from its signature (its fields the interned ones)."""
         return self.memo.state(self.numbers(number))
 
     def trace(self, number: int, *last: tuple[Action, Flat]) -> list[tuple[Action | None, Any]]:
+        if self.fingerprints:
+            return [*self.replay(number), *((action, decode(state)) for action, state in last)]
         path: list[tuple[Action | None, Any]] = []
         while number >= 0:
             state = self.state(number)
@@ -725,6 +817,29 @@ class FlatSearch:
             number = self.parent[number]
         path.reverse()
         path.extend((action, decode(state)) for action, state in last)
+        return path
+
+    def replay(self, number: int) -> list[tuple[Action | None, Any]]:
+        """With fingerprints: the path to state ``number`` (``_Search.replay``), rebuilt by taking
+        the actions on it from the initial state; the flat model is deterministic, so it reaches
+        the very states the search reached (a crash action its crashed state, then the restart)."""
+        actions: list[Action] = []
+        while number > 0:
+            action = self.via[number]
+            assert action is not None
+            actions.append(action)
+            number = self.parent[number]
+        flat = self.flat
+        state = flat.initial()
+        path: list[tuple[Action | None, Any]] = [(None, decode(state))]
+        for action in reversed(actions):
+            state = next(s for a, s in flat.successors(state) if a == action and not isinstance(s, IllegalTransition))
+            path.append((action, decode(state)))
+            if action.crash_after:
+                restart, restarted = next(iter(flat.successors(state)))
+                assert not isinstance(restarted, IllegalTransition)
+                state = restarted
+                path.append((restart, decode(state)))
         return path
 
     def violate(
@@ -740,7 +855,10 @@ class FlatSearch:
             self.report.violations[name] = Violation(clause, name, message, self.trace(number, *last))
 
     def model_states(self) -> Iterator[State]:
-        """The stored states as the model's (``spec.explore._Search.states``: the same, in order)."""
+        """The stored states as the model's (``spec.explore._Search.states``: the same, in order;
+        none with fingerprints, which keeps no state once expanded)."""
+        if self.fingerprints:
+            return iter(())
         return (decode(self.state(number)) for number in range(self.count))
 
     def stopped(self) -> bool:
@@ -748,6 +866,68 @@ class FlatSearch:
             self.stop_on in self.report.violations
             or self.stop_on in {v.clause for v in self.report.violations.values()}
         )
+
+    def save(self) -> dict[str, Any]:
+        """With fingerprints: everything the search needs to go on later (:meth:`restore`), as
+        plain data (``_Search.save``'s contract: the caller stores it at once; no I/O here). It
+        names its engine, ``"flat"``: the model's search refuses it, as this one refuses the model's."""
+        assert self.fingerprints, "only a search with fingerprints can be saved"
+        report, at = self.report, (self.head - self.base) * _FIELDS
+        return {
+            "format": FLAT_SAVED_FORMAT,
+            "engine": "flat",
+            "hash_probe": hash_probe(),
+            "config": self.config,
+            "mutant": self.model.mutant,
+            "dead_data": self.dead_data,
+            "count": self.count,
+            "head": self.head,
+            "seen": (self.seen.bits, self.seen.size, self.seen.table.tobytes()),
+            "parent": self.parent.tobytes(),
+            "depth": self.depth.tobytes(),
+            "via": (self.via.actions, self.via.codes.tobytes()),
+            "queued": self.signatures[at:].tobytes(),  # the waiting states' signatures
+            "results": (list(self.results), list(self.cleans)),
+            "values": self.memo.values,  # what the signatures' (and the keys') numbers stand for
+            "transitions": report.transitions,
+            "expanded_through": report.expanded_through,
+            "violations": report.violations,
+            "edges": report.edges_taken | _model.EDGE_LOG[-1],
+            "crashed_at": report.crashed_at,
+            "deadlocks": report.deadlocks,
+            "first": self.first,
+        }
+
+    def restore(self, saved: dict[str, Any]) -> None:
+        """Go on from :meth:`save`'s data, of a search of the same configuration and reductions
+        (``ValueError`` otherwise, or for the model engine's data; the caller checks the source)."""
+        assert self.fingerprints and self.count == 0
+        mine = (self.config, self.model.mutant, self.dead_data)
+        if (saved.get("config"), saved.get("mutant"), saved.get("dead_data")) == mine:
+            check_engine(saved, "flat")  # of this very search, but saved by the other engine
+        if saved.get("format") != FLAT_SAVED_FORMAT or (saved["config"], saved["mutant"], saved["dead_data"]) != mine:
+            raise ValueError("the saved search is of another format, configuration, mutant or reduction")
+        if saved["hash_probe"] != hash_probe():
+            raise ValueError(
+                "the saved search's fingerprints were made with other string hashes: resume it in a process "
+                "started with the same PYTHONHASHSEED"
+            )
+        self.count, self.head, self.base = saved["count"], saved["head"], saved["head"]
+        self.seen.bits, self.seen.size = saved["seen"][0], saved["seen"][1]
+        self.seen.table = array("Q")
+        self.seen.table.frombytes(saved["seen"][2])
+        self.parent.frombytes(saved["parent"])
+        self.depth.frombytes(saved["depth"])
+        self.via.restore(*saved["via"])
+        self.signatures.frombytes(saved["queued"])
+        self.results, self.cleans = deque(saved["results"][0]), deque(saved["results"][1])
+        self.memo.restore(saved["values"])
+        report = self.report
+        report.transitions, report.violations = saved["transitions"], saved["violations"]
+        report.expanded_through = saved["expanded_through"]
+        report.edges_taken, report.crashed_at = saved["edges"], saved["crashed_at"]
+        report.deadlocks = saved["deadlocks"]
+        self.first, self.edges_known = saved["first"], 0  # the resumed run's edge log starts empty
 
 
 def explore_flat(
@@ -757,9 +937,21 @@ def explore_flat(
     max_states: int | None = None,
     progress: Callable[[int, int, int], None] | None = None,
     out_of_time: Callable[[], bool] | None = None,
+    fingerprints: bool = False,
+    resume: dict[str, Any] | None = None,
+    checkpoint: Callable[[Callable[[], dict[str, Any]], bool], None] | None = None,
 ) -> Report:
     """:func:`spec.explore.explore` on plain tuples, for a model :func:`spec.model._flat.supports`."""
-    return search_flat(model, stop_on=stop_on, max_states=max_states, progress=progress, out_of_time=out_of_time).report
+    return search_flat(
+        model,
+        stop_on=stop_on,
+        max_states=max_states,
+        progress=progress,
+        out_of_time=out_of_time,
+        fingerprints=fingerprints,
+        resume=resume,
+        checkpoint=checkpoint,
+    ).report
 
 
 def search_flat(
@@ -769,11 +961,18 @@ def search_flat(
     max_states: int | None = None,
     progress: Callable[[int, int, int], None] | None = None,
     out_of_time: Callable[[], bool] | None = None,
+    fingerprints: bool = False,
+    resume: dict[str, Any] | None = None,
+    checkpoint: Callable[[Callable[[], dict[str, Any]], bool], None] | None = None,
 ) -> FlatSearch:
     """As :func:`explore_flat`, returning the whole search (its report, and its states as
     :meth:`FlatSearch.model_states`): ``spec.explore._search`` on plain tuples."""
-    search = FlatSearch(model, stop_on, max_states)
-    search.progress, search.out_of_time = progress, out_of_time
+    if (resume is not None or checkpoint is not None) and not fingerprints:
+        raise ValueError("only a search with fingerprints can be saved and resumed")
+    search = FlatSearch(model, stop_on, max_states, fingerprints)
+    search.progress, search.out_of_time, search.checkpoint = progress, out_of_time, checkpoint
+    if resume is not None:
+        search.restore(resume)
     _model.EDGE_LOG.append(set())
     collecting = gc.isenabled()
     gc.disable()
@@ -800,54 +999,69 @@ def search_flat(
 
 def _bfs(search: FlatSearch) -> None:
     flat, report = search.flat, search.report
-    initial = flat.initial()
-    view = search.view(initial)
-    start, _ = search.add(initial, -1, None)
-    _check_state(search, start, view, None)
-    while search.queue and not search.stopped():
+    if search.count == 0:
+        initial = flat.initial()
+        view = search.view(initial)
+        start, _ = search.add(initial, -1, None)
+        _check_state(search, start, view, None)
+    while search.waiting() and not search.stopped():
         if search.max_states is not None and search.count >= search.max_states:
-            report.complete = False
+            _stop(search)
             return
-        number = search.queue.popleft()
-        numbers = search.numbers(number)
+        number, numbers = search.take()
         state = search.memo.state(numbers)
         report.expanded_through = search.depth[number] - 1
         before = search.last = _View(state, search.memo, numbers)
-        kept = search.results.pop(number)
+        kept = search.results.popleft()
         before.res = None if kept is None else list(kept)
-        before.clean = search.cleans.pop(number)
-        outgoing = 0
-        for action, after_state in flat.successors(state):
-            if isinstance(after_state, IllegalTransition):
-                message = str(after_state)
-                search.violate("INV-3", "transitions_follow_tables", message, number)
-                continue
-            outgoing += action.name != HARNESS_CRASH.name  # the harness crash keeps no state from deadlock
-            taken, after, crashed, came = _take(search, number, action, after_state, before)
-            search.note(number, action)
-            if taken is None or after is None:
-                continue
-            target, new = search.add(taken, number, action)
-            if new and crashed is not None:
-                search.crash_prefix[target] = came.numbers
-            if new:
-                _check_state(search, target, after, came)
-        if outgoing == 0 and not flat.is_goal(state):
-            report.deadlocks += 1
-            search.violate(
-                "INV-12",
-                "no_deadlock",
-                "no action is enabled and some request is not final",
-                number,
-            )
+        before.clean = search.cleans.popleft()
+        _expand(search, number, state, before)
         if number % TRIM_EVERY == 0:
             search.trim()
         if number % 2000 == 0:
             if search.progress is not None:
-                search.progress(search.count, len(search.queue), search.depth[number])
+                search.progress(search.count, search.waiting(), search.depth[number])
             if search.out_of_time is not None and search.out_of_time():
-                report.complete = False
+                _stop(search)
                 return
+            if search.checkpoint is not None:
+                search.checkpoint(search.save, False)
+
+
+def _stop(search: FlatSearch) -> None:
+    """A bound stopped the search (``spec.explore._stop``): incomplete, and saved if asked."""
+    search.report.complete = False
+    if search.checkpoint is not None:
+        search.checkpoint(search.save, True)
+
+
+def _expand(search: FlatSearch, number: int, state: Flat, before: _View) -> None:
+    """Every move from stored state ``number``; a state with none that is not a goal is a deadlock."""
+    flat, report = search.flat, search.report
+    outgoing = 0
+    for action, after_state in flat.successors(state):
+        if isinstance(after_state, IllegalTransition):
+            message = str(after_state)
+            search.violate("INV-3", "transitions_follow_tables", message, number)
+            continue
+        outgoing += action.name != HARNESS_CRASH.name  # the harness crash keeps no state from deadlock
+        taken, after, crashed, came = _take(search, number, action, after_state, before)
+        search.note(number, action)
+        if taken is None or after is None:
+            continue
+        target, new = search.add(taken, number, action)
+        if new and crashed is not None and not search.fingerprints:
+            search.crash_prefix[target] = came.numbers
+        if new:
+            _check_state(search, target, after, came)
+    if outgoing == 0 and not flat.is_goal(state):
+        report.deadlocks += 1
+        search.violate(
+            "INV-12",
+            "no_deadlock",
+            "no action is enabled and some request is not final",
+            number,
+        )
 
 
 def _take(
@@ -880,8 +1094,8 @@ def _check_state(search: FlatSearch, number: int, view: _View, parent: _View | N
     """A new stored state's checks (``parent``: the state it was reached from, checked before)."""
     for inv, message in search.memo.check_state(view, not view.state[12], parent):
         search.violate(inv.clause, inv.name, message, number)
-    search.results[number] = search.memo.kept(view)
-    search.cleans[number] = view.clean
+    search.results.append(search.memo.kept(view))
+    search.cleans.append(view.clean)
 
 
 def _check_step(

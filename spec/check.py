@@ -30,7 +30,7 @@ from typing import Any
 from spec import _compiled, drift
 from spec._flat_explore import search_flat
 from spec.errors import ProtocolError
-from spec.explore import Report, _search, flat_engine, trace_json
+from spec.explore import Report, _search, engine_name, flat_engine, trace_json
 from spec.invariants import INVARIANTS
 from spec.model import CRASH_POINTS, MUTANTS, Model, manifest, unreached_bounds
 from spec.model._config import Config, engine_choice
@@ -96,7 +96,8 @@ def load_checkpoint(
 ) -> tuple[dict[str, Any], float] | None:
     """The saved search in ``path`` and the seconds spent on it so far, or None when there is no
     file yet. Refuses (:class:`BadCheckpoint`) a file that is not a checkpoint, or one made by
-    another source of the model (``spec/``), another configuration or another mutant. The file
+    another source of the model (``spec/``), another configuration or another mutant, or by the
+    other engine than the one that would resume it (:func:`spec.explore.engine_name`). The file
     holds a small header, then the search: with ``search`` false only the header is read (the
     search returned is empty), to refuse a bad file before a run without loading it twice."""
     if not path.exists():
@@ -121,6 +122,10 @@ def _check_header(path: Path, kept: dict[str, Any], config: Config, mutant: str 
     if (kept["config"], kept["mutant"]) != (config.name, mutant):
         saved, wanted = _run_name(kept["config"], kept["mutant"]), _run_name(config.name, mutant)
         raise BadCheckpoint(path, f"a search of {saved}, not of {wanted}")
+    made, engine = kept.get("engine", "model"), engine_name(Model(config, mutant))  # files before engines: the model's
+    if made != engine:
+        reason = f"saved by the {made} engine, not the {engine} engine this run uses"
+        raise BadCheckpoint(path, f"{reason}: resume it with TEAMPROTO_ENGINE={made}")
 
 
 def _run_name(config: str, mutant: str | None) -> str:
@@ -135,6 +140,7 @@ def save_checkpoint(path: Path, config: Config, mutant: str | None, search: dict
         "hash_seed": os.environ.get("PYTHONHASHSEED"),
         "config": config.name,
         "mutant": mutant,
+        "engine": search.get("engine", "model"),  # the engine that saved it: only it resumes it
         "seconds": seconds,
     }
     partial = path.with_name(path.name + ".partial")
@@ -204,9 +210,16 @@ def run_config(
         max_states = bounds.max_states or drift.state_bound(manifest().get(config.name, {}))  # issue 19
         fingerprints = bounds.fingerprints or bounds.checkpoint is not None
         states: Iterable[State]
-        if flat_engine(model) and not fingerprints:  # the same search on plain tuples (spec._flat_explore)
+        if flat_engine(model):  # the same search on plain tuples (spec._flat_explore)
             flat = search_flat(
-                model, stop_on=stop_on, max_states=max_states, progress=progress, out_of_time=out_of_time
+                model,
+                stop_on=stop_on,
+                max_states=max_states,
+                progress=progress,
+                out_of_time=out_of_time,
+                fingerprints=fingerprints,
+                resume=resume,
+                checkpoint=None if bounds.checkpoint is None else checkpoint,
             )
             report, states = flat.report, flat.model_states()
         else:

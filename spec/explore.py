@@ -27,7 +27,7 @@ from array import array
 from collections import deque
 from collections.abc import Callable
 from operator import itemgetter
-from typing import Any
+from typing import Any, Protocol
 
 from mypy_extensions import mypyc_attr
 
@@ -408,6 +408,18 @@ SAVED_FORMAT = "teamproto-search/2"  # /2: the witnesses of the behaviour reache
 """The format of :meth:`_Search.save`'s data."""
 
 
+def check_engine(saved: dict[str, Any], engine: str) -> None:
+    """Refuse saved search data made by the other engine (``"model"``: :class:`_Search`,
+    ``"flat"``: :class:`spec._flat_explore.FlatSearch`; data saved before engines were named is
+    the model's): each resumes only its own (issue 18 item 5)."""
+    made = saved.get("engine", "model")
+    if made != engine:
+        raise ValueError(
+            f"the saved search was made by the {made} engine, not the {engine} engine: resume it with "
+            f"TEAMPROTO_ENGINE={made}"
+        )
+
+
 def hash_probe() -> int:
     """Python's hash of a few strings, as a fingerprint hashes them: it differs between processes
     unless they were started with the same ``PYTHONHASHSEED``. A saved search's fingerprints are
@@ -430,7 +442,13 @@ def note_first(first: dict[str, tuple[int, Action]], edges_known: int, number: i
     return len(edges)
 
 
-def witness(via: list[Action | None], parent: array[int], number: int, last: tuple[Action, ...]) -> list[str]:
+class ActionsByState(Protocol):
+    """The action into each stored state, by its number (a list, or the flat search's table)."""
+
+    def __getitem__(self, number: int, /) -> Action | None: ...
+
+
+def witness(via: ActionsByState, parent: array[int], number: int, last: tuple[Action, ...]) -> list[str]:
     """The actions from the initial state to state ``number`` (a crash's restart implied), then
     ``last``, following ``parent`` and ``via`` (both searches' ``witness``)."""
     actions: list[str] = [str(action) for action in last]
@@ -571,6 +589,7 @@ class _Search:
         report = self.report
         return {
             "format": SAVED_FORMAT,
+            "engine": "model",
             "hash_probe": hash_probe(),
             "config": self.config,
             "mutant": self.model.mutant,
@@ -596,6 +615,8 @@ class _Search:
         reductions (the caller checks that the model's source is the same too)."""
         assert self.fingerprints and self.count == 0
         mine = (self.config, self.model.mutant, self.dead_data)
+        if (saved.get("config"), saved.get("mutant"), saved.get("dead_data")) == mine:
+            check_engine(saved, "model")  # of this very search, but saved by the other engine
         if saved.get("format") != SAVED_FORMAT or (saved["config"], saved["mutant"], saved["dead_data"]) != mine:
             raise ValueError("the saved search is of another format, configuration, mutant or reduction")
         if saved["hash_probe"] != hash_probe():
@@ -704,16 +725,26 @@ def explore(
     ``resume=`` that data goes on from there. The explorer does no I/O: the caller stores it.
 
     Where :func:`spec.model._flat.supports` the configuration and the mutant and no option asks
-    for what it lacks (fingerprints, saved searches, the dead-data switch, a model without its
-    reductions), the search runs on plain tuples (:mod:`spec._flat_explore`): the same search,
-    proven equal by ``model_tests/test_flat.py`` and ``bench/explore.py --engine-configs pinned
-    mutants``. ``TEAMPROTO_ENGINE=model`` keeps it on the model's states; any other value but
-    ``flat`` is refused (:class:`spec.model._config.BadEngine`).
+    for what it lacks (the dead-data switch, a model without its reductions), the search runs on
+    plain tuples (:mod:`spec._flat_explore`), with fingerprints and saved searches too: the same
+    search, proven equal by ``model_tests/test_flat.py``, ``model_tests/test_flat_fingerprints.py``
+    and ``bench/explore.py --engine-configs pinned mutants``. A saved search resumes only on the
+    engine that made it (``ValueError``). ``TEAMPROTO_ENGINE=model`` keeps it on the model's
+    states; any other value but ``flat`` is refused (:class:`spec.model._config.BadEngine`).
     """
-    if flat_engine(model) and fingerprints is False and resume is None and checkpoint is None and dead_data is None:
+    if flat_engine(model) and dead_data is None:
         from ._flat_explore import explore_flat
 
-        return explore_flat(model, stop_on=stop_on, max_states=max_states, progress=progress, out_of_time=out_of_time)
+        return explore_flat(
+            model,
+            stop_on=stop_on,
+            max_states=max_states,
+            progress=progress,
+            out_of_time=out_of_time,
+            fingerprints=fingerprints,
+            resume=resume,
+            checkpoint=checkpoint,
+        )
     return _search(
         model,
         stop_on=stop_on,
@@ -725,6 +756,11 @@ def explore(
         resume=resume,
         checkpoint=checkpoint,
     ).report
+
+
+def engine_name(model: Model) -> str:
+    """The engine :func:`explore` runs ``model`` on: ``"flat"`` or ``"model"`` (what saved data names)."""
+    return "flat" if flat_engine(model) else "model"
 
 
 def flat_engine(model: Model) -> bool:
