@@ -14,6 +14,7 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -21,6 +22,8 @@ sys.path.insert(0, str(ROOT))
 from spec import drift  # noqa: E402
 from spec.explore import explore  # noqa: E402
 from spec.model import Model, config_names, load_config  # noqa: E402
+from spec.model._config import Config  # noqa: E402
+from spec.split import parts  # noqa: E402
 
 MANIFEST = ROOT / "spec" / "model" / "configs" / "manifest.json"
 
@@ -36,18 +39,31 @@ def main(names: list[str]) -> int:
         return 2
     manifest = json.loads(MANIFEST.read_text(encoding="utf-8"))
     for name in names or [n for n, pinned in manifest.items() if pinned.get("states") is not None]:
+        config = load_config(name)
+        if config.split:  # pinned part by part, under the split configuration's "parts" (spec/split.py)
+            for part in parts(config):
+                if not _pin(manifest, part, manifest[name].setdefault("parts", {}), part.name.partition("/")[2]):
+                    return 1
+            continue
         if manifest.get(name, {}).get("pending"):
             print(f"{name}: pending, left as it is", file=sys.stderr)
             continue
-        started = time.perf_counter()
-        report = explore(Model(load_config(name)))
-        if not report.complete or report.violations:
-            print(f"{name}: not pinned: {sorted(report.violations) or 'incomplete'}", file=sys.stderr)
+        if not _pin(manifest, config, manifest, name):
             return 1
-        manifest[name] = drift.pin(report)
-        print(f"{name}: {report.states:,} states, {time.perf_counter() - started:.1f} s", file=sys.stderr)
-        MANIFEST.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     return 0
+
+
+def _pin(manifest: dict[str, Any], config: Config, into: dict[str, Any], key: str) -> bool:
+    """Explore ``config`` and pin it as ``into[key]`` (a part, millions of states: with fingerprints)."""
+    started = time.perf_counter()
+    report = explore(Model(config), fingerprints="/" in config.name)
+    if not report.complete or report.violations:
+        print(f"{config.name}: not pinned: {sorted(report.violations) or 'incomplete'}", file=sys.stderr)
+        return False
+    into[key] = drift.pin(report)
+    print(f"{config.name}: {report.states:,} states, {time.perf_counter() - started:.1f} s", file=sys.stderr)
+    MANIFEST.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    return True
 
 
 if __name__ == "__main__":

@@ -33,7 +33,7 @@ from spec.errors import ProtocolError
 from spec.explore import Report, _search, engine_name, flat_engine, trace_json
 from spec.invariants import INVARIANTS
 from spec.model import CRASH_POINTS, MUTANTS, Model, manifest, unreached_bounds
-from spec.model._config import Config, engine_choice
+from spec.model._config import Config, engine_choice, pins
 from spec.model._state import State
 from spec.simulate import Plan, simulate
 
@@ -207,7 +207,7 @@ def run_config(
     if plan is not None:
         report = simulate(model, plan, stop_on=stop_on, progress=progress, out_of_time=out_of_time)
     else:
-        max_states = bounds.max_states or drift.state_bound(manifest().get(config.name, {}))  # issue 19
+        max_states = bounds.max_states or drift.state_bound(pins(config.name))  # issue 19
         fingerprints = bounds.fingerprints or bounds.checkpoint is not None
         states: Iterable[State]
         if flat_engine(model):  # the same search on plain tuples (spec._flat_explore)
@@ -260,7 +260,7 @@ def _cost(job: Job) -> float:
     """A run's expected cost, to start the longest first: its pinned transitions (a simulation
     costs about as much as a search of 150,000 transitions)."""
     config, plan = job
-    pinned = manifest().get(config.name, {}).get("transitions")
+    pinned = pins(config.name).get("transitions")
     return 150_000.0 if plan is not None or pinned is None else float(pinned)
 
 
@@ -324,7 +324,7 @@ def default_workers() -> int:
 
 
 def report_json(report: Report, seconds: float, config: Config) -> dict[str, Any]:
-    pinned = manifest().get(config.name, {}).get("states")
+    pinned = pins(config.name).get("states")
     return {
         "config": config.name,
         "mode": "simulation" if report.simulation else "exhaustive",
@@ -395,7 +395,7 @@ def summarize(runs: list[Run], coverage_required: bool, mutant: str | None) -> S
     crashed = set().union(*(r.crashed_at for r, _, _ in runs))
     missing_edges = sorted({e for r, _, _ in runs for e in r.missing_edges} - taken)
     missing_crashes = [p for p in CRASH_POINTS if p not in crashed]
-    pinned = [(r, c, manifest().get(c.name, {})) for r, _, c in runs if not mutant and not r.simulation]
+    pinned = [(r, c, pins(c.name)) for r, _, c in runs if not mutant and not r.simulation]
     drifts = [drift.explain(c.name, p, r) for r, c, p in pinned if r.complete and p.get("states") is not None]
     drifts = [d for d in drifts if d.drifted]
     outgrown = [f for r, c, p in pinned if (f := drift.outgrown(c.name, p, r))]

@@ -80,10 +80,10 @@ def parts(config: Config) -> list[Config]:
     """The two configurations ``config`` is explored as: without plans, and without approvals,
     each with ``crash_between`` on, named ``<name>/approvals`` and ``<name>/plans``."""
     assert config.split, f"{config.name} is not a split configuration"
-    common = {"split": False, "crash_between": True}
+    whole = dataclasses.replace(config, split=False, crash_between=True)
     return [
-        dataclasses.replace(config, name=f"{config.name}/approvals", plans=0, **common),
-        dataclasses.replace(config, name=f"{config.name}/plans", approvals=0, **common),
+        dataclasses.replace(whole, name=f"{config.name}/approvals", plans=0),
+        dataclasses.replace(whole, name=f"{config.name}/plans", approvals=0),
     ]
 
 

@@ -39,8 +39,9 @@ from spec.check import (
 )
 from spec.explore import Report, format_trace, trace_json
 from spec.model import CRASH_POINTS, MUTANTS, load_config, manifest
-from spec.model._config import Config, config_names
+from spec.model._config import Config, config_names, pins
 from spec.simulate import DEFAULT_PLAN, Plan
+from spec.split import PARTS, parts
 
 from ._cli import UsageError, emit_json, error_line
 
@@ -96,10 +97,14 @@ def _jobs(args: argparse.Namespace, plan: Plan) -> list[Job]:
     names = args.config or ([MUTANTS[args.mutant].config] if args.mutant else [])
     if args.simulate:
         return [(load_config(name), plan) for name in (names or config_names())]
-    if names:
-        return [(load_config(name), None) for name in names]
+    if names:  # a split configuration is explored as its two parts (spec/split.py)
+        return [(config, None) for name in names for config in _explored_as(load_config(name))]
     jobs: list[Job] = [(load_config(name), None) for name in default_suite()]
     return jobs + [(load_config(name), plan) for name in pending_configs()]
+
+
+def _explored_as(config: Config) -> list[Config]:
+    return parts(config) if config.split else [config]
 
 
 def _bounds(args: argparse.Namespace, jobs: list[Job]) -> Bounds:
@@ -116,7 +121,10 @@ def _bounds(args: argparse.Namespace, jobs: list[Job]) -> Bounds:
             "strings): start it with a fixed seed, e.g. PYTHONHASHSEED=0 teamproto check --checkpoint …"
         )
     if args.checkpoint and len(jobs) != 1:
-        raise UsageError("--checkpoint saves one search: name one configuration with --config")
+        raise UsageError(
+            "--checkpoint saves one search: name one configuration with --config "
+            "(a split one's parts one at a time, e.g. --config standard/plans)"
+        )
     bounds = Bounds(
         args.max_states,
         args.max_seconds,
@@ -141,7 +149,7 @@ def _print_report(console: Console, report: Report, seconds: float, config: Conf
             highlight=False,
         )
     else:
-        pinned = manifest().get(config.name, {}).get("states")
+        pinned = pins(config.name).get("states")
         drifted = "" if report.mutant or pinned in (None, report.states) else f" [red](manifest pins {pinned:,})[/red]"
         console.print(
             f"{name}: {report.states:,} states{drifted}, {report.transitions:,} transitions, depth {report.depth}, "
@@ -239,7 +247,7 @@ def command(args: argparse.Namespace, console: Console) -> int:
     jobs = _jobs(args, plan)
     bounds = _bounds(args, jobs)
     for config, how in jobs:
-        pending = manifest().get(config.name, {}).get("pending")
+        pending = pins(config.name).get("pending")
         if pending and how is None:  # on stderr with --json
             console.print(
                 f"[yellow]{config.name} has never been explored to completion[/yellow] ({pending}); "
@@ -304,7 +312,13 @@ def _epilog() -> str:
 
     def how(name: str) -> str:
         states = pinned.get(name, {}).get("states")
-        return f"pinned, {states:,} states" if states is not None else "simulated (never explored to completion)"
+        if states is not None:
+            return f"pinned, {states:,} states"
+        split = [pins(f"{name}/{part}").get("states") for part in PARTS]
+        if load_config(name).split:
+            counts = " + ".join("unpinned" if n is None else f"{n:,}" for n in split)
+            return f"explored as two parts with --config (spec/split.py): {counts} states; simulated without"
+        return "simulated (never explored to completion)"
 
     configs = [f"  {name:<16} {how(name)}" for name in config_names()]
     mutants = [f"  {m.name:<31} {m.breaks}, caught by {m.caught_by} in {m.config}" for m in MUTANTS.values()]

@@ -116,10 +116,35 @@ def parse_config(name: str, document: dict[str, Any]) -> Config:
 
 
 def load_config(name: str) -> Config:
-    path = _folder() / f"{name}.json"
-    if not path.is_file():
-        raise UnknownConfig(name, config_names())
-    return parse_config(name, json.loads(path.read_text(encoding="utf-8")))
+    """The configuration ``name``; ``<split>/approvals`` or ``<split>/plans`` is a part of a split
+    configuration (:func:`spec.split.parts`)."""
+    base, _, part = name.partition("/")
+    path = _folder() / f"{base}.json"
+    if not path.is_file() or (part and part not in ("approvals", "plans")):
+        raise UnknownConfig(name, _known())
+    config = parse_config(base, json.loads(path.read_text(encoding="utf-8")))
+    if not part:
+        return config
+    if not config.split:
+        raise UnknownConfig(name, _known())
+    from ..split import parts
+
+    return parts(config)[("approvals", "plans").index(part)]
+
+
+def _known() -> list[str]:
+    """Every configuration's name, and the parts of each split one."""
+    names = config_names()
+    split = [n for n in names if json.loads((_folder() / f"{n}.json").read_text(encoding="utf-8")).get("split")]
+    return names + [f"{n}/{part}" for n in split for part in ("approvals", "plans")]
+
+
+def pins(name: str) -> dict[str, Any]:
+    """The manifest's figures for configuration ``name`` (empty if none); for a part of a split
+    configuration, ``<split>/<part>``, those pinned under the split one's ``parts``."""
+    base, _, part = name.partition("/")
+    entry = manifest().get(base, {})
+    return dict(entry.get("parts", {}).get(part, {})) if part else entry
 
 
 def manifest() -> dict[str, dict[str, Any]]:
