@@ -72,8 +72,11 @@ def test_the_check_command_reports_a_drift_in_json(monkeypatch: pytest.MonkeyPat
     from teamproto._cli import main
 
     pinned = {**manifest(), "tiny": dict(manifest()["tiny"], reachable=["op no.such"])}
+    from spec.model import _config
+
     monkeypatch.setattr(check, "manifest", lambda: pinned)
     monkeypatch.setattr(_check_cli, "manifest", lambda: pinned)
+    monkeypatch.setattr(_config, "manifest", lambda: pinned)  # pins(): a configuration's, or a part's
     assert main(["check", "--config", "tiny", "--json", "--jobs", "1"]) == 1
     out = json.loads(capsys.readouterr().out)
     assert out["manifest_drift"] == ["tiny"] and not out["ok"]

@@ -5,6 +5,8 @@ transitions, deadlocks and reachable behaviour (``spec.drift.pin``: every operat
 and machine edge it reaches). ``teamproto check`` compares a search with this pin and explains a
 drift by the behaviour gained or lost. Run it after reviewing a drift that is meant, and commit
 the manifest with the change. A configuration with ``pending`` is left as it is.
+A split configuration is pinned part by part under its ``parts``; name one part (``standard/plans``) to
+pin that part alone.
 Usage: ``.venv/bin/python scripts/pin_manifest.py [NAME ...]``
 """
 
@@ -32,17 +34,19 @@ def main(names: list[str]) -> int:
     if any(name.startswith("-") for name in names):
         print(__doc__.strip().splitlines()[-1].replace("``", ""), file=sys.stderr)
         return 0 if set(names) <= {"-h", "--help"} else 2
-    unknown = sorted(set(names) - set(config_names()))
+    unknown = sorted({n.partition("/")[0] for n in names} - set(config_names()))
     if unknown:
         print(f"pin_manifest: unknown configuration {', '.join(unknown)}; known: {', '.join(config_names())}",
               file=sys.stderr)  # fmt: skip
         return 2
     manifest = json.loads(MANIFEST.read_text(encoding="utf-8"))
     for name in names or [n for n, pinned in manifest.items() if pinned.get("states") is not None]:
-        config = load_config(name)
-        if config.split:  # pinned part by part, under the split configuration's "parts" (spec/split.py)
-            for part in parts(config):
-                if not _pin(manifest, part, manifest[name].setdefault("parts", {}), part.name.partition("/")[2]):
+        config = load_config(name)  # a part's name (standard/plans) pins that part alone
+        if config.split or "/" in name:  # pinned part by part, under the split configuration's "parts" (spec/split.py)
+            whole = load_config(name.partition("/")[0])
+            for part in [config] if "/" in name else parts(config):
+                into = manifest[whole.name].setdefault("parts", {})
+                if not _pin(manifest, part, into, part.name.partition("/")[2]):
                     return 1
             continue
         if manifest.get(name, {}).get("pending"):

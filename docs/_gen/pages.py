@@ -149,6 +149,17 @@ def config_page(name: str) -> str:
         if pinned.get("states") is not None
         else f"Not explored to completion: {pinned.get('pending', '')}\n\n"
     )
+    if config.split:  # explored as its two parts (spec/split.py)
+        figures = [
+            f"`{name}/{part}`: "
+            + (f"{p['states']:,} states, {p['transitions']:,} transitions" if p.get("states") else "not yet pinned")
+            for part, p in ((part, pinned.get("parts", {}).get(part, {})) for part in ("approvals", "plans"))
+        ]
+        counts += (
+            "Explored as its two parts (`spec/split.py`: the approval with the shared state, the plan with the "
+            f"shared state, each with crashes between operations): {'; '.join(figures)}. Run one part: "
+            f"`teamproto check --config {name}/plans`.\n\n"
+        )
     body = f"{HEADER}# Configuration `{name}`\n\n{config.description}.\n\n{counts}"
     body += f"Run it: `teamproto check --config {name}`.\n\n## Parameters\n\n{table(['parameter', 'value'], params)}\n"
     if mutants:
