@@ -52,7 +52,7 @@ from typing import Any
 from . import invariants
 from ._records import Report, Violation
 from ._tables import IllegalTransition
-from .explore import _Fingerprints, check_engine, hash_probe, note_first, witness
+from .explore import _Fingerprints, check_saved, hash_probe, note_first, witness
 from .model import _model
 from .model._action import Action
 from .model._dead import _FINAL_JOBS, _FINAL_TASKS, FINAL_JOB, FINAL_TASK
@@ -902,16 +902,7 @@ class FlatSearch:
         """Go on from :meth:`save`'s data, of a search of the same configuration and reductions
         (``ValueError`` otherwise, or for the model engine's data; the caller checks the source)."""
         assert self.fingerprints and self.count == 0
-        mine = (self.config, self.model.mutant, self.dead_data)
-        if (saved.get("config"), saved.get("mutant"), saved.get("dead_data")) == mine:
-            check_engine(saved, "flat")  # of this very search, but saved by the other engine
-        if saved.get("format") != FLAT_SAVED_FORMAT or (saved["config"], saved["mutant"], saved["dead_data"]) != mine:
-            raise ValueError("the saved search is of another format, configuration, mutant or reduction")
-        if saved["hash_probe"] != hash_probe():
-            raise ValueError(
-                "the saved search's fingerprints were made with other string hashes: resume it in a process "
-                "started with the same PYTHONHASHSEED"
-            )
+        check_saved(saved, (self.config, self.model.mutant, self.dead_data), "flat", FLAT_SAVED_FORMAT)
         self.count, self.head, self.base = saved["count"], saved["head"], saved["head"]
         self.seen.bits, self.seen.size = saved["seen"][0], saved["seen"][1]
         self.seen.table = array("Q")

@@ -210,29 +210,20 @@ def run_config(
         max_states = bounds.max_states or drift.state_bound(pins(config.name))  # issue 19
         fingerprints = bounds.fingerprints or bounds.checkpoint is not None
         states: Iterable[State]
+        how: dict[str, Any] = {
+            "stop_on": stop_on,
+            "max_states": max_states,
+            "progress": progress,
+            "out_of_time": out_of_time,
+            "fingerprints": fingerprints,
+            "resume": resume,
+            "checkpoint": None if bounds.checkpoint is None else checkpoint,
+        }
         if flat_engine(model):  # the same search on plain tuples (spec._flat_explore)
-            flat = search_flat(
-                model,
-                stop_on=stop_on,
-                max_states=max_states,
-                progress=progress,
-                out_of_time=out_of_time,
-                fingerprints=fingerprints,
-                resume=resume,
-                checkpoint=None if bounds.checkpoint is None else checkpoint,
-            )
+            flat = search_flat(model, **how)
             report, states = flat.report, flat.model_states()
         else:
-            search = _search(
-                model,
-                stop_on=stop_on,
-                max_states=max_states,
-                progress=progress,
-                out_of_time=out_of_time,
-                fingerprints=fingerprints,
-                resume=resume,
-                checkpoint=None if bounds.checkpoint is None else checkpoint,
-            )
+            search = _search(model, **how)
             report, states = search.report, search.states
         if report.complete and not report.fingerprints and mutant is None:  # every state is at hand
             report.unreached_bounds = unreached_bounds(config, states, bool(report.crashed_at))

@@ -420,6 +420,20 @@ def check_engine(saved: dict[str, Any], engine: str) -> None:
         )
 
 
+def check_saved(saved: dict[str, Any], mine: tuple[Any, ...], engine: str, form: str) -> None:
+    """Refuse (``ValueError``) saved search data that is not of this search: another engine
+    (:func:`check_engine`), format, (configuration, mutant, reduction) ``mine``, or string hashes."""
+    if (saved.get("config"), saved.get("mutant"), saved.get("dead_data")) == mine:
+        check_engine(saved, engine)  # of this very search, but saved by the other engine
+    if saved.get("format") != form or (saved["config"], saved["mutant"], saved["dead_data"]) != mine:
+        raise ValueError("the saved search is of another format, configuration, mutant or reduction")
+    if saved["hash_probe"] != hash_probe():
+        raise ValueError(
+            "the saved search's fingerprints were made with other string hashes: resume it in a process "
+            "started with the same PYTHONHASHSEED"
+        )
+
+
 def hash_probe() -> int:
     """Python's hash of a few strings, as a fingerprint hashes them: it differs between processes
     unless they were started with the same ``PYTHONHASHSEED``. A saved search's fingerprints are
@@ -614,16 +628,7 @@ class _Search:
         """Go on from :meth:`save`'s data, of a search of the same configuration, mutant and
         reductions (the caller checks that the model's source is the same too)."""
         assert self.fingerprints and self.count == 0
-        mine = (self.config, self.model.mutant, self.dead_data)
-        if (saved.get("config"), saved.get("mutant"), saved.get("dead_data")) == mine:
-            check_engine(saved, "model")  # of this very search, but saved by the other engine
-        if saved.get("format") != SAVED_FORMAT or (saved["config"], saved["mutant"], saved["dead_data"]) != mine:
-            raise ValueError("the saved search is of another format, configuration, mutant or reduction")
-        if saved["hash_probe"] != hash_probe():
-            raise ValueError(
-                "the saved search's fingerprints were made with other string hashes: resume it in a process "
-                "started with the same PYTHONHASHSEED"
-            )
+        check_saved(saved, (self.config, self.model.mutant, self.dead_data), "model", SAVED_FORMAT)
         self.count = saved["count"]
         self.seen.bits, self.seen.size = saved["seen"][0], saved["seen"][1]
         self.seen.table = array("Q")
@@ -732,30 +737,20 @@ def explore(
     engine that made it (``ValueError``). ``TEAMPROTO_ENGINE=model`` keeps it on the model's
     states; any other value but ``flat`` is refused (:class:`spec.model._config.BadEngine`).
     """
+    how: dict[str, Any] = {
+        "stop_on": stop_on,
+        "max_states": max_states,
+        "progress": progress,
+        "out_of_time": out_of_time,
+        "fingerprints": fingerprints,
+        "resume": resume,
+        "checkpoint": checkpoint,
+    }
     if flat_engine(model) and dead_data is None:
         from ._flat_explore import explore_flat
 
-        return explore_flat(
-            model,
-            stop_on=stop_on,
-            max_states=max_states,
-            progress=progress,
-            out_of_time=out_of_time,
-            fingerprints=fingerprints,
-            resume=resume,
-            checkpoint=checkpoint,
-        )
-    return _search(
-        model,
-        stop_on=stop_on,
-        max_states=max_states,
-        progress=progress,
-        out_of_time=out_of_time,
-        dead_data=dead_data,
-        fingerprints=fingerprints,
-        resume=resume,
-        checkpoint=checkpoint,
-    ).report
+        return explore_flat(model, **how)
+    return _search(model, dead_data=dead_data, **how).report
 
 
 def engine_name(model: Model) -> str:
