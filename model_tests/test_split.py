@@ -33,7 +33,7 @@ from spec.model._ops import monitor_is_idle
 from spec.model._snapshot import snapshot
 from spec.model._state import State
 from spec.model._time import relative
-from spec.split import PARTS, key, part_name, parts, project
+from spec.split import PARTS, key, parts, project
 
 
 def _whole(name: str, **changes: Any) -> Config:
@@ -189,7 +189,7 @@ def test_parts_are_named_and_shaped() -> None:
     assert (approvals.name, approvals.plans, approvals.approvals) == ("approval_plan/approvals", 0, 1)
     assert (plans.name, plans.plans, plans.approvals) == ("approval_plan/plans", 1, 0)
     assert approvals.crash_between and plans.crash_between and not approvals.split
-    assert part_name("standard/plans") == ("standard", "plans") and part_name("standard") is None
+    assert load_config("standard/plans") == parts(load_config("standard"))[1]
 
 
 def test_a_harness_crash_is_a_crash_and_no_move_against_deadlock() -> None:

@@ -14,8 +14,9 @@ together are the findings of the whole configuration with ``crash_between`` on.
 approvals, their tool executions, and the ``approval_*`` messages; *p*: the plans, their runs, and
 the ``plan_*`` messages and outbox entries. :func:`project` keeps g and one of a, p.
 
-**Why the parts are the whole** (each premise is checked transition by transition on whole state
-spaces by ``model_tests/test_split.py``, healthy and with every model mutant):
+**Why the parts are the whole** (each premise is checked transition by transition by
+``model_tests/test_split.py`` on the healthy model, on whole small state spaces and the first states
+of larger ones; the verdict of the parts against the whole's with every model mutant):
 
 1. *Each operation is of one part.* An approval operation reads g and a and writes a; a plan
    operation reads g and p and writes p (``spec/model/_ops.py``: neither family reads the
@@ -85,12 +86,6 @@ def parts(config: Config) -> list[Config]:
         dataclasses.replace(whole, name=f"{config.name}/approvals", plans=0),
         dataclasses.replace(whole, name=f"{config.name}/plans", approvals=0),
     ]
-
-
-def part_name(name: str) -> tuple[str, str] | None:
-    """``("standard", "plans")`` for ``"standard/plans"``; None for a configuration's own name."""
-    base, _, part = name.partition("/")
-    return (base, part) if part in PARTS else None
 
 
 def project(s: State, part: str) -> State:

@@ -20,6 +20,7 @@ from spec.model import MUTANTS, config_names, load_config, manifest
 from spec.schemas import DEFAULTS, MESSAGE_LAYOUTS, RECORD_KEYS
 from spec.schemas._examples import example_message, example_record
 from spec.schemas._records import RECORD_MACHINES
+from spec.split import PARTS
 
 from ._errors import error_catalogue
 from ._index import clause_index
@@ -153,7 +154,7 @@ def config_page(name: str) -> str:
         figures = [
             f"`{name}/{part}`: "
             + (f"{p['states']:,} states, {p['transitions']:,} transitions" if p.get("states") else "not yet pinned")
-            for part, p in ((part, pinned.get("parts", {}).get(part, {})) for part in ("approvals", "plans"))
+            for part, p in ((part, pinned.get("parts", {}).get(part, {})) for part in PARTS)
         ]
         counts += (
             "Explored as its two parts (`spec/split.py`: the approval with the shared state, the plan with the "

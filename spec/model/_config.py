@@ -118,25 +118,27 @@ def parse_config(name: str, document: dict[str, Any]) -> Config:
 def load_config(name: str) -> Config:
     """The configuration ``name``; ``<split>/approvals`` or ``<split>/plans`` is a part of a split
     configuration (:func:`spec.split.parts`)."""
+    from ..split import PARTS, parts  # here: spec.split needs this module
+
     base, _, part = name.partition("/")
     path = _folder() / f"{base}.json"
-    if not path.is_file() or (part and part not in ("approvals", "plans")):
+    if not path.is_file() or (part and part not in PARTS):
         raise UnknownConfig(name, _known())
     config = parse_config(base, json.loads(path.read_text(encoding="utf-8")))
     if not part:
         return config
     if not config.split:
         raise UnknownConfig(name, _known())
-    from ..split import parts
-
-    return parts(config)[("approvals", "plans").index(part)]
+    return parts(config)[PARTS.index(part)]
 
 
 def _known() -> list[str]:
     """Every configuration's name, and the parts of each split one."""
+    from ..split import PARTS
+
     names = config_names()
     split = [n for n in names if json.loads((_folder() / f"{n}.json").read_text(encoding="utf-8")).get("split")]
-    return names + [f"{n}/{part}" for n in split for part in ("approvals", "plans")]
+    return names + [f"{n}/{part}" for n in split for part in PARTS]
 
 
 def pins(name: str) -> dict[str, Any]:
