@@ -17,7 +17,9 @@ record is *isolated* (:func:`isolated`), which is what makes the reduction sound
   is frozen at the bound), and the record's own requests are settled where another reads them
   (an approval only while ``requested``, its request message delivered to the bus). Isolation
   itself is kept by every other operation, and the record's enabled operations stay the same and
-  commute with them: ``model_tests/test_partial_order.py`` checks exactly this, for every
+  commute with them — among them the crash between operations (``crash_between``,
+  :data:`spec.model._model.HARNESS_CRASH`) and the restart after it, enabled in every live state:
+  ``model_tests/test_partial_order.py`` checks exactly this, for every
   transition out of every reachable state of the small configurations, healthy and with every model
   mutant. XPR-2's coupling (a drain or an inspection cancels both an approval and a plan), the
   monitor (every deadline) and a restart's reconciliation are what isolation rules out.
