@@ -5,7 +5,8 @@ For every state of a configuration with both an approval and a plan (the whole, 
 (:func:`spec.split.project`): the move is a move of the part, or leaves the part as it was
 (premises 1-3); every move of the part from the projection is the projection of a move of the
 whole (the converse); the state's problems are its projections' problems together, and a move's
-problems its projected moves' (premise 4), and its illegal moves (INV-3) the parts'. Then the
+problems its projected moves' (premise 4), its illegal moves (INV-3) the parts', and after a restart
+reconciling once more (INV-7) does to each part what it does to the whole. Then the
 verdict: the parts report the violations the whole reports, healthy and with every model mutant
 (on ``approval_plan``; the premises are checked on the healthy model).
 
@@ -38,6 +39,7 @@ from spec.model import MUTANTS, Model, load_config
 from spec.model._config import BadConfig, Config, parse_config
 from spec.model._model import HARNESS_CRASH
 from spec.model._ops import monitor_is_idle
+from spec.model._reconcile import reconcile
 from spec.model._snapshot import snapshot
 from spec.model._state import State
 from spec.model._time import relative
@@ -137,6 +139,8 @@ def _premises(whole: Config, mutant: str | None = None, limit: int | None = None
         for action, after in moves:
             if isinstance(after, State):
                 _step_problems_match(s, after, snap, model.config, views, action)
+                if action.name == "restart":
+                    _reconciled_alike(model, after, views)
     return count
 
 
@@ -161,6 +165,20 @@ def _step_problems_match(
         x, y = project(s, view.part), project(after, view.part)
         theirs |= _problems(invariants.check_step(view.snap(x), view.snap(y)))
     assert mine == theirs, (action, mine ^ theirs)
+
+
+def _reconciled_alike(model: Model, after: State, views: list[_Part]) -> None:
+    """INV-7 (REC-1) part by part: reconciling the restarted whole again projects on each part as
+    reconciling the part's restarted state again, and the whole's idempotence problems are the parts'."""
+    again = reconcile(model, after)
+    mine = set(invariants.reconcile_is_idempotent(snapshot(after, model.config), snapshot(again, model.config)))
+    theirs: set[str] = set()
+    for view in views:
+        x = project(after, view.part)
+        x_again = reconcile(view.model, x)
+        assert project(again, view.part) == x_again, (view.part, after)
+        theirs |= set(invariants.reconcile_is_idempotent(view.snap(x), view.snap(x_again)))
+    assert bool(mine) == bool(theirs), (after, mine, theirs)  # the whole's message lists both parts' kinds
 
 
 WHOLES: dict[str, tuple[str, dict[str, Any], int | str | None]] = {  # base, changes, states checked
