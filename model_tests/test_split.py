@@ -15,8 +15,11 @@ while an approval is approved: found by the outside review, a monitor that spare
 premise 1 only at depth 11 of ``approval_plan`` with a 2-tick clock, past a 1,500-state prefix) is
 not in it, and random walks or a random beam of 100 states a depth did not reach it either
 (measured). So a whole whose search is cheap but whose checks are dear is searched to the end and
-checked on one state of each *shape* (:func:`_shape`: the records' statuses and passed
-deadlines): 1,439 of ``approval_plan+clock``'s 201,553 states, the planted monitor caught.
+checked on one state of each *shape* (:func:`_shape`: the records' statuses, passed deadlines and
+requesters): 1,439 of ``approval_plan+clock``'s 201,553 states, the planted monitor caught; 656
+of ``approval_plan+2members``' 270,574, where an invariant relating one member's consumed plan to
+another's consumed approval (outside review b24, its reads declared) breaks premise 4 — missed by
+the first 2,500 states.
 
 By hand, on more states: ``python -m model_tests.test_split NAME [LIMIT]`` checks the premises on
 the first LIMIT states (default: all) of ``WHOLES[NAME]``; ``shapes`` for LIMIT, on one of each shape.
@@ -75,10 +78,14 @@ def _states(model: Model, limit: int | None) -> Iterator[State]:
 
 def _shape(s: State) -> tuple[Any, ...]:
     """What a state is, coarsely: each member's, approval's, execution's, plan's, run's and
-    shutdown's status and whether its deadline has passed; the monitor's and the crash's flags."""
+    shutdown's status, whether its deadline has passed and whose it is; the monitor's and the
+    crash's flags."""
     return (
         tuple(
-            tuple((r.status, getattr(r, "deadline", s.clock) < s.clock) for r in getattr(s, name))
+            tuple(
+                (r.status, getattr(r, "deadline", s.clock) < s.clock, getattr(r, "requester", -1))
+                for r in getattr(s, name)
+            )
             for name in ("members", "approvals", "executions", "plans", "runs", "shutdowns")
         ),
         s.monitor_done,
@@ -189,8 +196,8 @@ WHOLES: dict[str, tuple[str, dict[str, Any], int | str | None]] = {  # base, cha
     "approval_plan+2members": (
         "approval_plan",
         {"members": 2, "tasks": 2},
-        2500,
-    ),  # one member's plan, the other's approval
+        "shapes",
+    ),  # one's plan, the other's approval
     "standard": ("standard", {}, 700),  # two members, jobs, a shutdown, regions: the split's own case
 }
 
@@ -200,7 +207,7 @@ WHOLES: dict[str, tuple[str, dict[str, Any], int | str | None]] = {  # base, cha
 def test_every_move_of_the_whole_is_a_move_of_each_part_and_back(name: str) -> None:
     base, changes, limit = WHOLES[name]
     if limit == "shapes":
-        assert _premises(_whole(base, **changes), shapes=True) > 1000
+        assert _premises(_whole(base, **changes), shapes=True) > 500  # hundreds of shapes: searched to the end
     else:
         assert isinstance(limit, int | None)
         assert _premises(_whole(base, **changes), limit=limit) > min(limit or 500, 500)
