@@ -15,8 +15,10 @@ approvals, their tool executions, and the ``approval_*`` messages; *p*: the plan
 the ``plan_*`` messages and outbox entries. :func:`project` keeps g and one of a, p.
 
 **Why the parts are the whole** (each premise is checked transition by transition by
-``model_tests/test_split.py`` on the healthy model, on whole small state spaces and the first states
-of larger ones; the verdict of the parts against the whole's with every model mutant):
+``model_tests/test_split.py`` on the healthy model: on a whole small state space, the first states
+of larger ones, and one state of each shape — statuses, passed deadlines, requesters — of two
+larger ones searched to the end; the verdict of the parts against the whole's with every model
+mutant):
 
 1. *Each operation is of one part.* An approval operation reads g and a and writes a; a plan
    operation reads g and p and writes p (``spec/model/_ops.py``: neither family reads the
