@@ -701,14 +701,18 @@ def test_teamproto_check_reports_on_plain_tuples_what_it_reports_on_the_model(
     the configuration) prints every field but the timings as with ``TEAMPROTO_ENGINE=model``:
     states, transitions, depths, states by depth, deadlocks, checks, violations, edges, crash
     points, unreached bounds, drift and the verdict."""
-    from spec import check
+    from spec import _flat_explore
 
-    def no_model_search(*_: Any, **__: Any) -> Any:
-        raise AssertionError("teamproto check ran the model's search where the flat engine supports the run")
+    ran: list[str] = []
+
+    def counted(model: Model, **how: Any) -> Any:  # looked up when called, compiled or not
+        ran.append(model.config.name)
+        return search_flat(model, **how)
 
     with monkeypatch.context() as patched:
-        patched.setattr(check, "_search", no_model_search)
+        patched.setattr(_flat_explore, "search_flat", counted)
         mine = _check_json(capsys, name)
+    assert ran == [name], "teamproto check did not run the flat engine where it supports the run"
     monkeypatch.setenv("TEAMPROTO_ENGINE", "model")
     theirs = _check_json(capsys, name)
     assert mine == theirs

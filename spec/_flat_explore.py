@@ -52,7 +52,7 @@ from typing import Any
 from . import invariants
 from ._records import Report, Violation
 from ._tables import IllegalTransition
-from .explore import _Fingerprints, check_saved, hash_probe, note_first, witness
+from .explore import POLL_EVERY, _Fingerprints, check_saved, hash_probe, note_first, poll, stop, witness
 from .model import _model
 from .model._action import Action
 from .model._dead import _FINAL_JOBS, _FINAL_TASKS, FINAL_JOB, FINAL_TASK
@@ -921,28 +921,10 @@ class FlatSearch:
         self.first, self.edges_known = saved["first"], 0  # the resumed run's edge log starts empty
 
 
-def explore_flat(
-    model: Model,
-    *,
-    stop_on: str | None = None,
-    max_states: int | None = None,
-    progress: Callable[[int, int, int], None] | None = None,
-    out_of_time: Callable[[], bool] | None = None,
-    fingerprints: bool = False,
-    resume: dict[str, Any] | None = None,
-    checkpoint: Callable[[Callable[[], dict[str, Any]], bool], None] | None = None,
-) -> Report:
-    """:func:`spec.explore.explore` on plain tuples, for a model :func:`spec.model._flat.supports`."""
-    return search_flat(
-        model,
-        stop_on=stop_on,
-        max_states=max_states,
-        progress=progress,
-        out_of_time=out_of_time,
-        fingerprints=fingerprints,
-        resume=resume,
-        checkpoint=checkpoint,
-    ).report
+def explore_flat(model: Model, **how: Any) -> Report:
+    """:func:`spec.explore.explore` on plain tuples, for a model :func:`spec.model._flat.supports`
+    (``how``: :func:`search_flat`'s keywords)."""
+    return search_flat(model, **how).report
 
 
 def search_flat(
@@ -997,7 +979,7 @@ def _bfs(search: FlatSearch) -> None:
         _check_state(search, start, view, None)
     while search.waiting() and not search.stopped():
         if search.max_states is not None and search.count >= search.max_states:
-            _stop(search)
+            stop(search)
             return
         number, numbers = search.take()
         state = search.memo.state(numbers)
@@ -1009,21 +991,8 @@ def _bfs(search: FlatSearch) -> None:
         _expand(search, number, state, before)
         if number % TRIM_EVERY == 0:
             search.trim()
-        if number % 2000 == 0:
-            if search.progress is not None:
-                search.progress(search.count, search.waiting(), search.depth[number])
-            if search.out_of_time is not None and search.out_of_time():
-                _stop(search)
-                return
-            if search.checkpoint is not None:
-                search.checkpoint(search.save, False)
-
-
-def _stop(search: FlatSearch) -> None:
-    """A bound stopped the search (``spec.explore._stop``): incomplete, and saved if asked."""
-    search.report.complete = False
-    if search.checkpoint is not None:
-        search.checkpoint(search.save, True)
+        if number % POLL_EVERY == 0 and poll(search, search.depth[number]):
+            return
 
 
 def _expand(search: FlatSearch, number: int, state: Flat, before: _View) -> None:

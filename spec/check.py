@@ -20,7 +20,7 @@ import os
 import pickle
 import resource
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,13 +28,11 @@ from queue import Empty
 from typing import Any
 
 from spec import _compiled, drift
-from spec._flat_explore import search_flat
 from spec.errors import ProtocolError
-from spec.explore import Report, _search, engine_name, flat_engine, trace_json
+from spec.explore import Report, engine_name, explore_states, trace_json
 from spec.invariants import INVARIANTS
 from spec.model import CRASH_POINTS, MUTANTS, Model, manifest, unreached_bounds
 from spec.model._config import Config, engine_choice, pins
-from spec.model._state import State
 from spec.simulate import Plan, simulate
 
 EXTRA_CHECKS = {  # reported beside the invariants (an illegal edge is INV-3's own name)
@@ -209,22 +207,16 @@ def run_config(
     else:
         max_states = bounds.max_states or drift.state_bound(pins(config.name))  # issue 19
         fingerprints = bounds.fingerprints or bounds.checkpoint is not None
-        states: Iterable[State]
-        how: dict[str, Any] = {
-            "stop_on": stop_on,
-            "max_states": max_states,
-            "progress": progress,
-            "out_of_time": out_of_time,
-            "fingerprints": fingerprints,
-            "resume": resume,
-            "checkpoint": None if bounds.checkpoint is None else checkpoint,
-        }
-        if flat_engine(model):  # the same search on plain tuples (spec._flat_explore)
-            flat = search_flat(model, **how)
-            report, states = flat.report, flat.model_states()
-        else:
-            search = _search(model, **how)
-            report, states = search.report, search.states
+        report, states = explore_states(
+            model,
+            stop_on=stop_on,
+            max_states=max_states,
+            progress=progress,
+            out_of_time=out_of_time,
+            fingerprints=fingerprints,
+            resume=resume,
+            checkpoint=None if bounds.checkpoint is None else checkpoint,
+        )
         if report.complete and not report.fingerprints and mutant is None:  # every state is at hand
             report.unreached_bounds = unreached_bounds(config, states, bool(report.crashed_at))
     return report, before + time.perf_counter() - started

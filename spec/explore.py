@@ -25,7 +25,7 @@ import gc
 import os
 from array import array
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from operator import itemgetter
 from typing import Any, Protocol
 
@@ -737,20 +737,31 @@ def explore(
     engine that made it (``ValueError``). ``TEAMPROTO_ENGINE=model`` keeps it on the model's
     states; any other value but ``flat`` is refused (:class:`spec.model._config.BadEngine`).
     """
-    how: dict[str, Any] = {
-        "stop_on": stop_on,
-        "max_states": max_states,
-        "progress": progress,
-        "out_of_time": out_of_time,
-        "fingerprints": fingerprints,
-        "resume": resume,
-        "checkpoint": checkpoint,
-    }
-    if flat_engine(model) and dead_data is None:
-        from ._flat_explore import explore_flat
+    report, _ = explore_states(
+        model,
+        stop_on=stop_on,
+        max_states=max_states,
+        progress=progress,
+        out_of_time=out_of_time,
+        dead_data=dead_data,
+        fingerprints=fingerprints,
+        resume=resume,
+        checkpoint=checkpoint,
+    )
+    return report
 
-        return explore_flat(model, **how)
-    return _search(model, dead_data=dead_data, **how).report
+
+def explore_states(model: Model, *, dead_data: bool | None = None, **how: Any) -> tuple[Report, Iterable[State]]:
+    """:func:`explore` (``how``: its other keywords), returning its report and the states it
+    stored, as the model's and in the order found (none with fingerprints), read lazily: the one
+    place that picks the engine."""
+    if flat_engine(model) and dead_data is None:
+        from ._flat_explore import search_flat
+
+        flat = search_flat(model, **how)
+        return flat.report, flat.model_states()
+    search = _search(model, dead_data=dead_data, **how)
+    return search.report, search.states
 
 
 def engine_name(model: Model) -> str:
@@ -833,7 +844,7 @@ def _bfs(search: _Search) -> None:
         _check_state(search, start, initial, view)
     while search.waiting() and not search.stopped():
         if search.max_states is not None and search.count >= search.max_states:
-            _stop(search)
+            stop(search)
             return
         number, state = search.take()
         report.expanded_through = search.depth[number] - 1
@@ -861,17 +872,42 @@ def _bfs(search: _Search) -> None:
             search.violate(
                 "INV-12", "no_deadlock", "no action is enabled and some request is not final", search.trace(number)
             )
-        if number % 2000 == 0:
-            if search.progress is not None:
-                search.progress(search.count, search.waiting(), search.depth[number])
-            if search.out_of_time is not None and search.out_of_time():
-                _stop(search)
-                return
-            if search.checkpoint is not None:
-                search.checkpoint(search.save, False)
+        if number % POLL_EVERY == 0 and poll(search, search.depth[number]):
+            return
 
 
-def _stop(search: _Search) -> None:
+POLL_EVERY = 2000
+"""A search's bounds are polled, and its progress told, every this many states expanded."""
+
+
+class Bounded(Protocol):
+    """What :func:`poll` and :func:`stop` need of a search, of either engine."""
+
+    report: Report
+    count: int
+    progress: Callable[[int, int, int], None] | None
+    out_of_time: Callable[[], bool] | None
+    checkpoint: Callable[[Callable[[], dict[str, Any]], bool], None] | None
+
+    def waiting(self) -> int: ...
+
+    def save(self) -> dict[str, Any]: ...
+
+
+def poll(search: Bounded, depth: int) -> bool:
+    """Tell the search's progress (at ``depth``), then stop it if it is out of time (True), else
+    save it if a checkpoint is asked for."""
+    if search.progress is not None:
+        search.progress(search.count, search.waiting(), depth)
+    if search.out_of_time is not None and search.out_of_time():
+        stop(search)
+        return True
+    if search.checkpoint is not None:
+        search.checkpoint(search.save, False)
+    return False
+
+
+def stop(search: Bounded) -> None:
     """A bound stopped the search: it is incomplete, and it can be saved to go on later."""
     search.report.complete = False
     if search.checkpoint is not None:
