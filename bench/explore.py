@@ -46,6 +46,13 @@ reach the same states per depth, transitions and findings; it prints states and 
 CPU-second of each, their ratio, and the time an exhaustive search of ``--estimate LOW HIGH``
 states (default ``standard``'s estimate, 1.5e8–7e8) would take at each rate — a rate measured on
 the first states, where the memo is still cold and the states are small, so an extrapolation.
+
+``--spread CONFIG`` (issue 18 item 5) runs CONFIG's flat search in one process and spread over
+``--processes`` (default 2) forked processes (:mod:`spec._parallel`), alternately ``--rounds``
+times, to completion or to ``--states`` states with ``--bounded``; both must find the same states
+per depth (a bounded pair: the depths both found whole), transitions, checks broken, edges and
+crash points (complete runs). It prints each one's wall and CPU seconds (the spread: its
+processes' together) and states per wall-second, and the ratio of wall times (best round each).
 """
 
 from __future__ import annotations
@@ -321,6 +328,75 @@ def _expand(arg: str) -> list[str]:
     return [arg]
 
 
+def one_against_spread(name: str, processes: int, states: int | None, rounds: int) -> dict[str, Any]:
+    """The flat search of ``name`` in this process and spread over ``processes``, alternately."""
+    from spec._flat_explore import search_flat
+    from spec._parallel import search_parallel
+    from spec.model import Model, load_config
+
+    model = Model(load_config(name))
+    best: dict[str, dict[str, Any]] = {}
+    reports: dict[str, Any] = {}
+    for _ in range(rounds):
+        for kind in ("one", "spread"):
+            children = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu, wall = time.process_time(), time.perf_counter()
+            if kind == "one":
+                report = search_flat(model, max_states=states).report
+            else:
+                report = search_parallel(model, processes, max_states=states)
+            wall = time.perf_counter() - wall
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu = time.process_time() - cpu + after.ru_utime - children.ru_utime + after.ru_stime - children.ru_stime
+            if kind not in best or wall < best[kind]["wall_seconds"]:
+                best[kind] = {
+                    "states": report.states,
+                    "transitions": report.transitions,
+                    "depth": report.depth,
+                    "complete": report.complete,
+                    "wall_seconds": round(wall, 2),
+                    "cpu_seconds": round(cpu, 2),
+                    "states_per_wall_second": round(report.states / wall),
+                }
+            reports[kind] = report
+    one, spread = reports["one"], reports["spread"]
+    whole = min(one.expanded_through, spread.expanded_through) + 2
+    same = one.states_by_depth[:whole] == spread.states_by_depth[:whole] and sorted(one.violations) == sorted(
+        spread.violations
+    )
+    if one.complete and spread.complete:
+        same = same and (one.transitions, one.crashed_at, one.edges_taken) == (
+            spread.transitions,
+            spread.crashed_at,
+            spread.edges_taken,
+        )
+    return {
+        "config": name,
+        "processes": processes,
+        "one": best["one"],
+        "spread": best["spread"],
+        "same": same,
+        "wall_ratio_one_over_spread": round(best["one"]["wall_seconds"] / best["spread"]["wall_seconds"], 2),
+        "compiled": _compiled.ACTIVE,
+    }
+
+
+def _spread_lines(name: str, result: dict[str, Any]) -> str:
+    lines = [
+        f"{name}: one process against {result['processes']} ({'compiled' if result['compiled'] else 'interpreted'})"
+    ]
+    for kind in ("one", "spread"):
+        r = result[kind]
+        lines.append(
+            f"  {kind:<7} {r['states']:>10,} states {r['transitions']:>12,} transitions, "
+            f"{r['wall_seconds']:>8.1f} wall-s {r['cpu_seconds']:>8.1f} CPU-s, "
+            f"{r['states_per_wall_second']:>7,} states/wall-s" + ("" if r["complete"] else " (bounded)")
+        )
+    agree = "they agree" if result["same"] else "they DIFFER"
+    lines.append(f"  wall time one/spread: {result['wall_ratio_one_over_spread']:.2f}x; {agree}")
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description="explorer throughput, reduced against naive")
     parser.add_argument("configs", nargs="*", help="configurations (default: the default suite, then standard)")
@@ -340,7 +416,16 @@ def main() -> None:
     parser.add_argument("--states", type=int, default=20_000, help="with --flat-vs-model: states of each run")
     parser.add_argument("--fingerprints", action="store_true", help="with --flat-vs-model: both with hash compaction")
     parser.add_argument("--estimate", type=float, nargs=2, default=STANDARD_ESTIMATE, metavar=("LOW", "HIGH"))
+    parser.add_argument("--spread", metavar="CONFIG", help="CONFIG's flat search on one process and on several")
+    parser.add_argument("--processes", type=int, default=2, help="with --spread: processes of the spread search")
+    parser.add_argument("--bounded", action="store_true", help="with --spread: stop each at --states states")
     args = parser.parse_args()
+    if args.spread:
+        spread = one_against_spread(args.spread, args.processes, args.states if args.bounded else None, args.rounds)
+        print(json.dumps(spread, indent=2) if args.json else _spread_lines(args.spread, spread))
+        if not spread["same"]:
+            raise SystemExit(1)
+        return
     if args.flat_vs_model:
         result = flat_against_model(args.flat_vs_model, args.states, args.rounds, args.compiled, args.fingerprints)
         if args.json:

@@ -713,6 +713,14 @@ class FlatSearch:
         self.first: dict[str, tuple[int, Action]] = {}
         self.edges_known = 0
         self.last: _View | None = None
+        # One search on several processes (spec._parallel): this one keeps the classes whose key
+        # hashes to ``me`` modulo ``workers``, and queues the others' in ``outbox`` for their owners.
+        self.me, self.workers = 0, 1
+        self.outbox: list[list[Any]] = []  # per process: (parent, action, state, its checks' results)
+        self.owners: dict[tuple[int, ...], int] = {}  # signature -> its owner (+ workers once sent)
+        self.sent: set[bytes] = set()  # the keys of the classes sent to their owners, packed
+        self.lazy: list[tuple[str, int, tuple[tuple[Action, Flat], ...]]] | None = None
+        self.keyed: tuple[tuple[int, ...], Flat] = ((), ())  # the last key :meth:`owner` computed
 
     def view(self, state: Flat) -> _View:
         last = self.last
@@ -734,6 +742,8 @@ class FlatSearch:
             self.settled.clear()
         if (self.dead_data or self.symmetry or self.fingerprints) and len(self.stored) > MEMO_LIMIT:
             self.stored.clear()
+        if len(self.owners) > MEMO_LIMIT:
+            self.owners.clear()
 
     def note(self, number: int, action: Action) -> None:
         """``_Search.note``: the first move showing an operation, a crash point or an edge."""
@@ -742,11 +752,39 @@ class FlatSearch:
     def witness(self, number: int, *last: Action) -> list[str]:
         return witness(self.via, self.parent, number, last)
 
-    def add(self, state: Flat, parent: int, action: Action | None) -> tuple[int, bool]:
+    def owner(self, state: Flat, sig: tuple[int, ...]) -> int:
+        """Which process keeps ``state``'s class (:mod:`spec._parallel`): its key's hash modulo
+        the processes, the same in every process forked from one (strings hash alike); plus
+        ``workers`` once it was sent there."""
+        found = self.owners.get(sig)
+        if found is None:
+            key = state
+            if self.dead_data:
+                key = erase(key, self.regions)
+            if self.symmetry:
+                key = self.canonical.key(key)
+            found = self.owners[sig] = hash(key) % self.workers
+            self.keyed = (sig, key)
+        return found
+
+    def send_once(self) -> bool:
+        """Whether the class of the state :meth:`owner` has just placed elsewhere was never sent
+        there before (by its key: another state of the class counts as sent)."""
+        packed = array("I", self.memo.signature(self.keyed[1])).tobytes()
+        if packed in self.sent:
+            return False
+        self.sent.add(packed)
+        return True
+
+    def add(
+        self, state: Flat, parent: int, action: Action | None, depth: int = -1, sent_key: Flat | None = None
+    ) -> tuple[int, bool]:
         """Number ``state`` unless its class is known; returns (its number, whether it is new; with
         fingerprints a known state's number is not kept: -1). The state is looked up by its
         signature first (two states have equal signatures exactly when they are equal), and its
-        class's key is computed only for a state not stored before."""
+        class's key is computed only for a state not stored before. ``depth``: the state's, when
+        ``parent`` is not a number of this search, and ``sent_key`` its class's key, computed by
+        the process that sent it (:mod:`spec._parallel`)."""
         sig = self.view(state).numbers
         known = self.stored.get(sig)
         if known is not None:
@@ -755,8 +793,13 @@ class FlatSearch:
         key = sig
         classed = self.dead_data or self.symmetry
         if classed:
-            alike = erase(state, self.regions) if self.dead_data else state
-            key = self.memo.signature(self.canonical.key(alike) if self.symmetry else alike)
+            if sent_key is not None:
+                key = self.memo.signature(sent_key)
+            elif self.keyed[0] == sig:  # spec._parallel: owner() has just computed it
+                key = self.memo.signature(self.keyed[1])
+            else:
+                alike = erase(state, self.regions) if self.dead_data else state
+                key = self.memo.signature(self.canonical.key(alike) if self.symmetry else alike)
         if self.fingerprints:
             self.stored[sig] = -1  # found: its class's hash is in ``seen`` (a bounded cache)
             if not self.seen.add(hash(key)):
@@ -774,7 +817,7 @@ class FlatSearch:
         self.count += 1
         self.parent.append(parent)
         self.via.append(action)
-        self.depth.append(0 if parent < 0 else self.depth[parent] + 1)
+        self.depth.append(depth if depth >= 0 else 0 if parent < 0 else self.depth[parent] + 1)
         return number, True
 
     def waiting(self) -> int:
@@ -829,18 +872,8 @@ class FlatSearch:
             assert action is not None
             actions.append(action)
             number = self.parent[number]
-        flat = self.flat
-        state = flat.initial()
-        path: list[tuple[Action | None, Any]] = [(None, decode(state))]
-        for action in reversed(actions):
-            state = next(s for a, s in flat.successors(state) if a == action and not isinstance(s, IllegalTransition))
-            path.append((action, decode(state)))
-            if action.crash_after:
-                restart, restarted = next(iter(flat.successors(state)))
-                assert not isinstance(restarted, IllegalTransition)
-                state = restarted
-                path.append((restart, decode(state)))
-        return path
+        actions.reverse()
+        return replay(self.flat, actions)
 
     def violate(
         self,
@@ -850,8 +883,14 @@ class FlatSearch:
         number: int,
         *last: tuple[Action, Flat],
     ) -> None:
-        """The first violation of each check, with its shortest trace (state ``number``, then ``last``)."""
+        """The first violation of each check, with its shortest trace (state ``number``, then
+        ``last``); on several processes the trace is left to be rebuilt (``lazy``)."""
         if name not in self.report.violations:
+            lazy = self.lazy
+            if lazy is not None:
+                self.report.violations[name] = Violation(clause, name, message, [])
+                lazy.append((name, number, last))
+                return
             self.report.violations[name] = Violation(clause, name, message, self.trace(number, *last))
 
     def model_states(self) -> Iterator[State]:
@@ -919,6 +958,23 @@ class FlatSearch:
         report.edges_taken, report.crashed_at = saved["edges"], saved["crashed_at"]
         report.deadlocks = saved["deadlocks"]
         self.first, self.edges_known = saved["first"], 0  # the resumed run's edge log starts empty
+
+
+def replay(flat: FlatModel, actions: list[Action]) -> list[tuple[Action | None, Any]]:
+    """The path that takes ``actions`` from the initial state, as the model's states: the flat
+    model is deterministic, so it reaches the very states a search reached (a crash action its
+    crashed state, then the restart)."""
+    state = flat.initial()
+    path: list[tuple[Action | None, Any]] = [(None, decode(state))]
+    for action in actions:
+        state = next(s for a, s in flat.successors(state) if a == action and not isinstance(s, IllegalTransition))
+        path.append((action, decode(state)))
+        if action.crash_after:
+            restart, restarted = next(iter(flat.successors(state)))
+            assert not isinstance(restarted, IllegalTransition)
+            state = restarted
+            path.append((restart, decode(state)))
+    return path
 
 
 def explore_flat(model: Model, **how: Any) -> Report:
@@ -1008,6 +1064,24 @@ def _expand(search: FlatSearch, number: int, state: Flat, before: _View) -> None
         taken, after, crashed, came = _take(search, number, action, after_state, before)
         search.note(number, action)
         if taken is None or after is None:
+            continue
+        if search.workers > 1:  # spec._parallel: this process keeps the state, or its owner does
+            if after.numbers in search.stored:  # kept here and known: as add() finds it
+                continue
+            owner = search.owner(taken, after.numbers)
+            if owner != search.me:
+                search.owners[after.numbers] = owner % search.workers + search.workers
+                if owner < search.workers and search.send_once():  # checked here, as if new
+                    problems = search.memo.check_state(after, not taken[12], came)
+                    found = [(inv.clause, inv.name, message) for inv, message in problems]
+                    kept = search.memo.kept(after)
+                    search.outbox[owner].append(
+                        (number * search.workers + search.me, action, taken, search.keyed[1], kept, after.clean, found)
+                    )
+                continue
+            target, new = search.add(taken, number * search.workers + search.me, action, search.depth[number] + 1)
+            if new:
+                _check_state(search, target, after, came)
             continue
         target, new = search.add(taken, number, action)
         if new and crashed is not None and not search.fingerprints:

@@ -29,7 +29,7 @@ from typing import Any
 
 from spec import _compiled, drift
 from spec.errors import ProtocolError
-from spec.explore import Report, engine_name, explore_states, trace_json
+from spec.explore import Report, engine_name, explore_states, flat_engine, trace_json
 from spec.invariants import INVARIANTS
 from spec.model import CRASH_POINTS, MUTANTS, Model, manifest, unreached_bounds
 from spec.model._config import Config, engine_choice, pins
@@ -62,7 +62,8 @@ def check_names() -> list[tuple[str, str]]:
 
 
 def peak_memory_mib() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    """The peak resident memory of this process or of the largest child it waited for, in MiB."""
+    return max(resource.getrusage(who).ru_maxrss for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)) / 1024
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,7 @@ class Bounds:
     fingerprints: bool = False
     checkpoint: Path | None = None
     checkpoint_seconds: float = CHECKPOINT_SECONDS
+    processes: int = 1  # processes one exhaustive search is spread over (spec._parallel), if it can be
 
 
 class BadCheckpoint(ProtocolError):
@@ -207,6 +209,20 @@ def run_config(
     else:
         max_states = bounds.max_states or drift.state_bound(pins(config.name))  # issue 19
         fingerprints = bounds.fingerprints or bounds.checkpoint is not None
+        if bounds.processes > 1 and bounds.checkpoint is None and flat_engine(model):
+            from spec._parallel import search_parallel
+
+            report = search_parallel(
+                model,
+                bounds.processes,
+                stop_on=stop_on,
+                max_states=max_states,
+                progress=progress,
+                out_of_time=out_of_time,
+                fingerprints=fingerprints,
+                bounds_reached=mutant is None,
+            )
+            return report, before + time.perf_counter() - started
         report, states = explore_states(
             model,
             stop_on=stop_on,
