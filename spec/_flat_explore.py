@@ -45,7 +45,7 @@ from __future__ import annotations
 import gc
 from array import array
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from operator import itemgetter, ne
 from typing import Any
 
@@ -1013,17 +1013,32 @@ def search_flat(
             gc.enable()
     report = search.report
     report.edges_taken |= edges
-    report.witnesses = {key: search.witness(n, action) for key, (n, action) in sorted(search.first.items())}
-    if not report.complete and search.count:
-        report.frontier = search.witness(search.count - 1)
     report.states = search.count
-    report.depth = max(search.depth, default=0)
+    finish(report, search.depth, search.first, search.witness, search.count - 1)
+    return search
+
+
+def finish(
+    report: Report,
+    depths: Sequence[int],
+    first: dict[str, tuple[int, Action]],
+    witness: Callable[..., list[str]],
+    last: int,
+) -> None:
+    """What a search's report takes from its stored states once it ends (the flat search's and the
+    spread one's, :mod:`spec._parallel`): each edge's witness, the path to the last state found
+    when the search is incomplete, the states by depth, and how deep it expanded if complete.
+    ``depths`` are the states' depths, ``first`` each edge's first (state, action), ``witness(n,
+    *action)`` the actions to state ``n`` (and then ``action``)."""
+    report.witnesses = {key: witness(n, action) for key, (n, action) in sorted(first.items())}
+    if not report.complete and report.states:
+        report.frontier = witness(last)
+    report.depth = max(depths, default=0)
     report.states_by_depth = [0] * (report.depth + 1)
-    for depth in search.depth:
+    for depth in depths:
         report.states_by_depth[depth] += 1
     if report.complete:
         report.expanded_through = report.depth
-    return search
 
 
 def _bfs(search: FlatSearch) -> None:

@@ -37,7 +37,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ._flat_explore import TRIM_EVERY, FlatSearch, _check_state, _expand, _View, replay
+from ._flat_explore import TRIM_EVERY, FlatSearch, _check_state, _expand, _View, finish, replay
 from ._records import Report, Violation
 from .errors import ProtocolError
 from .explore import POLL_EVERY, flat_engine
@@ -317,6 +317,9 @@ class _Joined:
     def depth(self, number: int) -> int:
         return self.depths[number % self.processes][number // self.processes]
 
+    def witness(self, number: int, *last: Action) -> list[str]:
+        return [str(action) for action in self.actions_to(number)] + [str(action) for action in last]
+
     def actions_to(self, number: int) -> list[Action]:
         path: list[Action] = []
         while number >= 0:
@@ -341,12 +344,8 @@ def _join(
     report.crashed_at = set().union(*(p["crashed_at"] for p in parts))
     report.edges_taken = set().union(*(p["edges"] for p in parts))
     report.complete = all(p["complete"] for p in parts) and not over
-    depths = [d for depth in joined.depths for d in depth]
-    report.depth = max(depths, default=0)
-    report.states_by_depth = [0] * (report.depth + 1)
-    for depth in depths:
-        report.states_by_depth[depth] += 1
-    report.expanded_through = report.depth if report.complete else min(p["expanded_through"] for p in parts)
+    if not report.complete:
+        report.expanded_through = min(p["expanded_through"] for p in parts)
     flat = FlatModel(config)
     found: dict[str, tuple[tuple[int, int, int], tuple[tuple[Action, Any], ...], str, str]] = {}
     for part in parts:
@@ -363,14 +362,9 @@ def _join(
         for key, (number, action) in part["first"].items():
             if key not in first or joined.depth(number) < joined.depth(first[key][0]):
                 first[key] = (number, action)
-    report.witnesses = {
-        key: [str(a) for a in joined.actions_to(number)] + [str(action)]
-        for key, (number, action) in sorted(first.items())
-    }
-    if not report.complete and report.states:
-        last_one = max(range(processes), key=lambda who: len(joined.depths[who]))
-        number = (len(joined.depths[last_one]) - 1) * processes + last_one
-        report.frontier = [str(a) for a in joined.actions_to(number)]
+    most = max(range(processes), key=lambda who: len(joined.depths[who]))  # its last state was found last
+    last = (len(joined.depths[most]) - 1) * processes + most
+    finish(report, [d for depth in joined.depths for d in depth], first, joined.witness, last)
     if bounds_reached and report.complete and not fingerprints and model.mutant is None:
         lists = [p["unreached"] for p in parts if p["unreached"] is not None]
         if len(lists) == processes:  # a bound is unreached when no process's states reach it

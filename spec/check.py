@@ -29,7 +29,7 @@ from typing import Any
 
 from spec import _compiled, drift
 from spec.errors import ProtocolError
-from spec.explore import Report, engine_name, explore_states, flat_engine, trace_json
+from spec.explore import Report, engine_name, explore_states, trace_json
 from spec.invariants import INVARIANTS
 from spec.model import CRASH_POINTS, MUTANTS, Model, manifest, unreached_bounds
 from spec.model._config import Config, engine_choice, pins
@@ -209,20 +209,6 @@ def run_config(
     else:
         max_states = bounds.max_states or drift.state_bound(pins(config.name))  # issue 19
         fingerprints = bounds.fingerprints or bounds.checkpoint is not None
-        if bounds.processes > 1 and bounds.checkpoint is None and flat_engine(model):
-            from spec._parallel import search_parallel
-
-            report = search_parallel(
-                model,
-                bounds.processes,
-                stop_on=stop_on,
-                max_states=max_states,
-                progress=progress,
-                out_of_time=out_of_time,
-                fingerprints=fingerprints,
-                bounds_reached=mutant is None,
-            )
-            return report, before + time.perf_counter() - started
         report, states = explore_states(
             model,
             stop_on=stop_on,
@@ -232,8 +218,9 @@ def run_config(
             fingerprints=fingerprints,
             resume=resume,
             checkpoint=None if bounds.checkpoint is None else checkpoint,
+            processes=bounds.processes,
         )
-        if report.complete and not report.fingerprints and mutant is None:  # every state is at hand
+        if states is not None and report.complete and not report.fingerprints and mutant is None:  # at hand
             report.unreached_bounds = unreached_bounds(config, states, bool(report.crashed_at))
     return report, before + time.perf_counter() - started
 

@@ -751,11 +751,22 @@ def explore(
     return report
 
 
-def explore_states(model: Model, *, dead_data: bool | None = None, **how: Any) -> tuple[Report, Iterable[State]]:
+def explore_states(
+    model: Model, *, dead_data: bool | None = None, processes: int = 1, **how: Any
+) -> tuple[Report, Iterable[State] | None]:
     """:func:`explore` (``how``: its other keywords), returning its report and the states it
     stored, as the model's and in the order found (none with fingerprints), read lazily: the one
-    place that picks the engine."""
+    place that picks the engine. With ``processes`` ≥ 2 a flat search that is not saved is spread
+    over that many processes (:func:`spec._parallel.search_parallel`); its states stay there, so
+    the states returned are ``None`` and the report's ``unreached_bounds`` are filled by the
+    processes when the search completes without fingerprints."""
     if flat_engine(model) and dead_data is None:
+        saved = how.pop("checkpoint", None), how.pop("resume", None)
+        if processes > 1 and saved == (None, None):
+            from ._parallel import search_parallel
+
+            return search_parallel(model, processes, bounds_reached=True, **how), None
+        how["checkpoint"], how["resume"] = saved
         from ._flat_explore import search_flat
 
         flat = search_flat(model, **how)
