@@ -86,8 +86,14 @@ def outcome_of(status: str, exit_code: int) -> str:
 
 class Jobs:
     def __init__(self, harness: Harness, runner: JobRunner) -> None:
+        from ._processes import SubprocessJobRunner
+
         self.h = harness
         self.runner = runner
+        if isinstance(runner, SubprocessJobRunner):  # its processes carry the store's team (TEAM_ENV)
+            if runner.team not in (None, harness.storage.team):
+                raise ValueError(f"this job runner runs team {runner.team}'s jobs, not {harness.storage.team}'s")
+            runner.team = harness.storage.team
 
     def start(self, member_id: str, job_id: str, command: str, cancellable: bool = True) -> Document:
         """A running member starts a background job for the task it holds (MEM-4)."""

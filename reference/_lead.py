@@ -2,8 +2,9 @@
 and the inspection of a lost member's processes before its task runs again.
 
 Everything is found from the stores: a member's process by ``TEAMPROTO_MEMBER=<id>:<incarnation>``
-and a job's by ``TEAMPROTO_JOB_ID=<job id>`` in the process environment
-(:func:`reference._processes.find_processes`). Every wait is bounded and polls.
+and a job's by ``TEAMPROTO_JOB_ID=<job id>`` in the process environment, each beside
+``TEAMPROTO_TEAM=<the store's team>`` (:func:`reference._processes.find_processes`): another
+team's member or job of the same id is never touched. Every wait is bounded and polls.
 """
 
 from __future__ import annotations
@@ -21,9 +22,9 @@ from ._team_errors import ShutdownRefused
 POLL_SECONDS = 0.02
 
 
-def member_processes(member_id: str, incarnation: int) -> list[int]:
-    """Process ids of the live OS processes of this member incarnation."""
-    return find_processes(MEMBER_ENV, f"{member_id}:{incarnation}")
+def member_processes(team: str, member_id: str, incarnation: int) -> list[int]:
+    """Process ids of the live OS processes of this member incarnation of ``team``."""
+    return find_processes(team, MEMBER_ENV, f"{member_id}:{incarnation}")
 
 
 @dataclass
@@ -65,7 +66,7 @@ def escalate(harness: Harness, shutdown_id: str, grace_seconds: float = 2.0) -> 
         f"cancel cancellable jobs: {', '.join(cancellable) or 'none'}; still waiting for: "
         f"{', '.join(harness.jobs.busy(member_id)) or 'none'}"
     )
-    pids = member_processes(member_id, incarnation)
+    pids = member_processes(harness.storage.team, member_id, incarnation)
     terminated = [] if broken("ladder_skips_sigterm") else pids
     for pid in terminated:
         signal_group(pid, signal.SIGTERM)
@@ -110,8 +111,8 @@ def watch_lapses(harness: Harness, max_age_seconds: float) -> list[str]:
     return lapsed
 
 
-def _gone(job_id: str) -> Callable[[], bool]:
-    return lambda: not find_processes(JOB_ENV, job_id)
+def _gone(team: str, job_id: str) -> Callable[[], bool]:
+    return lambda: not find_processes(team, JOB_ENV, job_id)
 
 
 def inspect_lost_member(harness: Harness, member_id: str) -> list[str]:
@@ -119,10 +120,10 @@ def inspect_lost_member(harness: Harness, member_id: str) -> list[str]:
     Kill what is left, record each busy job's exit, then inspect the member (→ stopped, its own
     open requests cancelled with ``crashed``). Returns the tasks that now need inspection."""
     member = harness.member(member_id)
-    force_kill(member_processes(member_id, member["incarnation"]))
+    force_kill(member_processes(harness.storage.team, member_id, member["incarnation"]))
     for job_id in harness.jobs.busy(member_id):
         harness.jobs.runner.kill(job_id)  # its group, wherever it was started
-        wait_until(_gone(job_id), 5.0, POLL_SECONDS)
+        wait_until(_gone(harness.storage.team, job_id), 5.0, POLL_SECONDS)
         harness.jobs.exited(job_id, -signal.SIGKILL)
     harness.members.inspect(member_id)
     return [row.key for row in harness.storage.scan("task") if row.doc["status"] == "needs_inspection"]

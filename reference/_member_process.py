@@ -53,7 +53,7 @@ from ._clock import SystemClock
 from ._errors import UnknownTool, VersionConflict
 from ._harness import CallContext, Harness
 from ._mutants import broken
-from ._processes import MEMBER_ENV, SubprocessJobRunner, spawn, wait_until
+from ._processes import MEMBER_ENV, TEAM_ENV, SubprocessJobRunner, spawn, wait_until
 from ._runtime import (
     FRESH_STATE,
     DrainRequested,
@@ -66,7 +66,7 @@ from ._runtime import (
     StepRunner,
     UnitDeadlineExceeded,
 )
-from ._storage import SQLiteStorage
+from ._storage import SQLiteStorage, team_of
 from ._tasks import released_task
 from ._team_errors import StaleMember, TeamRefusal
 from ._tools import Tool, normalize_paths
@@ -436,7 +436,7 @@ def start_member(
     argv += ["--incarnation", str(incarnation), "--script", script_path, "--workdir", workdir]
     for name, value in options.items():
         argv += [f"--{name.replace('_', '-')}", str(value)]
-    env = {**os.environ, MEMBER_ENV: f"{member_id}:{incarnation}", "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, TEAM_ENV: team_of(db), MEMBER_ENV: f"{member_id}:{incarnation}", "PYTHONUNBUFFERED": "1"}
     return spawn(argv, env=env, log=os.path.join(workdir, f"{member_id}-{incarnation}.log"))
 
 

@@ -16,6 +16,7 @@ PROCESS_MUTANTS: dict[str, str] = {
     "member_signal_reaches_jobs": "JOB-2: a job inherits its member's identity, so a signal for the member reaches it",
     "signal_exit_cancels_any_job": "JOB-2: a member shutting down on a signal cancels its non-cancellable jobs too",
     "signal_exit_keeps_requests": "XPR-2: a member shutting down on a signal leaves its own approval requests open",
+    "processes_found_by_id_alone": "SHD-7: the Lead finds member and job processes by their ids, whatever their team",
 }
 
 CAUGHT_BY: dict[str, list[str]] = {
@@ -36,6 +37,10 @@ CAUGHT_BY: dict[str, list[str]] = {
         "tests/test_signal_exit.py::test_a_non_cancellable_job_is_waited_for_never_signalled"
     ],
     "signal_exit_keeps_requests": ["tests/test_signal_exit.py::test_the_signal_exit_cancels_its_own_approval_requests"],
+    "processes_found_by_id_alone": [
+        "tests/test_member_processes.py::test_inspecting_a_lost_member_never_touches_another_teams_processes",
+        "tests/test_processes.py::test_another_process_can_kill_a_job_it_did_not_start",
+    ],
     # not process mutants: the model tests never receive a foreign message (reference.Harness.receive)
     # and never let a member ask for a shutdown; the conformance suite's bad input does
 }

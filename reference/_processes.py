@@ -93,22 +93,32 @@ MEMBER_ENV = "TEAMPROTO_MEMBER"
 ladder finds it from the member record alone. Its jobs do not inherit it: a signal meant for the
 member must never reach a job (JOB-2)."""
 
+TEAM_ENV = "TEAMPROTO_TEAM"
+"""Every member and job process carries its team's name here (``Storage.team``: the real path of
+the team's SQLite file), and is found only together with it. Member ids, incarnations and job ids
+are a team's own: two teams on one machine may each have a member ``m0`` in its first incarnation
+running a job of the same id, and one team's escalation ladder (SHD-7) or inspection must never
+signal the other's processes."""
+
 JOB_ENV = "TEAMPROTO_JOB_ID"
 """Every job process carries its job id in this environment variable, so that any process of the
 team (the Lead's escalation ladder, after the member that started the job died) can find the
 job's process group from the job record alone, without a second copy of state (DESIGN rule 2)."""
 
 
-def find_processes(variable: str, value: str) -> list[int]:
-    """Live processes whose environment has ``variable=value`` (Linux ``/proc``; same user)."""
-    wanted = f"{variable}={value}".encode()
+def find_processes(team: str, variable: str, value: str) -> list[int]:
+    """Live processes of ``team`` whose environment has ``variable=value`` (Linux ``/proc``; same
+    user): see :data:`TEAM_ENV`."""
+    wanted = {f"{TEAM_ENV}={team}".encode(), f"{variable}={value}".encode()}
+    if broken("processes_found_by_id_alone"):
+        wanted = {f"{variable}={value}".encode()}
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
             with open(f"/proc/{entry}/environ", "rb") as environ:
-                if wanted in environ.read().split(b"\0") and alive(int(entry)):
+                if wanted <= set(environ.read().split(b"\0")) and alive(int(entry)):
                     found.append(int(entry))
         except OSError:
             continue  # gone meanwhile, or not ours
@@ -130,17 +140,25 @@ class SubprocessJobRunner:
     is ``None``: only the process that started a job can read its exit code.
     """
 
+    team: str | None = None
+    """The team whose jobs these are (:data:`TEAM_ENV`); a harness binds its store's team."""
+    log_dir: str | None = None
     processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     exits: dict[str, int] = field(default_factory=dict)
-    log_dir: str | None = None
 
     def start(self, job_id: str, command: str | Sequence[str]) -> None:
         assert job_id not in self.processes, f"job {job_id} was started already"
+        team = self.bound()
         argv = shlex.split(command) if isinstance(command, str) else list(command)
         log = os.path.join(self.log_dir, f"{job_id}.log") if self.log_dir else None
         hidden = (JOB_ENV,) if broken("member_signal_reaches_jobs") else (MEMBER_ENV, JOB_ENV)
         env = {name: value for name, value in os.environ.items() if name not in hidden}
-        self.processes[job_id] = spawn(argv, env={**env, JOB_ENV: job_id}, log=log)
+        self.processes[job_id] = spawn(argv, env={**env, TEAM_ENV: team, JOB_ENV: job_id}, log=log)
+
+    def bound(self) -> str:
+        if self.team is None:
+            raise ValueError("a job runner starts and finds the jobs of one team: give it team= or a Harness")
+        return self.team
 
     def poll(self, job_id: str) -> int | None:
         """The exit code once the job's process has exited (negative: killed by that signal)."""
@@ -166,7 +184,7 @@ class SubprocessJobRunner:
             if self.poll(job_id) is not None:
                 return False
             return signal_group(self.processes[job_id].pid, signum)
-        groups = {_pgid_or_none(pid) for pid in find_processes(JOB_ENV, job_id)}
+        groups = {_pgid_or_none(pid) for pid in find_processes(self.bound(), JOB_ENV, job_id)}
         return any([signal_group(pgid, signum) for pgid in sorted(g for g in groups if g and g > 1)])
 
     def wait(self, job_id: str, timeout_seconds: float) -> int | None:

@@ -150,8 +150,18 @@ def _validate(table: str, key: str, text: str) -> Document:
     return doc
 
 
+def team_of(path: str | Path) -> str:
+    """The name of the team whose store is the SQLite file at ``path``: its real path (one file,
+    one team, however the path is spelt)."""
+    return os.path.realpath(path)
+
+
 class Storage:
     """Base: the write-step bookkeeping and fault hook; backends implement the ``_`` methods."""
+
+    team: str
+    """The team this store is the memory of, as its member and job processes carry it in their
+    environment (:data:`reference._processes.TEAM_ENV`): another team's processes are never its own."""
 
     def __init__(self) -> None:
         self.faults = FaultPlan()
@@ -334,6 +344,7 @@ class MemoryStorage(Storage):
 
     def __init__(self) -> None:
         super().__init__()
+        self.team = f"memory:{os.getpid()}:{self.instance_id}"  # no other process shares it
         self._rows: dict[tuple[str, str], tuple[int, str]] = {}
         self._lock = threading.Lock()
 
@@ -435,6 +446,7 @@ class SQLiteStorage(Storage):
     def __init__(self, path: str | Path) -> None:
         super().__init__()
         self.path = str(path)
+        self.team = team_of(self.path)
         try:
             self._db = sqlite3.connect(self.path, isolation_level=None, timeout=30, check_same_thread=False)
             self._db.execute("PRAGMA journal_mode=WAL")

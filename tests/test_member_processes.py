@@ -69,6 +69,9 @@ class Lead:
         assert len(jobs) == 1, jobs
         return jobs[0].doc
 
+    def job_processes(self, job_id: str) -> list[int]:
+        return find_processes(self.h.storage.team, JOB_ENV, job_id)
+
     def job_running(self, member_id: str) -> bool:
         return any(job.doc["status"] == "running" for job in self.h.jobs.of(member_id))
 
@@ -82,7 +85,7 @@ class Lead:
                 process.kill()
             process.wait(timeout=10)
         for job in self.h.storage.scan("job"):
-            for pid in find_processes(JOB_ENV, job.key):
+            for pid in self.job_processes(job.key):
                 self.runner.kill(job.key)
                 wait_until(lambda pid=pid: not alive(pid), 5)
         self.h.storage.close()
@@ -151,12 +154,37 @@ def test_a_killed_member_lapses_once_and_its_task_is_flagged(lead: Lead) -> None
     assert lost["body"]["member_id"] == "m0" and lost["body"]["flagged_task_ids"] == ["m0-task"]
     assert lead.h.task_row("m0-task").doc["status"] == "needs_inspection"
     job_id = lead.job("m0")["job_id"]
-    assert find_processes(JOB_ENV, job_id), "the job outlives its member until inspection"
+    assert lead.job_processes(job_id), "the job outlives its member until inspection"
     assert inspect_lost_member(lead.h, "m0") == ["m0-task"]
-    assert find_processes(JOB_ENV, job_id) == []
+    assert lead.job_processes(job_id) == []
     assert lead.job("m0")["status"] == "failed" and lead.h.member("m0")["status"] == "stopped"
     lead.h.tasks.inspect("m0-task", "pending")
     assert len(lead.messages("member_lost")) == 1
+
+
+@pytest.mark.clause("SHD-7", "SHD-10")
+def test_inspecting_a_lost_member_never_touches_another_teams_processes(tmp_path: Path) -> None:
+    """Two teams on one machine, each with a member ``m0`` in its first incarnation running a job
+    of the same id: one team's member is lost and inspected; the other team's member and job run
+    on (the processes are found by their team as well as their ids). Clause: SHD-7"""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    lost, other = Lead(tmp_path / "a"), Lead(tmp_path / "b")
+    try:
+        processes = [team.member("m0", job_script("sleep 30")) for team in (lost, other)]
+        for team in (lost, other):
+            team.until("m0's job to run", lambda team=team: team.job_running("m0"))
+        job_id = lost.job("m0")["job_id"]
+        assert other.job("m0")["job_id"] == job_id  # the same ids: only the team tells them apart
+        processes[0].send_signal(signal.SIGKILL)
+        processes[0].wait(timeout=TIMEOUT)
+        lost.until("the lapse", lambda: watch_lapses(lost.h, 0.3) == ["m0"])
+        assert inspect_lost_member(lost.h, "m0") == ["m0-task"] and lost.job_processes(job_id) == []
+        assert processes[1].poll() is None and member_processes(other.h.storage.team, "m0", 1) == [processes[1].pid]
+        assert other.job_processes(job_id) and other.job_running("m0")
+    finally:
+        lost.close()
+        other.close()
 
 
 @pytest.mark.clause("SHD-7", "JOB-2", "SHD-4", "SHD-6")
@@ -170,14 +198,14 @@ def test_the_ladder_kills_only_after_sigterm_and_a_recheck(lead: Lead) -> None:
     lead.until("the drain to begin", lambda: lead.h.member("m0")["status"] == "draining")
     job_id = lead.job("m0")["job_id"]
     lead.until("the deadline", lambda: lead.h.monitor_pass() is None and _status(lead, sid) == "timed_out")
-    assert lead.job("m0")["status"] == "running" and find_processes(JOB_ENV, job_id)  # JOB-2: never signalled
+    assert lead.job("m0")["status"] == "running" and lead.job_processes(job_id)  # JOB-2: never signalled
     ladder = escalate(lead.h, sid, grace_seconds=0.5)
     assert ladder.outcome == "force_terminated", ladder.rungs
     rungs = [rung.split(" ")[0] for rung in ladder.rungs]
     assert rungs == ["inspect:", "wake:", "cancel", "SIGTERM", "re-check", "SIGKILL", "force-terminated:"]
     assert "cancel cancellable jobs: none; still waiting for: " + job_id in ladder.rungs[2]
     assert process.wait(timeout=TIMEOUT) == -signal.SIGKILL
-    assert member_processes("m0", 1) == [] and find_processes(JOB_ENV, job_id) == []
+    assert member_processes(lead.h.storage.team, "m0", 1) == [] and lead.job_processes(job_id) == []
     assert lead.job("m0")["status"] == "cancelled"
     assert lead.h.task_row("m0-task").doc["status"] == "needs_inspection"
     assert lead.h.member("m0")["status"] == "unhealthy"

@@ -35,8 +35,8 @@ TRAPS_SIGTERM = [
 
 
 @pytest.fixture
-def runner() -> Iterator[SubprocessJobRunner]:
-    jobs = SubprocessJobRunner()
+def runner(tmp_path: Path) -> Iterator[SubprocessJobRunner]:
+    jobs = SubprocessJobRunner(team=str(tmp_path / "team.db"))
     yield jobs
     jobs.close()
 
@@ -108,16 +108,28 @@ def test_close_kills_every_job_and_unknown_jobs_are_refused(runner: SubprocessJo
 
 @pytest.mark.clause("SHD-7", "MEM-4")
 def test_another_process_can_kill_a_job_it_did_not_start(runner: SubprocessJobRunner) -> None:
-    """The Lead's runner finds a member's job by its job id alone and kills its whole group. Clause: SHD-7"""
-    runner.start("j9", ["sh", "-c", "sleep 30 & sleep 30"])
-    pids = wait_until(lambda: len(find_processes(JOB_ENV, "j9")) >= 2, 5)
-    assert pids, find_processes(JOB_ENV, "j9")
-    lead = SubprocessJobRunner()
-    assert lead.poll("j9") is None
-    lead.kill("j9")
-    assert runner.wait("j9", 5) == -signal.SIGKILL
-    assert wait_until(lambda: find_processes(JOB_ENV, "j9") == [], 5)  # the forked child too
-    assert lead.signal("j9", signal.SIGTERM) is False
+    """The Lead's runner finds a member's job by its team and job id alone and kills its whole
+    group — and not another team's job of the same id on the same machine. Clause: SHD-7"""
+    team, other_team = runner.team, f"{runner.team}-other"
+    assert team is not None
+    other = SubprocessJobRunner(team=other_team)
+    try:
+        for jobs in (runner, other):
+            jobs.start("j9", ["sh", "-c", "sleep 30 & sleep 30"])
+        for name in (team, other_team):
+            pids = wait_until(lambda name=name: len(find_processes(name, JOB_ENV, "j9")) >= 2, 5)
+            assert pids, find_processes(name, JOB_ENV, "j9")
+        lead = SubprocessJobRunner(team=team)
+        assert lead.poll("j9") is None
+        lead.kill("j9")
+        assert runner.wait("j9", 5) == -signal.SIGKILL
+        assert wait_until(lambda: find_processes(team, JOB_ENV, "j9") == [], 5)  # the forked child too
+        assert lead.signal("j9", signal.SIGTERM) is False
+        assert other.poll("j9") is None and len(find_processes(other_team, JOB_ENV, "j9")) >= 2  # TEAM_ENV
+    finally:
+        other.close()
+    with pytest.raises(ValueError, match="jobs of one team"):
+        SubprocessJobRunner().kill("j9")
 
 
 @pytest.mark.clause("SHD-7", "SHD-8", "MEM-3")
@@ -134,3 +146,21 @@ def test_every_process_mutant_names_tests_that_exist() -> None:
         for test in tests:
             path, name = test.split("::")
             assert f"def {name}(" in (root / path).read_text(encoding="utf-8"), (mutant, test)
+
+
+@pytest.mark.clause("SHD-7", "MEM-4")
+def test_a_harness_binds_its_job_runner_to_its_stores_team(tmp_path: Path) -> None:
+    """A runner given to a harness starts and finds the jobs of that harness's team; one bound to
+    another team is refused, so one team's ladder cannot signal another's jobs. Clause: SHD-7"""
+    from reference import Harness, ManualClock, SQLiteStorage
+
+    storage = SQLiteStorage(tmp_path / "team.db")
+    try:
+        runner = SubprocessJobRunner()
+        Harness(storage, ManualClock(), jobs=runner)
+        assert runner.team == storage.team == os.path.realpath(tmp_path / "team.db")
+        Harness(storage, ManualClock(), jobs=runner)  # the same team again: fine
+        with pytest.raises(ValueError, match=r"runs team .*other\.db's jobs"):
+            Harness(storage, ManualClock(), jobs=SubprocessJobRunner(team=str(tmp_path / "other.db")))
+    finally:
+        storage.close()
