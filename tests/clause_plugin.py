@@ -4,6 +4,9 @@ An unknown clause id is a collection error. The report is JSON
 ``{clause_id: {"title": ..., "tests": [...], "passed": n, "failed": n, "skipped": n}}`` over every
 clause of :data:`spec.CLAUSES`; clauses that no test cites have an empty ``tests`` list and are
 also listed under the key ``"_uncovered"``.
+
+Under pytest-xdist (``-n``) the workers collect and run the tests and the controller writes the
+report: each test's clause ids travel to it in the test's reports (``user_properties``).
 """
 
 from __future__ import annotations
@@ -15,6 +18,9 @@ from typing import Any
 import pytest
 
 from spec import CLAUSES
+
+PROPERTY = "clauses"
+"""The name of a test's ``user_properties`` entry that carries its clause ids."""
 
 
 def clause_ids(item: pytest.Item) -> list[str]:
@@ -28,7 +34,7 @@ def build_report(by_test: dict[str, list[str]], outcomes: dict[str, str]) -> dic
         clause: {"title": title, "tests": [], "passed": 0, "failed": 0, "skipped": 0}
         for clause, title in CLAUSES.items()
     }
-    for nodeid, ids in by_test.items():
+    for nodeid, ids in sorted(by_test.items()):  # the same order however the tests were spread
         outcome = outcomes.get(nodeid)
         for clause in dict.fromkeys(ids):
             entry = report[clause]
@@ -53,10 +59,14 @@ class ClauseReporter:
             if unknown:
                 errors.append(f"{item.nodeid}: unknown clause id(s) {', '.join(unknown)}")
             self.by_test[item.nodeid] = ids
+            item.user_properties.append((PROPERTY, ids))
         if errors:
             raise pytest.UsageError("clause markers name unknown clauses:\n" + "\n".join(errors))
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        for name, ids in report.user_properties:
+            if name == PROPERTY:  # a worker's test, under pytest-xdist
+                self.by_test.setdefault(report.nodeid, list(ids))
         failed_setup = report.when == "setup" and report.outcome != "passed"
         if (report.when == "call" or failed_setup) and self.outcomes.get(report.nodeid) != "failed":
             self.outcomes[report.nodeid] = report.outcome
@@ -79,7 +89,4 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "clause(*ids): the docs/protocol.md clauses this test checks")
-    if config.getoption("--clause-report") and getattr(config.option, "numprocesses", None):
-        # pytest-xdist's workers each see a part of the tests: the report needs one process.
-        raise pytest.UsageError("--clause-report needs one process: leave out -n")
     config.pluginmanager.register(ClauseReporter(config.getoption("--clause-report")), "clause-reporter")

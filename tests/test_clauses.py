@@ -49,7 +49,7 @@ def test_report_counts_outcomes_and_lists_uncovered() -> None:
     assert "APR-5" not in report["_uncovered"] and "STO-1" in report["_uncovered"]
 
 
-def _run_pytest(tmp_path: Path, body: str) -> subprocess.CompletedProcess[str]:
+def _run_pytest(tmp_path: Path, body: str, *options: str) -> subprocess.CompletedProcess[str]:
     (tmp_path / "test_sample.py").write_text("import pytest\n" + body, encoding="utf-8")
     return subprocess.run(
         [
@@ -65,6 +65,7 @@ def _run_pytest(tmp_path: Path, body: str) -> subprocess.CompletedProcess[str]:
             "/dev/null",
             "--clause-report",
             str(tmp_path / "report.json"),
+            *options,
             str(tmp_path),
         ],
         cwd=ROOT,
@@ -81,14 +82,19 @@ def test_plugin_refuses_unknown_clause_at_collection(tmp_path: Path) -> None:
     assert "unknown clause id(s) APR-99" in result.stdout + result.stderr
 
 
-def test_plugin_writes_the_report(tmp_path: Path) -> None:
+@pytest.mark.parametrize("processes", [(), ("-n", "2")], ids=["one process", "xdist workers"])
+def test_plugin_writes_the_report(tmp_path: Path, processes: tuple[str, ...]) -> None:
+    """The same report from one process and from pytest-xdist's workers (the README's command)."""
     body = (
         "@pytest.mark.clause('APR-5')\ndef test_ok():\n    pass\n"
         "@pytest.mark.clause('APR-5', 'INV-1')\ndef test_bad():\n    assert False\n"
+        "@pytest.mark.clause('STO-1')\n@pytest.mark.skip\ndef test_skipped():\n    pass\n"
+        "def test_uncited():\n    pass\n"
     )
-    result = _run_pytest(tmp_path, body)
+    result = _run_pytest(tmp_path, body, *processes)
     assert result.returncode == 1, result.stdout
     report = json.loads((tmp_path / "report.json").read_text())
     assert (report["APR-5"]["passed"], report["APR-5"]["failed"]) == (1, 1)
-    assert report["INV-1"]["failed"] == 1
-    assert len(report["_uncovered"]) == len(spec.CLAUSES) - 2
+    assert report["APR-5"]["tests"] == [f"test_sample.py::test_{name}" for name in ("bad", "ok")]
+    assert report["INV-1"]["failed"] == 1 and report["STO-1"]["skipped"] == 1
+    assert len(report["_uncovered"]) == len(spec.CLAUSES) - 3
