@@ -194,9 +194,11 @@ class Program:
         return False
 
     def approved_call(self) -> bool:
-        """Request, approve and call at once, the call often twisted (changed arguments, another
-        member's call) as the model tests' ``approved_call`` rule does; False if no request can
-        be made now (or a step failed, which the case records)."""
+        """Request, approve and call at once, as the model tests' ``approved_call`` rule does: the
+        calls the approval is nearly good for (changed arguments, another member's call; each
+        drawn with even odds) are sent first and must be refused while it stays approved (APR-2,
+        APR-5), then the right call is taken, two times in three. False if no request can be made
+        now (or a step failed, which the case records)."""
         requests = [(a, s) for a, s in self.model.operations(self.state) if a.name == "approval.request"]
         if not requests or self.case.verdict != "OK":
             return False
@@ -208,15 +210,14 @@ class Program:
             found = [s for a, s in self.model.operations(self.state) if a == step]
             if not found or not self.take(step, found[0], 1.0):
                 return self.case.verdict == "OK"
-        twist = self.rng.choice(["changed", "other", None])
-        member = 1 - requester if twist == "other" else requester
-        call = (("changed_arguments", twist == "changed"), ("member", member), ("slot", slot))
-        consume = Action("approval.consume", call)
-        enabled = {a: s for a, s in self.model.operations(self.state)}
-        if consume in enabled:
-            self.take(consume, enabled[consume], 1.0)
-        else:
-            self.refused(consume)
+        forged = [twist for twist in ("changed", "other") if self.rng.random() < 0.5]
+        for twist in [*forged, *([None] if self.rng.random() < 2 / 3 else [])]:
+            member = 1 - requester if twist == "other" else requester
+            call = (("changed_arguments", twist == "changed"), ("member", member), ("slot", slot))
+            consume = Action("approval.consume", call)
+            enabled = {a: s for a, s in self.model.operations(self.state)}
+            if not (self.take(consume, enabled[consume], 1.0) if consume in enabled else self.refused(consume)):
+                break
         return True
 
     def refusable(self, enabled: set[Action]) -> list[Action]:

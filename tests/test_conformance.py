@@ -99,8 +99,7 @@ def test_the_sample_fails_on_exactly_its_planted_defects() -> None:
 MUTANTS = [
     ("consume_twice", "APR-6", {"sections": ("bad input",), "clauses": ("APR-6",)}),
     ("dedup_disabled", "MSG-5", {"sections": ("bad input",), "clauses": ("MSG-5",)}),
-    # 8 programs: with 4, a SIGKILL's timing (a real process) decided whether any met the mutant (1 of 4 tries)
-    ("skip_digest_check", "APR-5", {"sections": ("random programs",), "programs": 8}),
+    ("skip_digest_check", "APR-5", {"sections": ("random programs",), "programs": 4}),
     ("reconcile_skips_redelivery", "REC-2", {"sections": ("vectors",), "configs": ("tiny",)}),
     ("timed_out_as_completed", "SHD-6", {"sections": ("vectors",), "configs": ("monitor",), "clauses": ("SHD-6",)}),
     ("shutdown_by_anyone", "SHD-1", {"sections": ("bad input",), "clauses": ("SHD-1",)}),
