@@ -210,10 +210,8 @@ class Program:
             found = [s for a, s in self.model.operations(self.state) if a == step]
             if not found or not self.take(step, found[0], 1.0):
                 return self.case.verdict == "OK"
-        forged = [twist for twist in ("changed", "other") if self.rng.random() < 0.5]
-        for twist in [*forged, *([None] if self.rng.random() < 2 / 3 else [])]:
-            member = 1 - requester if twist == "other" else requester
-            call = (("changed_arguments", twist == "changed"), ("member", member), ("slot", slot))
+        for changed, member in approved_calls(self.rng, requester):
+            call = (("changed_arguments", changed), ("member", member), ("slot", slot))
             consume = Action("approval.consume", call)
             enabled = {a: s for a, s in self.model.operations(self.state)}
             if not (self.take(consume, enabled[consume], 1.0) if consume in enabled else self.refused(consume)):
@@ -249,6 +247,16 @@ class Program:
         return self.check(clauses, f"the refused {action.name}")
 
 
+def approved_calls(rng: random.Random, requester: int) -> list[tuple[bool, int]]:
+    """The calls (changed arguments?, caller) made on a just-approved approval of member
+    ``requester`` (of two): the forged ones first — changed arguments, another member's call, each
+    drawn with even odds — so that they meet the approval while it is approved; then the right
+    call, two times in three."""
+    forged = [(True, requester)] if rng.random() < 0.5 else []
+    forged += [(False, 1 - requester)] if rng.random() < 0.5 else []
+    return forged + ([(False, requester)] if rng.random() < 2 / 3 else [])
+
+
 def _line(request: dict[str, Any], impl: Any) -> str:
     import json
 
@@ -279,4 +287,4 @@ def run_program(command: str, caps: dict[str, Any], root: Path, seed: int, numbe
     return case
 
 
-__all__ = ["CONFIG", "TEAM_CONFIG", "config_of", "run_program"]
+__all__ = ["CONFIG", "TEAM_CONFIG", "approved_calls", "config_of", "run_program"]

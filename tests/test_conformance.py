@@ -7,6 +7,7 @@ Clause: APR-2, APR-5, XPR-1, INV-11 (the planted defects), MSG-2, MSG-4, REC-2 (
 from __future__ import annotations
 
 import json
+import random
 import shutil
 import subprocess
 import sys
@@ -99,7 +100,8 @@ def test_the_sample_fails_on_exactly_its_planted_defects() -> None:
 MUTANTS = [
     ("consume_twice", "APR-6", {"sections": ("bad input",), "clauses": ("APR-6",)}),
     ("dedup_disabled", "MSG-5", {"sections": ("bad input",), "clauses": ("MSG-5",)}),
-    ("skip_digest_check", "APR-5", {"sections": ("random programs",), "programs": 4}),
+    # 8 programs: seed 0's first 4 met the mutant 1-2 times, depending on where a SIGKILL landed
+    ("skip_digest_check", "APR-5", {"sections": ("random programs",), "programs": 8}),
     ("reconcile_skips_redelivery", "REC-2", {"sections": ("vectors",), "configs": ("tiny",)}),
     ("timed_out_as_completed", "SHD-6", {"sections": ("vectors",), "configs": ("monitor",), "clauses": ("SHD-6",)}),
     ("shutdown_by_anyone", "SHD-1", {"sections": ("bad input",), "clauses": ("SHD-1",)}),
@@ -159,3 +161,21 @@ def test_the_articles_identifiers_are_accepted() -> None:
     for message in articles["messages_handshake_article"]:
         deliver = {"type": "message.deliver", "msg_id": 2, "message_id": message["message_id"]}
         assert parse_request(json.dumps({**deliver, "correlation_id": message["correlation_id"]}))
+
+
+@pytest.mark.clause("APR-2", "APR-5")
+def test_a_random_programs_approved_call_forges_before_it_calls() -> None:
+    """The calls a random program makes on a just-approved approval: the forged ones (changed
+    arguments; the other member) come before the right one, so they meet the approval while it
+    is approved; each kind is drawn about half the time, the right call about two times in three."""
+    from conformance._random import approved_calls
+
+    rng, drawn = random.Random(7), {"changed": 0, "other": 0, "right": 0}
+    for requester in (0, 1) * 500:
+        calls = approved_calls(rng, requester)
+        kinds = {(True, requester): "changed", (False, 1 - requester): "other", (False, requester): "right"}
+        assert all(call in kinds for call in calls) and len(set(calls)) == len(calls), calls
+        assert (False, requester) not in calls[:-1], f"the right call before a forged one: {calls}"
+        for call in calls:
+            drawn[kinds[call]] += 1
+    assert 400 < drawn["changed"] < 600 and 400 < drawn["other"] < 600 and 580 < drawn["right"] < 750, drawn
