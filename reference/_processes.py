@@ -140,11 +140,12 @@ class SubprocessJobRunner:
     is ``None``: only the process that started a job can read its exit code.
     """
 
-    team: str | None = None
-    """The team whose jobs these are (:data:`TEAM_ENV`); a harness binds its store's team."""
     log_dir: str | None = None
     processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     exits: dict[str, int] = field(default_factory=dict)
+    team: str | None = field(default=None, kw_only=True)
+    """The name of the team whose jobs these are (:data:`TEAM_ENV`), as ``Storage.team`` gives it:
+    a harness binds its store's team; a runner without one starts and finds nothing."""
 
     def start(self, job_id: str, command: str | Sequence[str]) -> None:
         assert job_id not in self.processes, f"job {job_id} was started already"

@@ -166,10 +166,12 @@ def test_a_killed_member_lapses_once_and_its_task_is_flagged(lead: Lead) -> None
 def test_inspecting_a_lost_member_never_touches_another_teams_processes(tmp_path: Path) -> None:
     """Two teams on one machine, each with a member ``m0`` in its first incarnation running a job
     of the same id: one team's member is lost and inspected; the other team's member and job run
-    on (the processes are found by their team as well as their ids). Clause: SHD-7"""
+    on (the processes are found by their team as well as their ids; the other team's folder is
+    reached through a symlink, and its processes are still its own). Clause: SHD-7"""
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
-    lost, other = Lead(tmp_path / "a"), Lead(tmp_path / "b")
+    (tmp_path / "b-link").symlink_to(tmp_path / "b")
+    lost, other = Lead(tmp_path / "a"), Lead(tmp_path / "b-link")
     try:
         processes = [team.member("m0", job_script("sleep 30")) for team in (lost, other)]
         for team in (lost, other):

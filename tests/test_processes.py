@@ -16,6 +16,7 @@ import pytest
 from reference._jobs import outcome_of as exit_outcome
 from reference._processes import (
     JOB_ENV,
+    TEAM_ENV,
     ProcessGone,
     SubprocessJobRunner,
     alive,
@@ -164,3 +165,40 @@ def test_a_harness_binds_its_job_runner_to_its_stores_team(tmp_path: Path) -> No
             Harness(storage, ManualClock(), jobs=SubprocessJobRunner(team=str(tmp_path / "other.db")))
     finally:
         storage.close()
+
+
+@pytest.mark.clause("SHD-7", "MEM-4")
+def test_a_stores_team_is_one_name_however_its_path_is_spelt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A team is named by its store's real path: through a symlinked folder, a relative path or
+    the real one, one file gives one team (else a member started through one spelling would be
+    invisible to a Lead that opened the store through another). Clause: SHD-7"""
+    from reference import SQLiteStorage
+    from reference._storage import team_of
+
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    monkeypatch.chdir(tmp_path)
+    spellings = [tmp_path / "real" / "team.db", tmp_path / "link" / "team.db", "link/team.db", "real/../link/team.db"]
+    stores = [SQLiteStorage(path) for path in spellings]
+    try:
+        names = {store.team for store in stores} | {team_of(path) for path in spellings}
+        assert names == {os.path.realpath(tmp_path / "real" / "team.db")}
+    finally:
+        for store in stores:
+            store.close()
+
+
+@pytest.mark.clause("MEM-4", "JOB-2")
+def test_a_job_carries_its_runners_team_not_the_one_it_was_started_under(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A job started from a process that carries a team (a member process: every process it
+    starts inherits its environment) is named by its runner's team. Clause: MEM-4"""
+    monkeypatch.setenv(TEAM_ENV, "another team")
+    jobs = SubprocessJobRunner(team=str(tmp_path / "team.db"))
+    try:
+        jobs.start("j1", "sleep 30")
+        assert find_processes(str(tmp_path / "team.db"), JOB_ENV, "j1") == [jobs.pid("j1")]
+        assert find_processes("another team", JOB_ENV, "j1") == []
+    finally:
+        jobs.close()
