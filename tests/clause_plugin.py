@@ -6,7 +6,9 @@ clause of :data:`spec.CLAUSES`; clauses that no test cites have an empty ``tests
 also listed under the key ``"_uncovered"``.
 
 Under pytest-xdist (``-n``) the workers collect and run the tests and the controller writes the
-report: each test's clause ids travel to it in the test's reports (``user_properties``).
+report: each test's clause ids travel to it in the test's reports (``user_properties``). A worker
+cannot stop the whole run at collection (xdist would end in an INTERNALERROR that hides the
+message), so there a test citing an unknown clause id fails at its setup, naming the id.
 """
 
 from __future__ import annotations
@@ -46,22 +48,30 @@ def build_report(by_test: dict[str, list[str]], outcomes: dict[str, str]) -> dic
 
 
 class ClauseReporter:
-    def __init__(self, path: str | None) -> None:
-        self.path = path
+    def __init__(self, path: str | None, worker: bool) -> None:
+        self.path = None if worker else path  # under xdist the controller writes the report
+        self.worker = worker
         self.by_test: dict[str, list[str]] = {}
         self.outcomes: dict[str, str] = {}
+        self.unknown: dict[str, str] = {}  # a worker's tests that cite unknown clauses: why they fail
 
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         errors = []
         for item in items:
             ids = clause_ids(item)
             unknown = [clause for clause in ids if clause not in CLAUSES]
+            known = [clause for clause in ids if clause in CLAUSES]
             if unknown:
                 errors.append(f"{item.nodeid}: unknown clause id(s) {', '.join(unknown)}")
-            self.by_test[item.nodeid] = ids
-            item.user_properties.append((PROPERTY, ids))
-        if errors:
+                self.unknown[item.nodeid] = errors[-1]
+            self.by_test[item.nodeid] = known
+            item.user_properties.append((PROPERTY, known))
+        if errors and not self.worker:
             raise pytest.UsageError("clause markers name unknown clauses:\n" + "\n".join(errors))
+
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        if item.nodeid in self.unknown:
+            pytest.fail(f"clause markers name unknown clauses: {self.unknown[item.nodeid]}", pytrace=False)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         for name, ids in report.user_properties:
@@ -89,4 +99,5 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "clause(*ids): the docs/protocol.md clauses this test checks")
-    config.pluginmanager.register(ClauseReporter(config.getoption("--clause-report")), "clause-reporter")
+    worker = hasattr(config, "workerinput")  # a pytest-xdist worker
+    config.pluginmanager.register(ClauseReporter(config.getoption("--clause-report"), worker), "clause-reporter")
