@@ -253,3 +253,22 @@ def test_teamproto_check_spreads_the_parts_of_a_split_configuration(capsys: pyte
     assert [d["workers"] for d in documents] == [2, 1]
     whole = min(spread["expanded_through_depth"], one["expanded_through_depth"]) + 2  # depths both found whole
     assert whole >= 5 and spread["states_by_depth"][:whole] == one["states_by_depth"][:whole]
+
+
+@pytest.mark.clause("INV-3")
+def test_explore_states_spreads_only_a_search_it_need_not_save() -> None:
+    """``spec.explore.explore_states`` is where the spread is chosen: with ``processes=2`` it
+    spreads (its states stay in the processes: ``None``, the unreached bounds in the report), and
+    reports what one process reports; a search that is saved as it goes is never spread."""
+    from spec.explore import explore_states
+
+    model = _model("pair")
+    spread, states = explore_states(model, processes=2)
+    assert states is None and _seen(spread) == _seen(_one(model))
+    one, states = explore_states(model, processes=1)
+    assert states is not None and len(list(states)) == one.states == spread.states
+    saved: list[bool] = []
+    report, states = explore_states(
+        model, processes=2, fingerprints=True, checkpoint=lambda save, final: saved.append(final)
+    )
+    assert states is not None and saved and report.states == one.states  # saved as it went: one process

@@ -362,8 +362,9 @@ def _join(
         for key, (number, action) in part["first"].items():
             if key not in first or joined.depth(number) < joined.depth(first[key][0]):
                 first[key] = (number, action)
-    most = max(range(processes), key=lambda who: len(joined.depths[who]))  # its last state was found last
-    last = (len(joined.depths[most]) - 1) * processes + most
+    # the frontier's state: the highest-numbered one (its index in its process × processes + the
+    # process), as a one-process search's is the last it found
+    last = max(((len(depths) - 1) * processes + who for who, depths in enumerate(joined.depths) if depths), default=0)
     finish(report, [d for depth in joined.depths for d in depth], first, joined.witness, last)
     if bounds_reached and report.complete and not fingerprints and model.mutant is None:
         lists = [p["unreached"] for p in parts if p["unreached"] is not None]
