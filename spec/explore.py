@@ -761,12 +761,11 @@ def explore_states(
     the states returned are ``None`` and the report's ``unreached_bounds`` are filled by the
     processes when the search completes without fingerprints."""
     if flat_engine(model) and dead_data is None:
-        saved = how.pop("checkpoint", None), how.pop("resume", None)
-        if processes > 1 and saved == (None, None):
+        if processes > 1 and how.get("checkpoint") is None and how.get("resume") is None:
             from ._parallel import search_parallel
 
-            return search_parallel(model, processes, bounds_reached=True, **how), None
-        how["checkpoint"], how["resume"] = saved
+            unsaved = {name: value for name, value in how.items() if name not in ("checkpoint", "resume")}
+            return search_parallel(model, processes, bounds_reached=True, **unsaved), None
         from ._flat_explore import search_flat
 
         flat = search_flat(model, **how)
