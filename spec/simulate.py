@@ -32,7 +32,7 @@ from ._tables import IllegalTransition
 from .explore import Report, Violation, _check_state, _Search, _take
 from .model import _model
 from .model._dead import erase
-from .model._model import Action, Model
+from .model._model import Action, Model, crashed
 from .model._state import State, replace
 from .model._symmetry import canonical_key
 
@@ -149,15 +149,16 @@ def _fingerprint(model: Model, state: State) -> int:
 
 
 Move = tuple[Action, Any]  # (action, next state or the IllegalTransition it raised)
-Choice = tuple[Move | None, list[Move]]
+Crash = tuple[str, State]  # a crash point: the write step, and the state it left (not yet marked crashed)
+Choice = tuple[Action, Move | None, list[Crash]]  # an operation, its whole run, its crash points
 Chooser = Callable[[list[Choice]], Move | None]  # the next move, or None to end the walk here
 
 
 def _random_chooser(rng: random.Random, crash_rate: float) -> Chooser:
     def choose(choices: list[Choice]) -> Move:
-        whole, crashes = choices[rng.randrange(len(choices))]
+        action, whole, crashes = choices[rng.randrange(len(choices))]
         if whole is None or (crashes and rng.random() < crash_rate):
-            return crashes[rng.randrange(len(crashes))]
+            return crashed(action, *crashes[rng.randrange(len(crashes))])
         return whole
 
     return choose
@@ -217,8 +218,9 @@ def replay(model: Model, script: list[Action], check: str, *, lenient: bool = Fa
 
     def choose(choices: list[Choice]) -> Move | None:
         for wanted in steps:
-            for whole, crashes in choices:
-                for move in crashes if whole is None else [whole, *crashes]:
+            for action, whole, crashes in choices:
+                moves = [crashed(action, *crash) for crash in crashes]
+                for move in moves if whole is None else [whole, *moves]:
                     if move[0] == wanted:
                         return move
             if not lenient:
@@ -278,17 +280,15 @@ def _first_visit(model: Model, state: State, seen: set[int]) -> bool:
 
 
 def _choices(model: Model, state: State) -> list[Choice]:
-    """The enabled operations, each as (its whole run, its crash variants). The whole run is
-    ``None`` for an operation that changes nothing when it completes but crashes in between."""
+    """The enabled operations (:meth:`Model.outcomes`), each with its whole run (``None`` for
+    one that changes nothing when it completes but crashes in between) and its crash points,
+    which become moves only when picked: most steps crash nowhere."""
     choices: dict[Action, Choice] = {}
-    for action, after in model.successors(state):
-        plain = replace(action, crash_after="") if action.crash_after else action
-        whole, crashes = choices.get(plain, (None, []))
-        if action.crash_after:
-            crashes.append((action, after))
-        else:
+    for action, after, crashes in model.outcomes(state):
+        _, whole, points = choices.get(action, (action, None, []))
+        if after is not None:
             whole = (action, after)
-        choices[plain] = (whole, crashes)
+        choices[action] = (action, whole, points + crashes if points else crashes)
     return list(choices.values())
 
 

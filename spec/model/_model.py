@@ -35,12 +35,20 @@ ACTIVE_SHUTDOWN = frozenset({"requested", "draining", "timed_out"})
 BUSY_JOB = frozenset({"running", "cancel_requested"})
 
 
-HARNESS_CRASH = Action("harness.crash", crash_after="between operations")
+HARNESS = Action("harness.crash")
+HARNESS_CRASH = replace(HARNESS, crash_after="between operations")
 """With ``crash_between``: the harness dies between two operations (nothing half written), and
 the only move left is the restart. Not an operation: it does not keep a state from deadlock."""
 
 Step = tuple[str, Callable[[State], State]]
 Operation = tuple[Action, list[Step]]
+Outcome = tuple[Action, "State | IllegalTransition | None", list[tuple[str, State]]]
+"""An operation, the state its whole run leaves, and its crash points (:meth:`Model.outcomes`)."""
+
+
+def crashed(action: Action, step_name: str, state: State) -> tuple[Action, State]:
+    """The move of a crash right after ``action``'s write step ``step_name``, which left ``state``."""
+    return replace(action, crash_after=step_name), replace(state, crashed=True)
 
 
 EDGE_LOG: list[set[tuple[str, str, str]]] = []
@@ -205,31 +213,45 @@ class Model:
         for family in _ops.FAMILIES:
             yield from family(self, s)
 
-    def successors(self, s: State) -> Iterator[tuple[Action, State | IllegalTransition]]:
-        """Every (action, next state), crash variants included.
-
-        An operation whose step breaks its machine's table yields the :class:`IllegalTransition`
-        instead of a state: the explorer reports it as a violation of INV-3.
-        """
+    def outcomes(self, s: State) -> Iterator[Outcome]:
+        """Every operation enabled in ``s`` once, with all it can leave: its action; the state its
+        whole run leaves (``None`` when that is ``s`` itself, the :class:`IllegalTransition` when
+        one of its steps breaks its machine's table — then it has no crash points); its crash
+        points, each the write step and the state right after it, not yet marked crashed. With
+        ``crash_between``, the harness crash comes last, as ``harness.crash`` with one crash point
+        and no whole run. :meth:`successors` is this, spelt out; the simulator (:mod:`spec.simulate`)
+        builds only the crash it picks."""
         can_crash = self.config.crashes
         for action, steps in self.operations(s):
             state = s
-            crashes = []
+            crashes: list[tuple[str, State]] = []
             try:
                 for index, (step_name, apply) in enumerate(steps):
                     state = apply(state)
                     if can_crash and index < len(steps) - 1 and state != s:
                         # A crash before the first effective write leaves a consistent state: it is
                         # a plain restart, not a crash point of this operation.
-                        crashes.append((replace(action, crash_after=step_name), replace(state, crashed=True)))
+                        crashes.append((step_name, state))
             except IllegalTransition as error:
-                yield action, error
+                yield action, error, []
                 continue
-            if state != s:
-                yield action, state
-            yield from crashes  # after the whole operation, so that shortest traces prefer no crash
+            if state != s or crashes:
+                yield action, (state if state != s else None), crashes
         if can_crash and self.config.crash_between and not s.crashed:
-            yield HARNESS_CRASH, replace(s, crashed=True)  # between two operations (spec/split.py)
+            yield HARNESS, None, [(HARNESS_CRASH.crash_after, s)]  # between two operations (spec/split.py)
+
+    def successors(self, s: State) -> Iterator[tuple[Action, State | IllegalTransition]]:
+        """Every (action, next state), crash variants included: each operation's whole run, then
+        its crash points (so that shortest traces prefer no crash).
+
+        An operation whose step breaks its machine's table yields the :class:`IllegalTransition`
+        instead of a state: the explorer reports it as a violation of INV-3.
+        """
+        for action, whole, crashes in self.outcomes(s):
+            if whole is not None:
+                yield action, whole
+            for step_name, state in crashes:
+                yield crashed(action, step_name, state)
 
     def is_goal(self, s: State) -> bool:
         """Every request is final (the liveness target): approvals, plans, runs, shutdowns.
