@@ -31,6 +31,42 @@ def register(commands: Any) -> Any:
     return handle
 
 
+def _usage(message: str) -> Exception:
+    """A command line that cannot run as given: ``teamproto`` prints it as one line on stderr (and
+    as JSON under ``--json``) and exits 2, before anything ran."""
+    from teamproto._cli import UsageError
+
+    return UsageError(message)
+
+
+def _refuse_bad_options(args: argparse.Namespace) -> None:
+    """Refuse what would run a suite that means nothing, or lose its results, before it runs."""
+    from spec import CLAUSES
+
+    if args.programs < 0:
+        raise _usage(f"--programs must be 0 or more, not {args.programs}")
+    if args.depth < 1:
+        raise _usage(f"--depth must be at least 1, not {args.depth}")
+    families = sorted({clause.split("-")[0] for clause in CLAUSES})
+    for wanted in (c.strip() for c in args.clauses.split(",") if c.strip()):
+        if wanted not in CLAUSES and wanted not in families:
+            raise _usage(
+                f"--clauses: no clause or family {wanted!r}; families: {', '.join(families)} "
+                "(or a clause id such as APR-5, listed in docs/protocol.md)"
+            )
+    for flag, folder in (("--report", args.report), ("--data-dir", args.data_dir)):
+        if folder is None:
+            continue
+        if folder.exists() and not folder.is_dir():
+            raise _usage(f"{flag} {folder}: not a folder; name a folder (it is made if missing)")
+        try:
+            folder.mkdir(parents=True, exist_ok=True)  # now, not after the whole suite ran
+        except OSError as error:
+            raise _usage(
+                f"{flag} {folder}: cannot make the folder ({error.strerror}); name a folder you can write"
+            ) from None
+
+
 def handle(args: argparse.Namespace, console: Console) -> int:
     if args.write_vectors or args.check_vectors:
         return _vectors(args, console)
@@ -39,20 +75,17 @@ def handle(args: argparse.Namespace, console: Console) -> int:
 
         store = args.export_log / "team.db" if args.export_log.is_dir() else args.export_log
         if not store.is_file():
-            console.print(f"[red]error[/red]: no reference store at {store} (give a data directory or its team.db)")
-            return 2
+            raise _usage(
+                f"--export-log {args.export_log}: no reference store at {store}; give a data directory or its team.db"
+            )
         for event in export_reference_log(args.export_log):
             sys.stdout.write(json.dumps(event, sort_keys=True) + "\n")
         return 0
     if args.log is not None:
         return _log(args, console)
     if not args.driver:
-        message = "give --driver CMD (or --log FILE, --export-log DB, --write-vectors, --check-vectors)"
-        if args.json:
-            json.dump({"error": message}, sys.stdout)
-            sys.stdout.write("\n")
-        console.print(f"[red]error[/red]: {message}")
-        return 2
+        raise _usage("give --driver CMD (or --log FILE, --export-log DB, --write-vectors, --check-vectors)")
+    _refuse_bad_options(args)
     return _suite(args, console)
 
 
@@ -72,6 +105,9 @@ def _vectors(args: argparse.Namespace, console: Console) -> int:
             console.print("conformance vectors and schemas are up to date")
         return 1 if found else 0
     changed = write_all()
+    if args.json:
+        json.dump({"written": [str(p) for p in changed], "ok": True}, sys.stdout)
+        sys.stdout.write("\n")
     for path in changed:
         console.print(f"wrote {path}")
     console.print(f"{len(changed)} file(s) changed")
@@ -111,17 +147,20 @@ def _log(args: argparse.Namespace, console: Console) -> int:
     if args.json:
         json.dump(verdict, sys.stdout, indent=2, sort_keys=True)
         sys.stdout.write("\n")
-    elif verdict.get("undecided"):
-        console.print(f"[red]error[/red]: {args.log}: {verdict['message']}", soft_wrap=True)
-    elif verdict["ok"]:
+    if verdict.get("undecided"):  # the log could not be read or understood: one line on stderr
+        sys.stderr.write(f"teamproto: error (definite): --log {args.log}: {' '.join(verdict['message'].split())}\n")
+        return 2
+    if args.json:
+        return 0 if verdict["ok"] else 1
+    if verdict["ok"]:
         console.print(f"{args.log}: a behaviour of the model ({verdict['events']} events)", soft_wrap=True)
-    else:
-        console.print(f"[red]{args.log}: not a behaviour of the model[/red] — {verdict['message']}", soft_wrap=True)
-        console.print(json.dumps(verdict["event"], sort_keys=True), markup=False, highlight=False)
-        console.print("model states possible just before it:", highlight=False)
-        for state in verdict["possible"]:
-            console.print("  " + json.dumps(state, sort_keys=True), markup=False, highlight=False)
-    return 0 if verdict["ok"] else 2 if verdict.get("undecided") else 1
+        return 0
+    console.print(f"[red]{args.log}: not a behaviour of the model[/red] — {verdict['message']}", soft_wrap=True)
+    console.print(json.dumps(verdict["event"], sort_keys=True), markup=False, highlight=False)
+    console.print("model states possible just before it:", highlight=False)
+    for state in verdict["possible"]:
+        console.print("  " + json.dumps(state, sort_keys=True), markup=False, highlight=False)
+    return 1
 
 
 __all__ = ["register"]

@@ -90,6 +90,9 @@ def run_suite(
     try:
         caps = capabilities(options.driver)
         todo = jobs(options, caps, root)
+        if not todo:
+            asked = f" the clauses asked ({', '.join(options.clauses)})" if options.clauses else ""
+            raise Undecided(f"no case of the suite checks{asked} with this driver's capabilities")
         for number, (_, job) in enumerate(todo, start=1):
             case = job()
             cases.append(case)

@@ -81,6 +81,84 @@ def test_bad_input_is_one_line_on_stderr_with_exit_2_before_anything_runs(
         assert out == ""
 
 
+CONFORMANCE_BAD = [
+    ["conformance"],  # no driver, no log, nothing to do
+    ["conformance", "--driver", "x", "--programs", "-1"],
+    ["conformance", "--driver", "x", "--depth", "0"],
+    ["conformance", "--driver", "x", "--clauses", "APR,NOPE"],
+    ["conformance", "--driver", "x", "--report", "README.md"],
+    ["conformance", "--driver", "x", "--report", "README.md/reports"],
+    ["conformance", "--driver", "x", "--data-dir", "README.md/data"],
+    ["conformance", "--export-log", "no/such/store"],
+]
+
+
+@pytest.mark.parametrize("argv", CONFORMANCE_BAD, ids=lambda argv: " ".join(argv))
+@pytest.mark.parametrize("as_json", [False, True], ids=["text", "json"])
+def test_conformance_refuses_bad_input_before_the_suite_runs(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, argv: list[str], as_json: bool
+) -> None:
+    """`teamproto conformance` as `check`: a count below its floor, an unknown clause family, a
+    report or data folder that cannot be made (found before the suite runs, not after: its results
+    would be lost), a missing store — one line on stderr, exit 2, JSON under --json, and the suite
+    never starts."""
+    import conformance._run
+
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setattr(conformance._run, "run_suite", never_search)
+    status, out, err = run(capsys, *argv, *(["--json"] if as_json else []))
+    assert status == 2
+    lines = err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("teamproto: error (definite): "), err
+    assert argv[-1].split(",")[-1] in lines[0] or len(argv) == 1, "the error names the value it refuses"
+    if as_json:
+        document = json.loads(out)
+        assert document["ok"] is False and document["error"]["message"] in lines[0]
+    else:
+        assert out == ""
+
+
+def test_conformance_runs_with_the_values_it_refuses_next_to(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The floors are floors: no random program, depth 1, a family and a clause id, and report and
+    data folders that do not exist yet (they are made) reach the suite with those values."""
+    import conformance._run
+    from conformance._report import summary
+
+    seen: list[Any] = []
+
+    def record(options: Any, progress: Any = None) -> Any:
+        seen.append(options)
+        return [], summary([], None)
+
+    monkeypatch.setattr(conformance._run, "run_suite", record)
+    monkeypatch.setattr("conformance._report.print_table", lambda *_: None)
+    report, data = tmp_path / "new" / "report", tmp_path / "data"
+    argv = ["conformance", "--driver", "x", "--programs", "0", "--depth", "1", "--clauses", "APR, SHD-3"]
+    status, _, err = run(capsys, *argv, "--report", str(report), "--data-dir", str(data))
+    assert status == summary([], None)["exit"], err  # what the suite said: here, no case ran
+    (options,) = seen
+    assert (options.programs, options.depth, options.clauses) == (0, 1, ("APR", "SHD-3"))
+    assert report.is_dir() and data.is_dir() and (report / "report.json").is_file()
+
+
+@pytest.mark.parametrize("as_json", [False, True], ids=["text", "json"])
+def test_a_log_that_cannot_be_read_is_one_line_on_stderr(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, as_json: bool
+) -> None:
+    """`conformance --log` of a missing or non-JSON file is undecided: exit 2, one line on stderr
+    naming the file; stdout holds nothing, or the verdict as JSON."""
+    for log in (tmp_path / "missing.jsonl", ROOT / "README.md"):
+        status, out, err = run(capsys, "conformance", "--log", str(log), *(["--json"] if as_json else []))
+        assert status == 2
+        assert err.count("\n") == 1 and err.startswith(f"teamproto: error (definite): --log {log}: cannot validate")
+        if as_json:
+            assert json.loads(out)["undecided"] is True
+        else:
+            assert out == ""
+
+
 def test_a_reference_mutant_named_to_check_says_where_it_belongs(capsys: pytest.CaptureFixture[str]) -> None:
     """Model and reference mutants are two sets: the error names the command that takes the name."""
     status, _, err = run(capsys, "check", "--mutant", "skip_digest_check")

@@ -179,3 +179,11 @@ def test_a_random_programs_approved_call_forges_before_it_calls() -> None:
         for call in calls:
             drawn[kinds[call]] += 1
     assert 400 < drawn["changed"] < 600 and 400 < drawn["other"] < 600 and 580 < drawn["right"] < 750, drawn
+
+
+def test_a_run_with_no_case_to_run_is_undecided_and_says_why() -> None:
+    """A filter (or sections) that leaves no case is not a pass and not a silent "undecided": it
+    names the clauses asked."""
+    cases, result = suite(REFERENCE, sections=(), clauses=("APR",))
+    assert cases == [] and result["exit"] == 2 and not result["conforming"]
+    assert result["undecided"] == "no case of the suite checks the clauses asked (APR) with this driver's capabilities"
