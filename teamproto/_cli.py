@@ -78,6 +78,12 @@ def _diagrams(args: argparse.Namespace, console: Console) -> int:
         if not stale and not args.json:
             console.print(f"diagrams in {directory} are up to date", highlight=False)
         return 1 if stale else 0
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise UsageError(
+            f"--dir {directory}: cannot make the folder ({error.strerror}); name a folder you can write"
+        ) from None
     changed = write_diagrams(directory)
     if args.json:
         emit_json({"written": [str(p) for p in changed], "ok": True})

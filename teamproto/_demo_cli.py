@@ -31,11 +31,7 @@ def _print(report: dict[str, Any], console: Console, kept: str | None) -> None:
 
 
 def command(args: argparse.Namespace, console: Console) -> int:
-    try:
-        workdir = _workdir(args.keep)
-    except DemoRefused as refused:
-        print(f"error ({refused.kind}): {refused}", file=sys.stderr)  # one line, whatever the width
-        return 2
+    workdir = _workdir(args.keep)  # a DemoRefused reaches the user as every refusal does (teamproto._cli.fail)
     try:
         report = run_demo(workdir)
     finally:
@@ -59,7 +55,12 @@ def _workdir(keep: str | None) -> Path:
         raise DemoRefused(f"{workdir}/team.db exists; pass an empty or new folder to --keep")
     if workdir.exists() and not workdir.is_dir():
         raise DemoRefused(f"{workdir} is a file; pass a folder to --keep")
-    workdir.mkdir(parents=True, exist_ok=True)
+    try:
+        workdir.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise DemoRefused(
+            f"--keep {workdir}: cannot make the folder ({error.strerror}); name a folder you can write"
+        ) from None
     return workdir
 
 

@@ -56,6 +56,7 @@ BAD = [
     ["check", "--checkpoint", "run.ckpt"],  # without PYTHONHASHSEED and without one --config
     ["mutants", "--only", "no_such_mutant"],
     ["diagrams", "--dir", "README.md"],
+    ["diagrams", "--dir", "README.md/diagrams"],
     ["no-such-command"],
 ]
 

@@ -51,7 +51,14 @@ def test_the_demo_drains_acks_loses_a_member_and_keeps_every_invariant(tmp_path:
     assert len(again.stderr.strip().splitlines()) == 1 and "team.db exists" in again.stderr
     (tmp_path / "file").write_text("")
     refused = demo("--json", "--keep", str(tmp_path / "file"))
-    assert refused.returncode == 2 and refused.stdout == "" and "is a file" in refused.stderr
+    assert refused.returncode == 2 and "is a file" in refused.stderr
+    assert json.loads(refused.stdout)["error"]["type"] == "DemoRefused"  # --json: always JSON
+    for args in (["--keep", str(tmp_path / "file" / "sub")], ["--json", "--keep", str(tmp_path / "file" / "sub")]):
+        unmade = demo(*args)
+        lines = unmade.stderr.splitlines()
+        assert unmade.returncode == 2 and len(lines) == 1, unmade.stderr
+        assert lines[0].startswith("teamproto: error (definite): --keep ") and "cannot make the folder" in lines[0]
+        assert (json.loads(unmade.stdout)["ok"] is False) if "--json" in args else unmade.stdout == ""
 
 
 @pytest.mark.clause("SHD-10")
