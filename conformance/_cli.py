@@ -54,17 +54,11 @@ def _refuse_bad_options(args: argparse.Namespace) -> None:
                 f"--clauses: no clause or family {wanted!r}; families: {', '.join(families)} "
                 "(or a clause id such as APR-5, listed in docs/protocol.md)"
             )
+    from teamproto._cli import make_folder
+
     for flag, folder in (("--report", args.report), ("--data-dir", args.data_dir)):
-        if folder is None:
-            continue
-        if folder.exists() and not folder.is_dir():
-            raise _usage(f"{flag} {folder}: not a folder; name a folder (it is made if missing)")
-        try:
-            folder.mkdir(parents=True, exist_ok=True)  # now, not after the whole suite ran
-        except OSError as error:
-            raise _usage(
-                f"{flag} {folder}: cannot make the folder ({error.strerror}); name a folder you can write"
-            ) from None
+        if folder is not None:
+            make_folder(flag, folder)  # now, not after the whole suite ran
 
 
 def handle(args: argparse.Namespace, console: Console) -> int:

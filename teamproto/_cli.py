@@ -45,6 +45,18 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{message} (see `{self.prog} --help`)")
 
 
+def make_folder(flag: str, folder: Path) -> None:
+    """Make the folder a flag names (and its parents) before anything runs, or refuse the flag."""
+    if folder.exists() and not folder.is_dir():
+        raise UsageError(f"{flag} {folder}: not a folder; name a folder (it is made if missing)")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise UsageError(
+            f"{flag} {folder}: cannot make the folder ({error.strerror}); name a folder you can write"
+        ) from None
+
+
 def emit_json(document: Any) -> None:
     json.dump(document, sys.stdout, indent=2, sort_keys=True)
     sys.stdout.write("\n")
@@ -78,12 +90,7 @@ def _diagrams(args: argparse.Namespace, console: Console) -> int:
         if not stale and not args.json:
             console.print(f"diagrams in {directory} are up to date", highlight=False)
         return 1 if stale else 0
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        raise UsageError(
-            f"--dir {directory}: cannot make the folder ({error.strerror}); name a folder you can write"
-        ) from None
+    make_folder("--dir", directory)
     changed = write_diagrams(directory)
     if args.json:
         emit_json({"written": [str(p) for p in changed], "ok": True})

@@ -16,6 +16,8 @@ from rich.console import Console
 
 from reference._demo import DemoRefused, run_demo
 
+from ._cli import make_folder
+
 
 def _print(report: dict[str, Any], console: Console, kept: str | None) -> None:
     for event in report["events"]:
@@ -53,14 +55,7 @@ def _workdir(keep: str | None) -> Path:
     workdir = Path(keep)
     if (workdir / "team.db").exists():
         raise DemoRefused(f"{workdir}/team.db exists; pass an empty or new folder to --keep")
-    if workdir.exists() and not workdir.is_dir():
-        raise DemoRefused(f"{workdir} is a file; pass a folder to --keep")
-    try:
-        workdir.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        raise DemoRefused(
-            f"--keep {workdir}: cannot make the folder ({error.strerror}); name a folder you can write"
-        ) from None
+    make_folder("--keep", workdir)
     return workdir
 
 

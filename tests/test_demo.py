@@ -51,8 +51,8 @@ def test_the_demo_drains_acks_loses_a_member_and_keeps_every_invariant(tmp_path:
     assert len(again.stderr.strip().splitlines()) == 1 and "team.db exists" in again.stderr
     (tmp_path / "file").write_text("")
     refused = demo("--json", "--keep", str(tmp_path / "file"))
-    assert refused.returncode == 2 and "is a file" in refused.stderr
-    assert json.loads(refused.stdout)["error"]["type"] == "DemoRefused"  # --json: always JSON
+    assert refused.returncode == 2 and "not a folder" in refused.stderr
+    assert json.loads(refused.stdout)["error"]["type"] == "UsageError"  # --json: always JSON
     for args in (["--keep", str(tmp_path / "file" / "sub")], ["--json", "--keep", str(tmp_path / "file" / "sub")]):
         unmade = demo(*args)
         lines = unmade.stderr.splitlines()
