@@ -1,7 +1,7 @@
 """Test vectors: for every pinned configuration, explorer traces that together take every machine
-edge the configuration reaches and crash at every crash point it reaches, as JSON the suite
-replays step by step (``conformance/vectors/<config>.json``; rebuilt by ``teamproto conformance
---write-vectors``, checked by ``--check-vectors``)."""
+edge the configuration reaches by every operation that takes it, and crash at every crash point it
+reaches, as JSON the suite replays step by step (``conformance/vectors/<config>.json``; rebuilt by
+``teamproto conformance --write-vectors``, checked by ``--check-vectors``)."""
 
 from __future__ import annotations
 
@@ -49,8 +49,13 @@ def _edges(before: State, after: State) -> set[str]:
 
 
 class _Covering(_Search):
-    """A search that notes, as it goes, each transition taking an edge or a crash point that no
-    earlier transition took (breadth first, so each is reached by a shortest path)."""
+    """A search that notes, as it goes, each transition taking an edge by an operation, or a crash
+    point, that no earlier transition took (breadth first, so each is reached by a shortest path).
+
+    An edge counts once per operation that takes it (``operation|record:from->to``), not once: a job
+    that goes ``cancel_requested -> cancelled`` when it exits and when a forced termination kills
+    it is two behaviours, and an implementation that kills only running jobs on the last rung
+    (SHD-7) conformed while the first alone was replayed."""
 
     def __init__(self, model: Model) -> None:
         super().__init__(model, None, None, None)
@@ -59,7 +64,7 @@ class _Covering(_Search):
 
     def add(self, state: State, parent: int, action: Action | None) -> tuple[int, bool]:
         if parent >= 0 and action is not None:
-            items = _edges(self.states[parent], state)
+            items = {f"{action.name}|{edge}" for edge in _edges(self.states[parent], state)}
             if action.crash_after:
                 items.add(f"crash:{action.crash_after}")
             if not items <= self.covered:

@@ -362,13 +362,17 @@ class Harness:
         return snap
 
     def reconcile(self) -> None:
-        """Act on persisted state alone (docs/protocol.md §5); idempotent (REC-1). The team's rows first:
-        re-applying XPR-2 cancels approvals, and the approvals' pass then logs every event the
-        audit log misses, those cancellations too (AUD-5). Work another live instance has in flight
-        is left to it (REC-4); a bad mark or instance row is refused before anything is written."""
+        """Act on persisted state alone (docs/protocol.md §5); idempotent (REC-1). In the model's order
+        (``spec/model/_reconcile.py``): the approvals' rows first, then the team's. So a ``requested``
+        approval past its deadline expires before a drain cut off by the crash is re-applied; the other
+        way round, XPR-2 cancelled it instead — not what the model does (a vector found it:
+        ``approval_drain``, a crash after ``shutdown.begin_drain/record`` one tick past the deadline).
+        The cancellations XPR-2 re-applies are logged as they are written (AUD-5). Work another live
+        instance has in flight is left to it (REC-4); a bad mark or instance row is refused before
+        anything is written."""
         owners = Owners(self.storage)
-        reconcile_team(self, owners)
         self.approvals.reconcile(owners)
+        reconcile_team(self, owners)
 
     def close(self) -> None:
         """This harness instance is done: what it left in flight may be taken over (REC-4)."""

@@ -2,7 +2,7 @@
 REC-1 … REC-3).
 
 Row by row, as the model's ``restart`` does (``spec/model/_reconcile.py``); the approval rows are
-:meth:`reference.ApprovalProtocol.reconcile`, run after these:
+:meth:`reference.ApprovalProtocol.reconcile`, run before these (the model's order):
 
 - plans (``plan_approval``, ``plan_execution``): ``reference._plans.reconcile_plans``, first;
 - shutdown ``requested``: re-deliver the request (same message id);
