@@ -30,6 +30,7 @@ TEAM = {
 }
 BASE_OPS = ["task.claim", "approval.request", "approval.review"]
 PLAN_OPS = ("plan.draft", "plan.submit", "plan.decide", "plan.deliver_decision", "plan.retract")
+DRAIN_OPS = ("shutdown.request", "shutdown.begin_drain")
 
 
 def call(member: str, slot: int, task: str, incarnation: int = 1) -> dict[str, Any]:
@@ -153,6 +154,26 @@ CASES: tuple[Bad, ...] = (
         "shutdown",
     ),
     Bad(
+        "consume-while-draining",
+        "m0's call was approved; m0 begins to drain (still holding its task); it makes the approved call",
+        ("XPR-2", "APR-5"),
+        ("member_not_running",),
+        lambda s, p: s.call(consume(p)),
+        ("drain_m0",),
+        DRAIN_OPS,
+        "shutdown",
+    ),
+    Bad(
+        "request-while-draining",
+        "m0 drains (still holding its task); it asks for a new approval",
+        ("XPR-2",),
+        ("member_not_running",),
+        lambda s, p: s.call(request(slot=1)),
+        ("drain_m0",),
+        DRAIN_OPS,
+        "shutdown",
+    ),
+    Bad(
         "forged-shutdown-requester",
         "m0 asks m1 to shut down: only the Lead may",
         ("SHD-1",),
@@ -184,6 +205,26 @@ CASES: tuple[Bad, ...] = (
         ),
         ("plan_delivered",),
         PLAN_OPS,
+        "plan approval",
+    ),
+    Bad(
+        "start-before-delivery",
+        "the Lead approved m1's plan, its decision not yet delivered; m1 starts the plan",
+        ("PLN-3", "PLN-6"),
+        ("decision_not_delivered",),
+        lambda s, p: s.call(_plan_start(s)),
+        ("plan_approved",),
+        ("plan.draft", "plan.submit", "plan.decide", "plan.start"),
+        "plan approval",
+    ),
+    Bad(
+        "start-while-draining",
+        "m1's approved plan was delivered; m1 begins to drain (still holding its task); it starts the plan",
+        ("XPR-2", "PLN-3"),
+        ("member_not_running",),
+        lambda s, p: s.call(_plan_start(s)),
+        ("plan_delivered", "drain_m1"),
+        (*PLAN_OPS, *DRAIN_OPS, "plan.start"),
         "plan approval",
     ),
     Bad(
@@ -304,8 +345,11 @@ def _set_up(session: Session, bad: Bad, caps: dict[str, Any]) -> str:
             session.call(consume(pid))
         elif step == "drain":
             _drain(session, "m1", "t1")
-        elif step == "plan_delivered":
-            session.plan_id = _delivered_plan(session, "m1", "t1")  # type: ignore[attr-defined]
+        elif step in ("drain_m0", "drain_m1"):
+            _drain(session, step[-2:], None)
+        elif step in ("plan_approved", "plan_delivered"):
+            deliver = step == "plan_delivered"
+            session.plan_id = _approved_plan(session, "m1", "t1", deliver)  # type: ignore[attr-defined]
         elif step == "deliver":
             session.snapshot()
             session.first_delivery = _deliver_twice(session, pid)  # type: ignore[attr-defined]
@@ -319,9 +363,10 @@ def _shutdown(member: str) -> dict[str, Any]:
     return {"member_id": member, **lead, "ttl_seconds": 60}
 
 
-def _delivered_plan(session: Session, member: str, task: str) -> str:
-    """``member`` drafts and submits a plan for ``task``; the Lead approves it and the decision is
-    delivered (PLN-3): from then on the approval cannot be retracted (PLN-6). Returns the plan's id."""
+def _approved_plan(session: Session, member: str, task: str, deliver: bool) -> str:
+    """``member`` drafts and submits a plan for ``task``; the Lead approves it and, if ``deliver``,
+    the decision is delivered (PLN-3): from then on the approval cannot be retracted (PLN-6), and
+    only from then on may the requester start it. Returns the plan's id."""
     actor = {"member_id": member, "incarnation": 1}
     document = plan_document(0, int(member[1:]), 1, 60)
     reply = session.call(
@@ -331,14 +376,24 @@ def _delivered_plan(session: Session, member: str, task: str) -> str:
     session.call({"type": "plan.submit", "actor": actor, "task_id": task, "plan_id": plan_id})
     lead = {"actor": {"member_id": "lead"}, "plan_id": plan_id}
     session.call({"type": "plan.decide", **lead, "decision": "approved"})
-    session.call({"type": "plan.deliver_decision", "member_id": member, "plan_id": plan_id, "sequence": 0})
+    if deliver:
+        session.call({"type": "plan.deliver_decision", "member_id": member, "plan_id": plan_id, "sequence": 0})
     return plan_id
 
 
-def _drain(session: Session, member: str, task: str) -> None:
-    """``member`` finishes ``task`` (it then holds none), and the Lead's shutdown request for it is
-    delivered: it drains (SHD-2), so only the drain keeps it from claiming (MEM-1)."""
-    session.call({"type": "task.finish", "member_id": member, "task_id": task, "outcome": "completed"})
+def _plan_start(session: Session) -> dict[str, Any]:
+    """m1 (the requester of the set-up plan, of its first incarnation) starts the plan."""
+    actor = {"member_id": "m1", "incarnation": 1}
+    return {"type": "plan.start", "actor": actor, "task_id": "t1", "plan_id": session.plan_id}  # type: ignore[attr-defined]
+
+
+def _drain(session: Session, member: str, task: str | None) -> None:
+    """``member`` finishes ``task`` if one is given (it then holds none, so only the drain keeps it
+    from claiming, MEM-1), and the Lead's shutdown request for it is delivered: it drains (SHD-2).
+    Without ``task`` it drains still holding its task, its approved approval and its delivered plan
+    kept (XPR-2 cancels only requested approvals and pending plans): only the drain refuses them."""
+    if task is not None:
+        session.call({"type": "task.finish", "member_id": member, "task_id": task, "outcome": "completed"})
     reply = session.call({"type": "shutdown.request", **_shutdown(member)})
     pid = reply.get("result", {}).get("protocol_id", "")
     session.call({"type": "shutdown.begin_drain", "member_id": member, "protocol_id": pid})

@@ -12,21 +12,25 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from conformance._cases import Case
 from conformance._protocol import DriverError, parse_request, reply_problem
 from conformance._run import Options, run_suite
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = f"{sys.executable} -m reference.driver"
 SAMPLE = f"node {ROOT / 'conformance/examples/sample_driver.js'}"
+PARTIAL_WRITE = f"{sys.executable} {ROOT / 'tests/fixtures_conformance/partial_write_driver.py'}"
+"""The reference behind a proxy whose snapshots show one write more after each refusal."""
 PLANTED = ["APR-2", "APR-5", "INV-11", "MEM-1", "XPR-1"]
 """The sample's defects: arguments digest not bound (APR-2, APR-5), no fencing (XPR-1, INV-11),
 claims while draining (MEM-1)."""
 
 
-def suite(driver: str, **options: object) -> tuple[list, dict]:
+def suite(driver: str, **options: object) -> tuple[list[Case], dict[str, Any]]:
     return run_suite(Options(driver, **options))  # type: ignore[arg-type]
 
 
@@ -82,6 +86,47 @@ def test_the_reference_refuses_the_teams_bad_input() -> None:
         "bad-claim-while-draining",
     }
     assert result["exit"] == 0, [(c.id, c.message) for c in cases if c.verdict != "OK"]
+
+
+@pytest.mark.clause("XPR-2", "APR-5", "MEM-1", "PLN-3", "PLN-6")
+def test_a_draining_member_and_an_undelivered_plan_start_nothing() -> None:
+    """The bad input of new work by a draining member and of a plan started early, refused by the
+    reference with the protocol's codes, changing nothing: a draining member's approved (not yet
+    consumed) approval is not consumed and it asks for no new one (XPR-2, APR-5), it claims no
+    task (MEM-1), it does not start its delivered plan (XPR-2); a plan approved but whose decision
+    was not delivered is not started (PLN-3; the approver may still retract it, PLN-6). Planted by
+    hand in the reference, each of these refusals dropped fails its case here."""
+    cases, result = suite(REFERENCE, sections=("bad input",), clauses=("XPR-2", "MEM-1", "PLN-3"))
+    assert {c.id: c.verdict for c in cases} == {
+        "bad-consume-while-draining": "OK",
+        "bad-request-while-draining": "OK",
+        "bad-claim-while-draining": "OK",
+        "bad-start-before-delivery": "OK",
+        "bad-start-while-draining": "OK",
+    }, [(c.id, c.message) for c in cases]
+    assert result["exit"] == 0
+
+
+@pytest.mark.clause("APR-5", "XPR-2", "PLN-3", "PLN-6", "MSG-2")
+def test_a_refusal_after_a_partial_write_fails_the_bad_input() -> None:
+    """A refusal with the right typed error is not enough: nothing may have changed (DESIGN rule
+    8, APR-5's "atomically"). A driver that refuses rightly but after writing part of a record
+    (the fixture: the reference behind a proxy whose snapshots show one write more after each
+    refusal) fails every bad-input case that expects a refusal, on the snapshot; the duplicates,
+    which are answered, not refused, stay OK, as every case does for the plain reference."""
+    from conformance._badinput import CASES
+
+    refusals = {f"bad-{bad.name}" for bad in CASES if bad.codes}
+    duplicates = {f"bad-{bad.name}" for bad in CASES if not bad.codes}
+    cases, result = suite(PARTIAL_WRITE, sections=("bad input",))
+    verdicts = {c.id: c.verdict for c in cases}
+    assert {k for k, v in verdicts.items() if v == "FAILED"} == refusals, verdicts
+    assert {k for k, v in verdicts.items() if v == "OK"} == duplicates, verdicts
+    changed = "the snapshot changed: bad input must change nothing"
+    assert {c.message for c in cases if c.verdict == "FAILED"} == {changed}
+    assert result["exit"] == 1 and {"APR-5", "XPR-2", "PLN-3", "MSG-2"} <= set(result["failed_clauses"])
+    plain, result = suite(REFERENCE, sections=("bad input",))
+    assert {c.id: c.verdict for c in plain} == dict.fromkeys(verdicts, "OK") and result["exit"] == 0
 
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="needs Node.js")
