@@ -68,6 +68,47 @@ def test_crash_at_every_write_step_converges(team: Team, step: str, when: str) -
     assert r.verify_audit_log(team.storage).ok
 
 
+def finish_reject(team: Team) -> str:
+    h = team.harness
+    pid = h.approvals.request(team.ctx(), "deploy", ARGS)
+    if h.read("operation_approval", pid).doc["status"] == "requested":
+        h.approvals.review("lead", pid, "rejected")
+    return pid
+
+
+REJECTION_STEPS = [step for step in r.APPROVAL_STEPS if step.startswith(("approval.request/", "approval.review/"))]
+
+
+@pytest.mark.clause("STO-1", "REC-1", "REC-2", "REC-3", "MSG-6", "INV-7")
+@pytest.mark.parametrize("when", ["before", "after"])
+@pytest.mark.parametrize("step", REJECTION_STEPS)
+def test_crash_in_a_rejection_converges_and_the_rejection_is_delivered(team: Team, step: str, when: str) -> None:
+    """A rejection is a decision too: cut off at any write step and restarted, the approval ends
+    ``rejected``, its one ``approval_decision`` saying so is on the bus (REC-3 re-sends it when the
+    crash fell between the record and the message), nothing was called, and reconciling again
+    changes nothing. (The crash matrix above approves every review it crashes: a reconciliation
+    that re-sent approvals' decisions and not rejections' passed it.)"""
+    (team.storage.faults.crash_before if when == "before" else team.storage.faults.crash_after).add(step)
+    with pytest.raises(r.Crash):
+        finish_reject(team)
+    assert team.storage.faults.fired == [(when, step)], "the armed step was never reached"
+    team = team.restart()
+    assert invariants.check_state(team.harness.snapshot()) == [], "reconciliation alone must restore every invariant"
+    pid = finish_reject(team)
+    assert team.harness.read("operation_approval", pid).doc["status"] == "rejected" and team.world.calls == []
+    snap = team.harness.snapshot()
+    decisions = [
+        m["message"]["body"]["decision"]
+        for m in snap["message"]
+        if m["message"]["message_type"] == "approval_decision" and m["message"]["body"]["protocol_id"] == pid
+    ]
+    assert decisions == ["rejected"], "the rejection must reach its requester once"
+    assert invariants.check_state(snap) == []
+    team.harness.reconcile()
+    assert team.harness.snapshot() == snap, "reconcile is not idempotent"
+    assert r.verify_audit_log(team.storage).ok
+
+
 @pytest.mark.clause("APR-8")
 def test_crash_after_the_call_is_looked_up_not_repeated(team: Team) -> None:
     """The call happened, its outcome was not recorded: recovery asks the tool by key."""
