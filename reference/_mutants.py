@@ -44,6 +44,8 @@ MUTANTS: dict[str, str] = {
     "clean_exit_member_lost": "SHD-10: a clean finished drain also owes member_lost",
     "timed_out_as_completed": "SHD-6: the monitor completes a drain past its deadline instead of timing it out",
     "signal_non_cancellable": "JOB-2: a drain pass asks a non-cancellable job to cancel",
+    "force_terminate_spares_cancelling_jobs": "SHD-7: the last rung kills only the running jobs, not those "
+    "already asked to cancel (they stay cancel_requested, and the task's inspection waits for them forever)",
     "drain_keeps_requests": "XPR-2: beginning a drain keeps the member's own requested approvals",
     "reconcile_skips_outbox": "REC-3: reconciliation does not owe the messages the records owe",
     "cancel_ignores_incarnation": "XPR-1, INV-11: cancel takes a caller of an older incarnation",

@@ -377,9 +377,10 @@ class ShutdownProtocol:
             member = self.h.member(member_id)
             if sd.doc["status"] != "timed_out" or member["status"] != "draining":
                 raise ShutdownRefused(f"force termination for {pid}", "only a timed-out drain is force-terminated")
+            killable = ("running",) if broken("force_terminate_spares_cancelling_jobs") else BUSY
             with self.h.step("shutdown.force_terminate/jobs"):
                 for job in self.h.jobs.of(member_id):
-                    if job.doc["status"] in BUSY:
+                    if job.doc["status"] in killable:
                         self.h.jobs.runner.kill(job.key)
                         killed = {**job.doc, "status": "cancelled", "exit_code": -9}
                         self.h.storage.update("shutdown.force_terminate/jobs", "job", job.key, killed, job.version)

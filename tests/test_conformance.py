@@ -154,10 +154,12 @@ MUTANTS = [
     ("marker_after_first_step", "PLN-7", {"sections": ("vectors",), "configs": ("plan",), "clauses": ("PLN-7",)}),
     # the abstraction leaves the audit log out: only the invariants checked after every step see it
     ("shutdown_not_audited", "AUD-5", {"sections": ("vectors",), "configs": ("shutdown",), "clauses": ("SHD-1",)}),
+    # the jobs' statuses in the abstraction: a job left cancel_requested by the last rung
+    ("force_terminate_spares_cancelling_jobs", "SHD-7", {"sections": ("vectors",), "configs": ("monitor",)}),
 ]
 
 
-@pytest.mark.clause("APR-5", "APR-6", "MSG-5", "REC-2", "SHD-6", "SHD-1", "PLN-6", "PLN-7", "AUD-5")
+@pytest.mark.clause("APR-5", "APR-6", "MSG-5", "REC-2", "SHD-6", "SHD-1", "PLN-6", "PLN-7", "AUD-5", "SHD-7")
 @pytest.mark.parametrize(("mutant", "clause", "options"), MUTANTS, ids=[m[0] for m in MUTANTS])
 def test_a_reference_mutant_is_caught_through_the_driver(
     mutant: str, clause: str, options: dict[str, object], monkeypatch: pytest.MonkeyPatch

@@ -376,6 +376,30 @@ def test_force_termination_flags_the_task_and_inspection_frees_it(team: Team) ->
     team.check()
 
 
+@pytest.mark.clause("SHD-7", "JOB-1")
+def test_force_termination_kills_a_job_already_asked_to_cancel(team: Team) -> None:
+    """The last rung kills every job the member still has busy: the one the drain asked to cancel
+    (``cancel_requested``, it ignored the signal) as well as the one that could not be asked. Left
+    ``cancel_requested``, the job would keep the task's inspection waiting for ever."""
+    team.h.claim("m0", "t0")
+    team.h.jobs.start("m0", "job-c", "index", cancellable=True)
+    team.h.jobs.start("m0", "job-n", "migrate", cancellable=False)
+    pid = team.drain("m0", ttl=1)
+    assert team.h.shutdowns.drain_jobs("m0") == ["job-c"]
+    assert team.h.jobs.require("job-c").doc["status"] == "cancel_requested"
+    team.clock.advance(2)
+    team.h.monitor_pass()
+    team.h.shutdowns.force_terminate(pid)
+    assert sorted(team.runner.killed) == ["job-c", "job-n"]
+    assert {job: team.h.jobs.require(job).doc["status"] for job in ("job-c", "job-n")} == dict.fromkeys(
+        ("job-c", "job-n"), "cancelled"
+    )
+    team.h.members.inspect("m0")
+    team.h.tasks.inspect("t0", "pending")  # nothing of the member runs: the task is free again
+    assert team.task("t0")["status"] == "pending"
+    team.check()
+
+
 @pytest.mark.clause("SHD-10", "XPR-2")
 def test_a_lapse_is_told_once_and_a_clean_exit_not_at_all(team: Team) -> None:
     team.h.claim("m0", "t0")
