@@ -38,6 +38,7 @@ from spec.simulate import Plan, simulate
 EXTRA_CHECKS = {  # reported beside the invariants (an illegal edge is INV-3's own name)
     "INV-7": ["reconcile_is_idempotent"],
     "INV-12": ["no_deadlock", "every_request_can_finish", "no_cycle_avoids_finish"],
+    "PLN-9": ["deadline_is_the_last_instant"],  # and APR-5, PLN-5, SHD-6: one check for every deadline
 }
 
 

@@ -17,7 +17,13 @@ from types import MappingProxyType
 from typing import Final
 
 EXPLORER_CHECKS: Final = frozenset(
-    {"reconcile_is_idempotent", "no_deadlock", "every_request_can_finish", "no_cycle_avoids_finish"}
+    {
+        "reconcile_is_idempotent",
+        "no_deadlock",
+        "every_request_can_finish",
+        "no_cycle_avoids_finish",
+        "deadline_is_the_last_instant",
+    }
 )
 """Checks the explorer runs besides the invariants (see :mod:`spec.explore`)."""
 
@@ -62,7 +68,7 @@ _CHECKS: dict[str, Checked] = {
     "PLN-6": _C(("retraction_only_before_delivery", "messages_agree_with_records")),
     "PLN-7": _C(("plan_executes_once_and_only_approved_steps",)),
     "PLN-8": _C(("transitions_follow_tables",)),
-    "PLN-9": _C(("every_request_can_finish", "no_cycle_avoids_finish")),
+    "PLN-9": _C(("every_request_can_finish", "no_cycle_avoids_finish", "deadline_is_the_last_instant")),
     "PLN-10": _C(("owed_messages_present", "messages_agree_with_records")),
     "PLN-11": _C(("transitions_follow_tables", "stopped_member_acts_not")),
     "MEM-1": _C(("claims_only_by_eligible_members", "draining_member_accepts_nothing")),
@@ -79,7 +85,7 @@ _CHECKS: dict[str, Checked] = {
     "SHD-3": _C(("release_only_after_jobs_settle", "task_leaves_owner_after_jobs_settle")),
     "SHD-4": _C(("task_leaves_owner_after_jobs_settle", "non_cancellable_job_never_signalled")),
     "SHD-5": _C(("shutdown_completed_iff_member_stopped", "owed_messages_present", "messages_agree_with_records")),
-    "SHD-6": _C(("requests_final_by_deadline", "expiry_only_after_deadline")),
+    "SHD-6": _C(("requests_final_by_deadline", "expiry_only_after_deadline", "deadline_is_the_last_instant")),
     "SHD-7": _C(
         ("task_flagged_only_for_its_lost_owner", "shutdown_completed_iff_member_stopped", "every_request_can_finish")
     ),

@@ -835,6 +835,7 @@ def _search(
         search.report.frontier = search.witness(search.count - 1)  # the last state found: the deepest
     if model.config.liveness and search.report.complete and not search.stopped():
         _liveness(search)
+        _last_instants(search)
     search.report.states = search.count
     search.report.depth = max(search.depth, default=0)
     search.report.states_by_depth = [0] * (search.report.depth + 1)
@@ -1026,6 +1027,47 @@ def _liveness(search: _Search) -> None:
             f"a cycle of {len(cycle)} state(s) never reaches a state where every request is final",
             search.trace(cycle[0]),
         )
+
+
+LAST_INSTANT = (
+    ("approvals", ("requested", "approved"), "APR-5", "an approval"),
+    ("plans", ("pending", "approved"), "PLN-5", "a plan"),
+    ("runs", ("running",), "PLN-9", "a plan's execution"),
+    ("shutdowns", ("requested", "draining"), "SHD-6", "a shutdown request"),
+)
+"""The records the deadline monitor ends, the statuses it ends them from, and the clause of each."""
+
+
+def _last_instants(search: _Search) -> None:
+    """A deadline is its record's last instant (APR-5, PLN-5, PLN-9, SHD-6): the monitor ends a
+    record only after it. Where some state has such a record live at its deadline before the
+    monitor's pass of that instant, some state has one live at its deadline after the pass — the
+    pass itself leads there, as it touches nothing not yet past. A monitor that ends records *at*
+    their deadline removes behaviour (a run's last step at its deadline) and breaks no safety
+    predicate: a plan's execution may fail at any time (``plan.fail``), so the snapshots alone
+    cannot tell the monitor's failure from its own. Existential, over the whole graph: run with the
+    liveness check, on the states the search kept."""
+    before: dict[str, int] = {}
+    after: set[str] = set()
+    for number, state in enumerate(search.states):
+        if state.crashed:
+            continue
+        for field, live, _, _ in LAST_INSTANT:
+            if any(r.status in live and r.deadline == state.clock for r in getattr(state, field)):
+                if state.monitor_done:
+                    after.add(field)
+                else:
+                    before.setdefault(field, number)
+    for field, _, clause, what in LAST_INSTANT:
+        if field in before and field not in after:
+            state = search.states[before[field]]
+            passes = [(a, s) for a, s in search.model.successors(state) if a.name == "monitor.pass"]
+            search.violate(
+                clause,
+                "deadline_is_the_last_instant",
+                f"{what} live at its deadline is ended by the monitor's pass of that very instant, never after it",
+                search.trace(before[field], *[(a, s) for a, s in passes[:1] if isinstance(s, State)]),
+            )
 
 
 def _cycle_avoiding(successors: list[list[int]], goal: list[bool]) -> list[int] | None:

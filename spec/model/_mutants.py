@@ -159,6 +159,14 @@ MUTANTS: dict[str, Mutant] = {
             "the deadline monitor expires an approval one tick before its deadline",
         ),
         Mutant(
+            "monitor_fails_run_at_deadline",
+            "PLN-9",
+            "deadline_is_the_last_instant",
+            "plan",
+            "the deadline monitor fails a plan's execution at its deadline, not after it (removes a last step "
+            "at the deadline; no snapshot shows it: a run may fail at any time)",
+        ),
+        Mutant(
             "draining_member_consumes",
             "XPR-2",
             "stopped_member_acts_not",

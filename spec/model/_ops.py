@@ -747,7 +747,8 @@ def monitor_pass(model: Model, s: State) -> State:
                 s = _plan(s, p, "approved", approved_by="monitor", delivered=True)
                 continue
             s = owe(_plan(s, p, "expired", reason="expired"), ("plan_abandoned", p, 0))
-        if s.runs[p].status == "running" and now > s.runs[p].deadline:
+        at = 1 if model.broken("monitor_fails_run_at_deadline") else 0  # at the deadline, not after it
+        if s.runs[p].status == "running" and now + at > s.runs[p].deadline:
             s = _run(s, p, "failed")
     for slot, sd in enumerate(s.shutdowns):
         if model.broken("monitor_skips_shutdown") or now <= sd.deadline:
