@@ -11,6 +11,8 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
+from teamproto._cli import UsageError, error_line, make_folder
+
 
 def register(commands: Any) -> Any:
     p = commands.add_parser(
@@ -31,31 +33,21 @@ def register(commands: Any) -> Any:
     return handle
 
 
-def _usage(message: str) -> Exception:
-    """A command line that cannot run as given: ``teamproto`` prints it as one line on stderr (and
-    as JSON under ``--json``) and exits 2, before anything ran."""
-    from teamproto._cli import UsageError
-
-    return UsageError(message)
-
-
 def _refuse_bad_options(args: argparse.Namespace) -> None:
     """Refuse what would run a suite that means nothing, or lose its results, before it runs."""
     from spec import CLAUSES
 
     if args.programs < 0:
-        raise _usage(f"--programs must be 0 or more, not {args.programs}")
+        raise UsageError(f"--programs must be 0 or more, not {args.programs}")
     if args.depth < 1:
-        raise _usage(f"--depth must be at least 1, not {args.depth}")
+        raise UsageError(f"--depth must be at least 1, not {args.depth}")
     families = sorted({clause.split("-")[0] for clause in CLAUSES})
     for wanted in (c.strip() for c in args.clauses.split(",") if c.strip()):
         if wanted not in CLAUSES and wanted not in families:
-            raise _usage(
+            raise UsageError(
                 f"--clauses: no clause or family {wanted!r}; families: {', '.join(families)} "
                 "(or a clause id such as APR-5, listed in docs/protocol.md)"
             )
-    from teamproto._cli import make_folder
-
     for flag, folder in (("--report", args.report), ("--data-dir", args.data_dir)):
         if folder is not None:
             make_folder(flag, folder)  # now, not after the whole suite ran
@@ -69,7 +61,7 @@ def handle(args: argparse.Namespace, console: Console) -> int:
 
         store = args.export_log / "team.db" if args.export_log.is_dir() else args.export_log
         if not store.is_file():
-            raise _usage(
+            raise UsageError(
                 f"--export-log {args.export_log}: no reference store at {store}; give a data directory or its team.db"
             )
         for event in export_reference_log(args.export_log):
@@ -78,7 +70,7 @@ def handle(args: argparse.Namespace, console: Console) -> int:
     if args.log is not None:
         return _log(args, console)
     if not args.driver:
-        raise _usage("give --driver CMD (or --log FILE, --export-log DB, --write-vectors, --check-vectors)")
+        raise UsageError("give --driver CMD (or --log FILE, --export-log DB, --write-vectors, --check-vectors)")
     _refuse_bad_options(args)
     return _suite(args, console)
 
@@ -142,7 +134,7 @@ def _log(args: argparse.Namespace, console: Console) -> int:
         json.dump(verdict, sys.stdout, indent=2, sort_keys=True)
         sys.stdout.write("\n")
     if verdict.get("undecided"):  # the log could not be read or understood: one line on stderr
-        sys.stderr.write(f"teamproto: error (definite): --log {args.log}: {' '.join(verdict['message'].split())}\n")
+        error_line(UsageError(f"--log {args.log}: {verdict['message']}"))
         return 2
     if args.json:
         return 0 if verdict["ok"] else 1
