@@ -73,7 +73,9 @@ class Lead:
         return find_processes(self.h.storage.team, JOB_ENV, job_id)
 
     def job_running(self, member_id: str) -> bool:
-        return any(job.doc["status"] == "running" for job in self.h.jobs.of(member_id))
+        """Recorded ``running`` and its process started: the record is written before the process
+        starts (JOB-1), so a member killed in between leaves a running job with no process."""
+        return any(job.doc["status"] == "running" and self.job_processes(job.key) for job in self.h.jobs.of(member_id))
 
     def messages(self, message_type: str) -> list[dict[str, Any]]:
         rows = self.h.storage.scan("message")
