@@ -34,13 +34,14 @@ from ._errors import (
     ToolNotInProfile,
     UnknownApproval,
     UnknownTool,
+    UnknownWriteStep,
     VersionConflict,
 )
 from ._harness import CallContext, Harness
 from ._instances import BadInstanceId, Instance, InstanceError, InstanceInUse, UnknownInstance
 from ._jobs import CANCEL_EXIT, InProcessJobRunner, JobRunner, Jobs
 from ._lead import Ladder, escalate, inspect_lost_member, watch_lapses
-from ._member_process import EXIT_STEPS, MemberProcess, start_member
+from ._member_process import MemberProcess, start_member
 from ._members import MEMBER_STEPS, Members
 from ._outbox import Outbox
 from ._plan_errors import (
@@ -74,6 +75,7 @@ from ._runtime import (
     ensure_member_can_continue,
 )
 from ._shutdown import SHUTDOWN_STEPS, ShutdownProtocol
+from ._steps import EXIT_STEPS, TEAM_STEPS, WRITE_STEPS
 from ._storage import FaultPlan, Guard, MemoryStorage, SQLiteStorage, Storage, Stored
 from ._tasks import TASK_STEPS, Tasks
 from ._team_errors import (
@@ -106,6 +108,7 @@ __all__ = [
     "SHUTDOWN_STEPS",
     "TASK_STEPS",
     "TEAM_STEPS",
+    "WRITE_STEPS",
     "AgentTool",
     "AlreadyExists",
     "ApprovalExpired",
@@ -173,24 +176,11 @@ __all__ = [
     "UnknownRecord",
     "UnknownTask",
     "UnknownTool",
+    "UnknownWriteStep",
     "VersionConflict",
     "normalize_paths",
     "verify_audit_log",
 ]
-
-TEAM_STEPS: tuple[str, ...] = (
-    *TASK_STEPS,
-    "job.start/job",
-    "job.exit/job",
-    *MEMBER_STEPS,
-    *SHUTDOWN_STEPS,
-    "outbox.send/message",
-    "outbox.send/entry",
-    "monitor.pass/records",
-    "profile.change/profile",
-)
-"""The write steps of the team operations (members, tasks, jobs, shutdowns, outbox, monitor, a
-capability profile's change: XPR-4)."""
 
 __all__ += [
     "EXIT_STEPS",

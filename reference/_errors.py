@@ -44,6 +44,21 @@ class StorageUnavailable(StorageError):
     definite = False
 
 
+class UnknownWriteStep(StorageError):
+    """A write under a step name that no list of write steps declares (``reference.WRITE_STEPS``).
+
+    A bug of the implementation, not of its input: a crash "after step X" could never be placed
+    there, so the crash tests would pass without testing it. Definite: nothing was written.
+    """
+
+    def __init__(self, step: object) -> None:
+        self.step = step
+        super().__init__(
+            f"write step {step!r} is not a declared write step; name it in its module's *_STEPS "
+            "(reference/_steps.py) or fix the name: nothing was written"
+        )
+
+
 class Crash(BaseException):
     """Raised by a fault plan at a named write step to simulate the process dying there.
 

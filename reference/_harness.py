@@ -29,6 +29,7 @@ from ._mutants import broken
 from ._outbox import Outbox
 from ._recovery import reconcile_team
 from ._shutdown import ShutdownProtocol
+from ._steps import WRITE_STEPS
 from ._storage import Document, Storage, Stored
 from ._tasks import Tasks
 from ._team_errors import StaleMember, UnknownMember, UnknownProfileTool, UnknownRecord, UnknownTask
@@ -58,6 +59,7 @@ class Harness:
         from ._plans import PlanProtocol
 
         self.storage = storage
+        storage.steps = WRITE_STEPS  # DESIGN rule 3: a write only under a declared step name
         self.clock = clock
         self.lead_id = lead_id
         self.tools = {tool.name: tool for tool in tools or []}
@@ -156,6 +158,7 @@ class Harness:
     def step(self, name: str) -> Iterator[None]:
         """A write step that may write no record (nothing to flag, already owed): the fault hook
         still fires after it, so a crash "after step X" means the same here as in the model."""
+        self.storage.check_step(name)
         written = len(self.storage.steps_written)
         yield
         if name not in self.storage.steps_written[written:]:

@@ -71,16 +71,6 @@ from ._tasks import released_task
 from ._team_errors import StaleMember, TeamRefusal
 from ._tools import Tool, normalize_paths
 
-EXIT_STEPS = (
-    "member.exit/member",
-    "member.exit/requests",
-    "member.exit/jobs",
-    "member.exit/task",
-    "member.exit/stopped",
-    "member.exit/outbox",
-)
-"""Write steps of a member's own shutdown on SIGINT/SIGTERM (SHD-8), in order."""
-
 EXIT_CLEAN, EXIT_NOT_RUNNING, EXIT_STALE, EXIT_STUCK = 0, 3, 4, 5
 """Process exit codes: a clean exit; the record says the member may not go on (e.g. unhealthy);
 a newer incarnation exists (XPR-1); jobs did not settle within ``max_wait_seconds``."""

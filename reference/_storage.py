@@ -42,6 +42,7 @@ from ._errors import (
     FailClosed,
     StorageError,
     StorageUnavailable,
+    UnknownWriteStep,
     VersionConflict,
 )
 from ._mutants import broken
@@ -119,6 +120,10 @@ class FaultPlan:
             raise Crash(step, "after")
 
 
+OUTSIDE = "test/"
+"""The family of steps a test writes under beside the reference (another writer, a tampered row):
+a store accepts them, and the reference never writes one (``tests/test_write_steps.py``)."""
+
 _VALIDATED: OrderedDict[tuple[str, str], None] = OrderedDict()
 """(table, exact JSON text) already validated: unchanged rows are not validated again."""
 
@@ -171,6 +176,8 @@ class Storage:
         self.instance_id = _instances.fresh_id()
         self.registered = False
         self.released = False  # a closed connection: nothing more to register
+        self.steps: frozenset[str] | None = None
+        """The write steps this store accepts (a harness sets ``reference.WRITE_STEPS``); None: any."""
 
     # ---- the harness instance on this storage (REC-4, reference._instances) ------------------
     def open_instance(self, instance_id: str | None = None) -> str:
@@ -262,7 +269,13 @@ class Storage:
             step, lambda: self._update_guarded(table, key, text, expected_version, g), table, key, doc, text
         )
 
+    def check_step(self, step: str) -> None:
+        """Refuse a write step this store does not accept (:class:`UnknownWriteStep`)."""
+        if self.steps is not None and step not in self.steps and not str(step).startswith(OUTSIDE):
+            raise UnknownWriteStep(step)
+
     def _write(self, step: str, action: Callable[[], int], table: str, key: str, doc: Document, text: str) -> Stored:
+        self.check_step(step)
         if (table, text) not in _VALIDATED:
             spec.validate_record(table, doc)  # never persist what could not be loaded again
             _remember(table, text)

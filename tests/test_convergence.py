@@ -42,8 +42,10 @@ REFERENCE_ONLY = {
 
 
 def registered_steps() -> tuple[str, ...]:
-    """Every write step the reference registers: the union of the ``*_STEPS`` it exports."""
-    names = [name for name in r.__all__ if name.endswith("_STEPS")]
+    """Every write step the reference registers for its operations: the union of the ``*_STEPS``
+    it exports, in their order (``WRITE_STEPS``, the set a store accepts, adds the steps written
+    inside one model step: the monitor's and reconciliation's per record, and set-up)."""
+    names = [name for name in r.__all__ if name.endswith("_STEPS") and name != "WRITE_STEPS"]
     return tuple(dict.fromkeys(step for name in names for step in getattr(r, name)))
 
 
@@ -163,6 +165,7 @@ def test_every_reference_step_is_the_models() -> None:
     own = {s.rsplit("/", 1)[0] for s in registered_steps() if s.rsplit("/", 1)[0] in REFERENCE_ONLY}
     assert not own & set(OPERATIONS), "an operation listed as the reference's own is the model's"
     assert len(STEPS) >= 40, "the reference registers fewer steps than it did (approvals and team)"
+    assert set(registered_steps()) <= r.WRITE_STEPS, "a registered step a harness's store would refuse"
 
 
 @pytest.mark.clause("REC-2")

@@ -18,8 +18,9 @@ from reference import (
     SQLiteStorage,
     Storage,
 )
-from reference._member_process import EXIT_CLEAN, EXIT_STEPS, MemberProcess
+from reference._member_process import EXIT_CLEAN, MemberProcess
 from reference._runtime import ScriptedModel, ShutdownEvent, ToolCall, Turn
+from reference._steps import EXIT_STEPS
 
 
 class ExitsOnSignal(InProcessJobRunner):
