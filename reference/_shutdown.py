@@ -261,9 +261,12 @@ class ShutdownProtocol:
         with self.h.step("shutdown.release_task/task"):
             task = self.h.task_row(task_id)
             if task.doc["status"] == "claimed" and task.doc["owner_id"] == member_id:
-                previous = task.doc["checkpoint"] or {"state": None, "saved_at": self.h.clock.now()}
-                data = previous["state"] if state is None else plain_json(task_id, state)
-                released = released_task(task.doc, {**previous, "state": data}, self.h.event(member_id, "released"))
+                now = self.h.clock.now()
+                if state is None:  # the last checkpoint as it was (TSK-3); with none, an empty one from now
+                    kept = task.doc["checkpoint"] or {"state": None, "saved_at": now}
+                else:  # the state given is checkpointed now (TSK-2)
+                    kept = {"state": plain_json(task_id, state), "saved_at": now}
+                released = released_task(task.doc, kept, self.h.event(member_id, "released"))
                 self.h.storage.update("shutdown.release_task/task", "task", task_id, released, task.version)
 
     def finish(self, member_id: str, incarnation: int | None = None) -> None:
