@@ -152,3 +152,13 @@ def test_a_release_checkpoints_the_state_it_is_given_and_keeps_the_last_one_othe
         {"state": None, "saved_at": 2.0, "released": True},
     ]
     assert [team.task(t)["history"][-1]["event"] for t in ("t0", "t1", "t2")] == ["released"] * 3
+
+
+@pytest.mark.clause("TSK-2", "SHD-3")
+def test_a_release_refuses_a_state_that_is_not_plain_json_and_names_the_task(team: Team) -> None:
+    team.h.claim("m0", "t0")
+    team.drain("m0")
+    assert says(team, lambda: team.h.shutdowns.release_task("m0", {"at": (1, 2)}), r.BadCheckpoint) == (
+        "checkpoint of task t0 refused: it does not survive a JSON round trip (tuples, non-string keys?); "
+        "pass plain JSON data (TSK-2)"
+    )

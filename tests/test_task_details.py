@@ -1,0 +1,140 @@
+"""What each task refusal and checkpoint says, and when an inspection must wait, word for word
+(DESIGN rule 8; TSK-1, TSK-2, TSK-3, SHD-7, SHD-9).
+
+Found by the mutation score of ``reference/_tasks.py`` (every 6th of its 809 mutants): an
+inspection could stop waiting for the lost member's jobs — ``cancel_requested`` ones, or all of
+them — or for a member that still runs; a checkpoint after a release could lose the mark of the
+release; a checkpoint with a float could be refused; and a refusal could lose its task, its member
+or its reason — with every test passing.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import reference as r
+from reference import Storage
+from tests.test_shutdown_details import says
+from tests.test_team import Team
+
+
+@pytest.fixture
+def team(storage: Storage) -> Team:
+    return Team(storage).setup()
+
+
+@pytest.mark.clause("SHD-7", "SHD-10", "JOB-1")
+@pytest.mark.parametrize("asked_to_cancel", [False, True])
+def test_an_inspection_waits_for_every_job_of_the_task_that_has_not_exited(team: Team, asked_to_cancel: bool) -> None:
+    """A lapse does not stop the lost member's jobs: a running job, or one asked to cancel that has
+    not exited, keeps its task flagged; the inspection names it, and goes on once it exited."""
+    h = team.h
+    h.claim("m0", "t0")
+    h.jobs.start("m0", "job-1", "index", cancellable=True)
+    if asked_to_cancel:
+        team.drain("m0")
+        assert h.shutdowns.drain_jobs("m0") == ["job-1"]
+    h.members.lapse("m0")
+    status = h.jobs.require("job-1").doc["status"]
+    assert (team.task("t0")["status"], status) == (
+        "needs_inspection",
+        "cancel_requested" if asked_to_cancel else "running",
+    )
+    for outcome in ("pending", "failed"):
+        assert says(team, lambda o=outcome: h.tasks.inspect("t0", o), r.TaskNotDue) == (
+            "task t0 is needs_inspection: cannot inspect it while its job(s) job-1 still run"
+        )
+    team.runner.finish("job-1", -15 if asked_to_cancel else 0)
+    h.jobs.poll()
+    h.tasks.inspect("t0", "pending")
+    assert (team.task("t0")["status"], team.task("t0")["owner_id"]) == ("pending", None)
+
+
+@pytest.mark.clause("SHD-7")
+def test_an_inspection_waits_for_a_member_that_still_runs(team: Team) -> None:
+    """The last rung crashed after flagging the task, before the member was marked unhealthy: the
+    member still drains, so its task is not inspected yet."""
+    h = team.h
+    h.claim("m0", "t0")
+    pid = team.drain("m0", ttl=1)
+    team.clock.advance(2)
+    h.monitor_pass()
+    team.storage.faults.crash_after.add("shutdown.force_terminate/task")
+    with pytest.raises(r.Crash):
+        h.shutdowns.force_terminate(pid)
+    assert (team.task("t0")["status"], team.member("m0")["status"]) == ("needs_inspection", "draining")
+    assert says(team, lambda: h.tasks.inspect("t0", "pending"), r.TaskNotDue) == (
+        "task t0 is needs_inspection: cannot inspect it while m0 still runs"
+    )
+
+
+@pytest.mark.clause("TSK-1", "SHD-7", "SHD-9")
+def test_every_task_refusal_names_the_task_its_status_and_what_to_do(storage: Storage) -> None:
+    team = Team(storage).setup(members=3)
+    h = team.h
+    token = h.claim("m0", "t0")
+    assert says(team, lambda: h.tasks.finish("m0", "t0", "done", token), r.TaskNotDue) == (
+        "task t0 is claimed: cannot finish it as 'done': the outcome is completed or failed"
+    )
+    assert says(team, lambda: h.tasks.finish("m0", "t1", "completed", token), r.NotClaimHolder) == (
+        "m0 does not hold the current claim of task t1 (the claim token is not the current one); "
+        "re-read the task and claim it again if it is pending (TSK-1)"
+    )
+    other = h.claim("m1", "t1")
+    assert says(team, lambda: h.tasks.finish("m0", "t1", "completed", other), r.NotClaimHolder) == (
+        "m0 does not hold the current claim of task t1 (the task is claimed, held by m1); "
+        "re-read the task and claim it again if it is pending (TSK-1)"
+    )
+    team.storage.faults.crash_after.add("task.claim/task")  # a claim cut between its two writes
+    with pytest.raises(r.Crash):
+        h.claim("m2", "t2")
+    cut = team.task("t2")["claim_token"]
+    assert (team.task("t2")["owner_id"], team.member("m2")["current_task_id"]) == ("m2", None)
+    assert says(team, lambda: h.tasks.finish("m2", "t2", "completed", cut), r.NotClaimHolder) == (
+        "m2 does not hold the current claim of task t2 (it is not the member's current task); "
+        "re-read the task and claim it again if it is pending (TSK-1)"
+    )
+    assert says(team, lambda: h.tasks.inspect("t0", "completed"), r.TaskNotDue) == (
+        "task t0 is needs_inspection: cannot inspect it into 'completed': use pending or failed"
+    )
+    assert says(team, lambda: h.tasks.suspend("m2", unit_seconds=5), r.TaskNotDue) == (
+        "task None is not held: cannot suspend it for m2"
+    )
+    assert says(team, lambda: h.tasks.suspend("m0", unit_seconds=5), r.TaskNotDue) == (
+        "task t0 is claimed: cannot suspend it before 5.0"
+    )
+    h.jobs.start("m0", "job-1", "index")
+    team.clock.advance(5)
+    assert says(team, lambda: h.tasks.suspend("m0", unit_seconds=5), r.DrainNotReady) == (
+        "m0 cannot suspend task t0 yet: jobs job-1 still run (a cancel request is not a stopped job, SHD-3); "
+        "run the drain pass again after they exit"
+    )
+    team.drain("m0")
+    assert says(team, lambda: h.tasks.finish("m0", "t0", "completed", token), r.MemberBusy) == (
+        "m0 is draining: cannot finish task t0; a draining member releases it (SHD-3)"
+    )
+
+
+@pytest.mark.clause("TSK-2", "TSK-3")
+def test_a_checkpoint_keeps_plain_json_and_the_mark_of_an_earlier_release(team: Team) -> None:
+    h = team.h
+    token = h.claim("m0", "t0")
+    state = {"ratio": 0.5, "rows": [1.25, -3.0e-7, 2], "name": "ü", "nested": {"ok": True, "none": None}}
+    assert h.tasks.checkpoint("m0", "t0", token, state) == {"state": state, "saved_at": 0.0, "released": False}
+    team.drain("m0")
+    h.shutdowns.release_task("m0")
+    token = h.claim("m1", "t0")
+    team.clock.advance(1)
+    assert h.tasks.checkpoint("m1", "t0", token, {"step": 2}) == {
+        "state": {"step": 2},
+        "saved_at": 1.0,
+        "released": True,  # TSK-3: the next claimer's checkpoints still say the task was released once
+    }
+    assert team.task("t0")["checkpoint"] == {"state": {"step": 2}, "saved_at": 1.0, "released": True}
+    refusal = says(team, lambda: h.tasks.checkpoint("m1", "t0", token, {"x": float("nan")}), r.BadCheckpoint)
+    assert refusal.startswith("checkpoint of task t0 refused: not serialisable (")
+    assert refusal.endswith("); pass plain JSON data (TSK-2)")
+    assert says(team, lambda: h.tasks.checkpoint("m1", "t0", token, {"at": (1, 2)}), r.BadCheckpoint) == (
+        "checkpoint of task t0 refused: it does not survive a JSON round trip (tuples, non-string keys?); "
+        "pass plain JSON data (TSK-2)"
+    )
