@@ -162,3 +162,24 @@ def test_a_release_refuses_a_state_that_is_not_plain_json_and_names_the_task(tea
         "checkpoint of task t0 refused: it does not survive a JSON round trip (tuples, non-string keys?); "
         "pass plain JSON data (TSK-2)"
     )
+
+
+@pytest.mark.clause("SHD-2", "MSG-5", "REC-2")
+@pytest.mark.parametrize("step", ["shutdown.begin_drain/record", "shutdown.begin_drain/member"])
+def test_a_delivery_handled_again_after_a_crash_resumes_the_drain(team: Team, step: str) -> None:
+    """The member crashed while beginning its drain, before the delivery's result was recorded: the
+    message is still pending, and handling it again resumes the drain instead of refusing it for the
+    request it already moved to ``draining``."""
+    pid = team.request("m0")
+    mid = message_id(pid, "request")
+    team.storage.faults.crash_after.add(step)
+    with pytest.raises(r.Crash):
+        team.h.shutdowns.begin_drain("m0", mid)
+    assert team.h.shutdowns.require(pid).doc["status"] == "draining"
+    result = team.h.shutdowns.begin_drain("m0", mid)
+    assert result == {"outcome": "draining", "delivered_at": 0.0}
+    member = team.member("m0")
+    assert (member["status"], member["shutdown_request_id"], member["accepting_new_tasks"]) == ("draining", pid, False)
+    assert team.h.shutdowns.begin_drain("m0", mid) == result  # MSG-5: the same result again
+    team.h.shutdowns.finish("m0")
+    team.check()
