@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Protocol
 import spec
 
 from ._errors import AlreadyExists
-from ._storage import Document, Stored
+from ._storage import Document, Storage, Stored
 from ._team_errors import JobRefused, UnknownRecord
 
 if TYPE_CHECKING:
@@ -49,19 +49,47 @@ class JobRunner(Protocol):
     def poll(self, job_id: str) -> int | None: ...
 
 
+class EffectBeforeRecord(AssertionError):
+    """An effect outside the stores came before the record that owes it (MEM-2, JOB-1): a crash
+    between the two would leave a job started or signalled that no record says was."""
+
+    def __init__(self, effect: str, job_id: str, wanted: str, found: str | None) -> None:
+        self.effect, self.job_id, self.wanted, self.found = effect, job_id, wanted, found
+        super().__init__(
+            f"{effect} of job {job_id} before its record says {wanted} (it says {found or 'nothing'}): "
+            "persist the record first (MEM-2, JOB-1)"
+        )
+
+
 class InProcessJobRunner:
-    """A runner where nothing runs: tests say when a job exits and see what was signalled."""
+    """A runner where nothing runs: tests say when a job exits and see what was signalled.
+
+    Bound to its harness's store (``storage``), it also holds the harness to MEM-2 and JOB-1 on
+    every call, wherever it runs (unit, model and crash tests, the conformance driver): a job is
+    started only once its record says ``running``, and asked to cancel only once it says
+    ``cancel_requested`` — else :class:`EffectBeforeRecord`."""
 
     def __init__(self) -> None:
         self.started: list[str] = []
         self.cancelled: list[str] = []
         self.killed: list[str] = []
         self.exits: dict[str, int] = {}
+        self.storage: Storage | None = None
+
+    def _after_record(self, effect: str, job_id: str, wanted: str) -> None:
+        if self.storage is None:
+            return
+        row = self.storage.read(TABLE, job_id)
+        found = None if row is None else str(row.doc["status"])
+        if found != wanted:
+            raise EffectBeforeRecord(effect, job_id, wanted, found)
 
     def start(self, job_id: str, command: str) -> None:
+        self._after_record("the start", job_id, "running")
         self.started.append(job_id)
 
     def signal_cancel(self, job_id: str) -> None:
+        self._after_record("the cancel signal", job_id, "cancel_requested")
         self.cancelled.append(job_id)
 
     def kill(self, job_id: str) -> None:
@@ -90,6 +118,8 @@ class Jobs:
 
         self.h = harness
         self.runner = runner
+        if isinstance(runner, InProcessJobRunner):
+            runner.storage = harness.storage
         if isinstance(runner, SubprocessJobRunner):  # its processes carry the store's team (TEAM_ENV)
             if runner.team not in (None, harness.storage.team):
                 raise ValueError(f"this job runner runs team {runner.team}'s jobs, not {harness.storage.team}'s")
@@ -156,4 +186,4 @@ class Jobs:
         return stored
 
 
-__all__ = ["CANCEL_EXIT", "InProcessJobRunner", "JobRunner", "Jobs", "outcome_of"]
+__all__ = ["CANCEL_EXIT", "EffectBeforeRecord", "InProcessJobRunner", "JobRunner", "Jobs", "outcome_of"]
