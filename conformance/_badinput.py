@@ -294,6 +294,15 @@ CASES: tuple[Bad, ...] = (
         ("approval.consume",),
     ),
     Bad(
+        "contrary-review",
+        "the Lead approved m0's request; the Lead reviews it again, rejecting it",
+        ("APR-4",),
+        ("review_conflict",),
+        lambda s, p: s.call(review(p, decision="rejected")),
+        (),
+        ("approval.review",),
+    ),
+    Bad(
         "unknown-id-review",
         "a review of an id nobody made",
         ("APR-4",),

@@ -22,6 +22,8 @@ NARROW = {
     "inspect_treats_draining_as_lost": "a crash right after force_terminate's task step, past the deadline",
     "suspended_task_stuck": "caught by the liveness check, which needs the whole graph: walks have none",
     "monitor_fails_run_at_deadline": "caught by the last-instant check, which needs the whole graph too",
+    "reconcile_ignores_incarnation": "a drain finished, a restart, a second request drained, a crash, a restart",
+    "release_while_cancel_requested": "a job asked to cancel, then the release before it exits, before any crash",
     "draining_member_runs_steps": "a drain that begins after the plan started and before its step, within the ttl",
     "consume_ignores_incarnation": "an approval approved, its member drained, stopped and restarted, and the same "
     "task claimed again, all before the approval's deadline (11 steps)",

@@ -94,6 +94,22 @@ MUTANTS: dict[str, Mutant] = {
             "a drain pass releases the task while the member's job is still running",
         ),
         Mutant(
+            "release_while_cancel_requested",
+            "SHD-3",
+            "INV-5",
+            "shutdown",
+            "a drain pass takes a job asked to cancel as stopped: it releases the task (and may finish) "
+            "while the job, cancel_requested, has not exited",
+        ),
+        Mutant(
+            "reconcile_ignores_incarnation",
+            "XPR-1",
+            "INV-4",
+            "restarts",
+            "reconciliation repairs a member by a shutdown request made for an earlier incarnation: the "
+            "old request's completion stops the new incarnation while it drains for a new request",
+        ),
+        Mutant(
             "finish_keeps_task",
             "SHD-5",
             "INV-4",

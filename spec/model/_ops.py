@@ -322,6 +322,8 @@ def _drain_ops(model: Model, s: State, m: int, slot: int) -> Iterator[Operation]
             [("shutdown.drain_jobs/jobs", cancel), ("shutdown.drain_jobs/record", waited)],
         )
     settled = not model.job_busy(s, m)
+    if model.broken("release_while_cancel_requested"):  # a job asked to cancel taken as stopped
+        settled = s.jobs[m].status != "running"
     t = s.members[m].task
     if t != NONE and (settled or model.broken("release_before_jobs_settle")):
         yield A("shutdown.release_task", member=m), _release_steps(m, t, slot)

@@ -77,7 +77,8 @@ def _shutdowns(model: Model, s: State) -> State:
         if not sd.status:
             continue
         member = s.members[sd.target]
-        current = member.incarnation == sd.target_incarnation
+        # XPR-1: a request speaks only for the incarnation it was made for
+        current = member.incarnation == sd.target_incarnation or model.broken("reconcile_ignores_incarnation")
         if sd.status == "requested":
             s = _redeliver(model, s, ("shutdown_request", slot, 0))
         elif sd.status in ("draining", "timed_out") and current and member.status == "running":
