@@ -1,9 +1,9 @@
 """An unbiased mutation score of the reference (DESIGN rule 7): mutmut 3 over the approval,
-storage, tools and audit modules, one module at a time, with the fast test selection of
-``[tool.mutmut]`` in pyproject.toml and ``HYPOTHESIS_PROFILE=mutation``.
+storage, tools, audit, shutdown, tasks and jobs modules, one module at a time, with the fast test
+selection of ``[tool.mutmut]`` in pyproject.toml and ``HYPOTHESIS_PROFILE=mutation``.
 
-    .venv/bin/python scripts/mutation.py [approval storage tools audit] [--max-children 1] [--sample N]
-        [--resume] [--survivors] [--recheck-kills N] [--report-only]
+    .venv/bin/python scripts/mutation.py [approval storage tools audit shutdown tasks jobs]
+        [--max-children 1] [--sample N] [--resume] [--survivors] [--recheck-kills N] [--report-only]
         [--new-tests FILE ...]
 
 Prints, per module, the mutants killed, the survivors and the score, then every survivor with its
@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-MODULES = ("approval", "storage", "tools", "audit")
+MODULES = ("approval", "storage", "tools", "audit", "shutdown", "tasks", "jobs")
 RECORD = ROOT / "mutation"
 SWITCH = re.compile(r"""broken\((["'])[^"']*\1\)""")
 
