@@ -138,3 +138,32 @@ def test_a_checkpoint_keeps_plain_json_and_the_mark_of_an_earlier_release(team: 
         "checkpoint of task t0 refused: it does not survive a JSON round trip (tuples, non-string keys?); "
         "pass plain JSON data (TSK-2)"
     )
+
+
+@pytest.mark.clause("MEM-4", "JOB-1")
+def test_a_job_record_and_every_job_refusal_word_for_word(team: Team) -> None:
+    h = team.h
+    assert says(team, lambda: h.jobs.start("m0", "job-1", "index"), r.JobRefused) == (
+        "job job-1: m0 holds no task; claim one first"
+    )
+    h.claim("m0", "t0")
+    assert h.jobs.start("m0", "job-1", "index", cancellable=False) == {
+        "job_id": "job-1",
+        "status": "running",
+        "owner_id": "m0",
+        "task_id": "t0",
+        "cancellable": False,
+        "command": "index",
+        "exit_code": None,
+        "version": 0,
+    }
+    assert h.jobs.require("job-1").doc["version"] == 0
+    assert says(team, lambda: h.jobs.start("m0", "job-1", "index"), r.JobRefused) == (
+        "job job-1: a job with this id exists; use a new job id"
+    )
+    h.jobs.exited("job-1", 0)
+    assert says(team, lambda: h.jobs.exited("job-1", 1), r.JobRefused) == "job job-1: it already ended as succeeded"
+    team.drain("m1", "sd-1")
+    assert says(team, lambda: h.jobs.start("m1", "job-2", "index"), r.JobRefused) == (
+        "job job-2: m1 is draining; only a running member starts jobs"
+    )
