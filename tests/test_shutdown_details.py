@@ -183,3 +183,32 @@ def test_a_delivery_handled_again_after_a_crash_resumes_the_drain(team: Team, st
     assert team.h.shutdowns.begin_drain("m0", mid) == result  # MSG-5: the same result again
     team.h.shutdowns.finish("m0")
     team.check()
+
+
+@pytest.mark.clause("SHD-6")
+@pytest.mark.parametrize("short", ["m0", "m1"])
+def test_the_monitor_expires_every_request_past_its_deadline_whichever_it_reads_first(team: Team, short: str) -> None:
+    """Two requests, one past its deadline and one not: the monitor's pass moves the one, whichever
+    of the two it reads first, and leaves the other."""
+    ttl = {"m0": 100.0, "m1": 100.0, short: 1.0}
+    pids = {m: team.request(m, f"sd-{m}", ttl=ttl[m]) for m in ("m0", "m1")}
+    team.clock.advance(2)
+    assert team.h.monitor_pass() is None
+    statuses = {m: team.h.shutdowns.require(pid).doc["status"] for m, pid in pids.items()}
+    assert statuses == {m: "expired" if m == short else "requested" for m in ("m0", "m1")}
+
+
+@pytest.mark.clause("MSG-3", "SHD-6", "XPR-1")
+def test_a_stale_or_expired_drain_step_is_refused_in_words(team: Team) -> None:
+    h = team.h
+    pid = team.request("m0", ttl=1)
+    mid = message_id(pid, "request")
+    team.clock.advance(2)
+    h.monitor_pass()
+    assert says(team, lambda: h.shutdowns.begin_drain("m0", mid), r.MessageNotPending) == (
+        f"message {mid} is expired, not pending: nothing to handle (MSG-3)"
+    )
+    team.drain("m1", "sd-2")
+    assert says(team, lambda: h.shutdowns.drain_jobs("m1", incarnation=2), r.StaleMember) == (
+        "m1: call made for incarnation 2, the member is now incarnation 1; a stale process must stop (XPR-1)"
+    )
