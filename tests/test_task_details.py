@@ -167,3 +167,56 @@ def test_a_job_record_and_every_job_refusal_word_for_word(team: Team) -> None:
     assert says(team, lambda: h.jobs.start("m1", "job-2", "index"), r.JobRefused) == (
         "job job-2: m1 is draining; only a running member starts jobs"
     )
+
+
+class _AlwaysLost(r.FaultPlan):
+    """Another writer wins every compare-and-set of ``step`` (STO-4); ``tries`` counts them."""
+
+    def __init__(self, step: str) -> None:
+        super().__init__()
+        self.step, self.tries = step, 0
+
+    def before(self, step: str) -> None:
+        if step == self.step:
+            self.tries += 1
+            raise r.VersionConflict("task", "t0", 1, 2)
+        super().before(step)
+
+
+@pytest.mark.clause("XPR-1", "STO-4", "SHD-9", "AUD-1")
+def test_a_stale_checkpoint_a_finish_that_keeps_losing_and_the_suspension_event(team: Team) -> None:
+    h = team.h
+    token = h.claim("m0", "t0")
+    assert says(team, lambda: h.tasks.checkpoint("m0", "t0", token, {"step": 1}, incarnation=2), r.StaleMember) == (
+        "m0: call made for incarnation 2, the member is now incarnation 1; a stale process must stop (XPR-1)"
+    )
+    faults, team.storage.faults = team.storage.faults, _AlwaysLost("task.finish/task")
+    assert says(team, lambda: h.tasks.finish("m0", "t0", "completed", token), r.NotClaimHolder) == (
+        "m0 does not hold the current claim of task t0 (the task kept changing under the finish; try again); "
+        "re-read the task and claim it again if it is pending (TSK-1)"
+    )
+    assert team.storage.faults.tries == 8  # the reference's bound of tries on fresh records (STO-4)
+    lost = team.storage.faults = _AlwaysLost("task.claim/task")
+    assert says(team, lambda: h.claim("m1", "t1"), r.ClaimRefused) == (
+        "m1 may not claim a task: the records kept changing under the claim; try again (MEM-1)"
+    )
+    assert lost.tries == 8
+    team.storage.faults = faults
+    assert says(team, lambda: h.claim("m1", "t1", incarnation=2), r.StaleMember) == (
+        "m1: call made for incarnation 2, the member is now incarnation 1; a stale process must stop (XPR-1)"
+    )
+    assert (
+        says(team, lambda: h.tasks.resume("t0"), r.TaskNotDue)
+        == "task t0 is claimed: cannot move it suspended → pending"
+    )
+    assert says(team, lambda: h.claim("m0", "t1"), r.ClaimRefused) == (
+        "m0 may not claim a task: it already holds task t0; finish or release it first (MEM-1)"
+    )
+    row = h.member_row("m1")
+    h.storage.update("test/accepting", "member", "m1", {**row.doc, "accepting_new_tasks": False}, row.version)
+    assert says(team, lambda: h.claim("m1", "t1"), r.ClaimRefused) == (
+        "m1 may not claim a task: it is not accepting new tasks (MEM-1)"
+    )
+    team.clock.advance(5)
+    h.tasks.suspend("m0", unit_seconds=5)
+    assert team.task("t0")["history"][-1] == {"actor": "monitor", "event": "suspended", "summary": "", "at": 5.0}
