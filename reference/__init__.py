@@ -39,7 +39,7 @@ from ._errors import (
 )
 from ._harness import CallContext, Harness
 from ._instances import BadInstanceId, Instance, InstanceError, InstanceInUse, UnknownInstance
-from ._jobs import CANCEL_EXIT, InProcessJobRunner, JobRunner, Jobs
+from ._jobs import CANCEL_EXIT, EffectBeforeRecord, InProcessJobRunner, JobRunner, Jobs
 from ._lead import Ladder, escalate, inspect_lost_member, watch_lapses
 from ._member_process import MemberProcess, start_member
 from ._members import MEMBER_STEPS, Members
@@ -128,6 +128,7 @@ __all__ = [
     "CorruptRecord",
     "Crash",
     "DrainNotReady",
+    "EffectBeforeRecord",
     "FailClosed",
     "FaultPlan",
     "ForgedIdentity",

@@ -172,6 +172,13 @@ def against_new_tests(module: str, files: list[str], sample: int = 1) -> None:
     The files are copied into ``mutants/`` first (mutmut refreshes its copy only when it runs)."""
     for file in files:
         shutil.copy2(ROOT / file, ROOT / "mutants" / file)
+    # Honest verdicts only: the new tests must pass on mutmut's copy of the source with no mutant
+    # active, or every mutant would look killed (a test that needs source newer than the copy).
+    if recheck_one("", files) != "survived":
+        raise SystemExit(
+            f"the new tests {files} fail in mutants/ with no mutant active: the copy of the source is older "
+            "than the tests; run the module again (--survivors) instead"
+        )
     rechecked = load_rechecks()
     statuses = results(module)
     for name in sorted(statuses)[::sample]:

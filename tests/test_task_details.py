@@ -220,3 +220,42 @@ def test_a_stale_checkpoint_a_finish_that_keeps_losing_and_the_suspension_event(
     team.clock.advance(5)
     h.tasks.suspend("m0", unit_seconds=5)
     assert team.task("t0")["history"][-1] == {"actor": "monitor", "event": "suspended", "summary": "", "at": 5.0}
+
+
+class _Recording(r.InProcessJobRunner):
+    def __init__(self) -> None:
+        super().__init__()
+        self.commands: list[tuple[str, str]] = []
+
+    def start(self, job_id: str, command: str) -> None:
+        super().start(job_id, command)
+        self.commands.append((job_id, command))
+
+
+@pytest.mark.clause("MEM-2", "JOB-1", "MEM-4")
+def test_the_in_process_runner_refuses_an_effect_before_its_record_in_words(storage: Storage) -> None:
+    team = Team(storage, runner=_Recording()).setup()
+    h, runner = team.h, team.runner
+    with pytest.raises(r.EffectBeforeRecord) as early:
+        runner.start("job-x", "index")
+    assert str(early.value) == (
+        "the start of job job-x before its record says running (it says nothing): persist the record first "
+        "(MEM-2, JOB-1)"
+    )
+    h.claim("m0", "t0")
+    h.jobs.start("m0", "job-1", "index --all")
+    assert runner.commands == [("job-1", "index --all")]  # the command the record holds is the one started
+    with pytest.raises(r.EffectBeforeRecord) as signalled:
+        runner.signal_cancel("job-1")
+    assert str(signalled.value) == (
+        "the cancel signal of job job-1 before its record says cancel_requested (it says running): persist the "
+        "record first (MEM-2, JOB-1)"
+    )
+    runner.kill("job-1")
+    assert runner.poll("job-1") == -9
+    assert says(team, lambda: h.jobs.require("job-9"), r.UnknownRecord) == (
+        "no job 'job-9'; start it first with Jobs.start"
+    )
+    with pytest.raises(ValueError) as other:
+        r.Harness(storage, team.clock, [], jobs=r.SubprocessJobRunner(team="another-team"))
+    assert str(other.value) == f"this job runner runs team another-team's jobs, not {storage.team}'s"
