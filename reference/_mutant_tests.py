@@ -75,6 +75,7 @@ CAUGHT_BY: dict[str, list[str]] = {
             "signal_non_cancellable",
             "drain_keeps_requests",
             "reconcile_skips_outbox",
+            "ack_misaddressed",
         )
     },
     # two instances over one store (DESIGN rule 9): the interleaving explorer, and the races

@@ -48,6 +48,8 @@ MUTANTS: dict[str, str] = {
     "already asked to cancel (they stay cancel_requested, and the task's inspection waits for them forever)",
     "drain_keeps_requests": "XPR-2: beginning a drain keeps the member's own requested approvals",
     "reconcile_skips_outbox": "REC-3: reconciliation does not owe the messages the records owe",
+    "ack_misaddressed": "MSG-1, SHD-5: the shutdown_ack is addressed to the member that sends it, not to the "
+    "Lead that asked",
     "cancel_ignores_incarnation": "XPR-1, INV-11: cancel takes a caller of an older incarnation",
     "approval_incarnation_ignored": "XPR-1: consume ignores the incarnation the approval was made for",
     "idempotency_key_is_tool_call_id": "APR-5, APR-8: the tool is called under the tool call id, not the approval id",

@@ -21,6 +21,7 @@ import spec
 from spec.ids import protocol_id
 
 from ._errors import AlreadyExists
+from ._mutants import broken
 from ._storage import Document, active
 from ._team_errors import UnknownRecord
 
@@ -80,7 +81,7 @@ class Outbox:
             shutdown["protocol_id"],
             "ack",
             shutdown["target_id"],
-            shutdown["requester_id"],
+            shutdown["target_id"] if broken("ack_misaddressed") else shutdown["requester_id"],
             body,
             NOTICE_TTL,
             reply_to="request",

@@ -315,9 +315,89 @@ def messages_agree_with_records(snap: Snapshot) -> list[str]:
                 problems.append(
                     f"{kind}/{message['message_id']}: {message['message_type']} is not under its stable id {expected}"
                 )
+    problems += _parties_agree(snap)
     problems += _approval_decisions_agree(snap)
     problems += _plan_decisions_agree(snap)
     problems += _replies_agree(snap)
+    return problems
+
+
+# message type → (record section, the record's id field, (sender field, target field) of the record,
+# the fields of the body that repeat the record's, whether it answers the request); a reply goes
+# back the way its request came (MSG-1)
+_PARTIES: dict[str, tuple[str, tuple[str, str], tuple[str, ...], bool]] = {
+    "approval_request": (
+        "operation_approval",
+        ("requester_id", "responder_id"),
+        (
+            "protocol_id",
+            "requester_id",
+            "requester_incarnation",
+            "task_id",
+            "tool_name",
+            "arguments_digest",
+            "profile_version",
+            "risk_summary",
+            "deadline",
+        ),
+        False,
+    ),
+    "approval_decision": ("operation_approval", ("responder_id", "requester_id"), ("protocol_id",), True),
+    "plan_request": (
+        "plan_approval",
+        ("requester_id", "responder_id"),
+        ("plan", "revision", "supersedes", "requester_incarnation"),
+        False,
+    ),
+    "plan_decision": ("plan_approval", ("responder_id", "requester_id"), (), True),
+    "plan_completion": ("plan_approval", ("requester_id", "responder_id"), (), False),
+    "plan_abandoned": ("plan_approval", ("requester_id", "responder_id"), (), False),
+    "shutdown_request": (
+        "shutdown_request",
+        ("requester_id", "target_id"),
+        ("protocol_id", "target_incarnation", "reason_text", "deadline"),
+        False,
+    ),
+    "shutdown_ack": ("shutdown_request", ("target_id", "requester_id"), ("protocol_id",), True),
+}
+
+
+def _parties_agree(snap: Snapshot) -> list[str]:
+    """MSG-1, MSG-4: a request goes from its record's requester to its responder (a shutdown
+    request from the Lead to its target) and repeats the record's facts in its body — the
+    approval's arguments digest and deadline, the plan as submitted, the target's incarnation; a
+    reply (decision, acknowledgement) goes back the way the request came and names it in
+    ``reply_to``; a plan's completion or abandonment goes from its requester to its responder.
+    A message misaddressed or carrying other facts than its record's is another request."""
+    sections = ("operation_approval", "plan_approval", "shutdown_request")
+    records = {section: _by(snap[section], "protocol_id") for section in sections}
+    problems = []
+    for kind in ("message", "outbox_entry"):
+        for row in snap[kind]:
+            message = row["message"]
+            known = _PARTIES.get(message["message_type"])
+            if known is None:
+                continue
+            section, (sender, target), repeated, reply = known
+            record = records[section].get(message["correlation_id"])
+            if record is None:
+                continue  # a message of no record: the decision checks below say so where it matters
+            name = f"{message['message_type']}/{message['message_id']}"
+            parties = (message["sender"], message["target"])
+            if parties != (record[sender], record[target]):
+                problems.append(
+                    f"{name}: from {parties[0]} to {parties[1]}; by its {section} it goes from "
+                    f"{record[sender]} to {record[target]}"
+                )
+            body = message["body"]
+            for field in repeated:
+                if body.get(field) != record[field]:
+                    problems.append(
+                        f"{name}: says {field} {body.get(field)!r}, but its {section} says {record[field]!r}"
+                    )
+            answers = ids.message_id(message["correlation_id"], "request") if reply else None
+            if message.get("reply_to") != answers:
+                problems.append(f"{name}: replies to {message.get('reply_to')}, not to {answers}")
     return problems
 
 

@@ -1,0 +1,139 @@
+"""Each message goes between its record's parties and repeats its record's facts (MSG-1, MSG-4).
+
+Found blind by the last outside review: the conformance abstraction reads neither a message's
+``sender`` and ``target`` nor an approval request's deadline and arguments digest, and no
+predicate compared them with the record, so a shutdown acknowledgement sent back to the member
+that wrote it (reference mutant ``ack_misaddressed``), or a request carrying another deadline than
+its record, passed every check. ``spec.safety.messages_agree_with_records`` now holds each
+request to its record's requester and responder, each reply to the way its request came (and its
+``reply_to``), and each request's body to the record's fields it repeats. These tests build real
+messages with the reference, then change one thing at a time: every change must be named, and
+the messages as written must pass.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+import reference as r
+from spec import safety
+from spec.ids import message_id
+from tests.test_plans import STEPS, plan
+
+PARTIES = {
+    # message type → (sender, target) as the protocol says, written out here and not read from
+    # the table under test: a request from its requester, a reply back the way it came
+    "approval_request": ("m0", "lead"),
+    "approval_decision": ("lead", "m0"),
+    "plan_request": ("m0", "lead"),
+    "plan_decision": ("lead", "m0"),
+    "plan_completion": ("m0", "lead"),
+    "shutdown_request": ("lead", "m1"),
+    "shutdown_ack": ("m1", "lead"),
+}
+
+
+def _team_snapshot() -> dict[str, Any]:
+    """Every kind of request and reply the protocol exchanges, written by the reference."""
+    clock = r.ManualClock(0.0)
+    world, copier, swap = r.RecordingTool("deploy"), r.RecordingTool("copy"), r.RecordingTool("swap")
+    h = r.Harness(r.MemoryStorage(), clock, [world.tool(), copier.tool(), swap.tool()])
+    for m in ("m0", "m1"):
+        h.add_member(m, ["deploy"])
+        h.add_task(f"t{m[1]}")
+        h.claim(m, f"t{m[1]}")
+    ctx = r.CallContext("m0", 1, "call-1", "t0")
+    result = h.approvals.call(ctx, "deploy", {"path": "srv/app"}, risk_summary="restarts the app")
+    h.approvals.review("lead", result["protocol_id"], "approved", "ok")
+    pid = h.plans.draft(r.CallContext("m0", 1, "plan", "t0"), "p", plan(*STEPS))
+    h.plans.submit(r.CallContext("m0", 1, "plan", "t0"), pid)
+    h.plans.decide("lead", pid, "approved")
+    h.plans.deliver_decision("m0", message_id(pid, "decision-0"))
+    h.plans.start(r.CallContext("m0", 1, "plan", "t0"), pid)
+    for step_id, action, params in STEPS:
+        h.plans.step(r.CallContext("m0", 1, "plan", "t0"), pid, {"id": step_id, "action": action, "params": params})
+    h.plans.complete(r.CallContext("m0", 1, "plan", "t0"), pid)
+    sid = h.shutdowns.request("lead", "m1", "sd-1")
+    h.shutdowns.begin_drain("m1", message_id(sid, "request"))
+    h.shutdowns.release_task("m1")
+    h.shutdowns.finish("m1")
+    return h.snapshot()
+
+
+@pytest.fixture(scope="module")
+def snap() -> dict[str, Any]:
+    return _team_snapshot()
+
+
+def _places(snap: dict[str, Any]) -> list[tuple[str, int, dict[str, Any]]]:
+    """(section, index, message) of every message on the bus or still owed."""
+    return [(kind, i, row["message"]) for kind in ("message", "outbox_entry") for i, row in enumerate(snap[kind])]
+
+
+def _changed(snap: dict[str, Any], kind: str, i: int, change: Any) -> dict[str, Any]:
+    broken = copy.deepcopy(snap)
+    change(broken[kind][i]["message"])
+    return broken
+
+
+@pytest.mark.clause("MSG-1", "MSG-4")
+def test_the_messages_as_written_go_between_their_records_parties(snap: dict[str, Any]) -> None:
+    assert safety.messages_agree_with_records(snap) == []
+    seen = {m["message_type"]: (m["sender"], m["target"]) for _, _, m in _places(snap)}
+    assert {t: seen[t] for t in PARTIES} == PARTIES  # every kind is exercised, between the right parties
+
+
+@pytest.mark.clause("MSG-1")
+@pytest.mark.parametrize("message_type", sorted(PARTIES))
+def test_a_message_between_other_parties_is_named(snap: dict[str, Any], message_type: str) -> None:
+    sender, target = PARTIES[message_type]
+    kind, i, message = next(p for p in _places(snap) if p[2]["message_type"] == message_type)
+    for wrong in ({"sender": target, "target": sender}, {"sender": "m2"}, {"target": sender}):
+        found = safety.messages_agree_with_records(_changed(snap, kind, i, lambda m, w=wrong: m.update(w)))
+        expected = f"{message_type}/{message['message_id']}: from {wrong.get('sender', sender)} to "
+        assert [p for p in found if p.startswith(expected)], (wrong, found)
+
+
+REPEATED = {
+    "approval_request": (
+        "protocol_id",
+        "requester_id",
+        "requester_incarnation",
+        "task_id",
+        "tool_name",
+        "arguments_digest",
+        "profile_version",
+        "risk_summary",
+        "deadline",
+    ),
+    "plan_request": ("plan", "revision", "supersedes", "requester_incarnation"),
+    "shutdown_request": ("protocol_id", "target_incarnation", "reason_text", "deadline"),
+}
+
+
+@pytest.mark.clause("MSG-1", "APR-1", "PLN-1", "SHD-1")
+@pytest.mark.parametrize(("message_type", "field"), [(t, f) for t, fields in REPEATED.items() for f in fields])
+def test_a_request_that_says_other_than_its_record_is_named(
+    snap: dict[str, Any], message_type: str, field: str
+) -> None:
+    kind, i, message = next(p for p in _places(snap) if p[2]["message_type"] == message_type)
+    value = message["body"][field]
+    other = value + 1 if isinstance(value, (int, float)) and not isinstance(value, bool) else f"other {value}"
+    found = safety.messages_agree_with_records(_changed(snap, kind, i, lambda m: m["body"].update({field: other})))
+    assert [p for p in found if p.startswith(f"{message_type}/{message['message_id']}: says {field} ")], found
+
+
+@pytest.mark.clause("MSG-1")
+@pytest.mark.parametrize("message_type", ["approval_decision", "plan_decision", "shutdown_ack", "plan_completion"])
+def test_a_reply_names_the_request_it_answers_and_nothing_else_does(snap: dict[str, Any], message_type: str) -> None:
+    kind, i, message = next(p for p in _places(snap) if p[2]["message_type"] == message_type)
+    if "reply_to" in message:
+        assert message["reply_to"] == message_id(message["correlation_id"], "request")
+        change = lambda m: m.update({"reply_to": message_id(m["correlation_id"], "ack")})  # noqa: E731
+    else:  # a completion answers no request: naming one is wrong
+        change = lambda m: m.update({"reply_to": message_id(m["correlation_id"], "request")})  # noqa: E731
+    found = safety.messages_agree_with_records(_changed(snap, kind, i, change))
+    assert [p for p in found if p.startswith(f"{message_type}/{message['message_id']}: replies to ")], found
