@@ -16,6 +16,7 @@ from typing import Any
 from spec.model import Config, Model, parse_config, snapshot
 from spec.model._model import Action
 from spec.model._reconcile import reconcile
+from spec.model._snapshot import plan_body
 
 from ._abstract import abstract, canonical_ids, differences
 from ._cases import Case, Session
@@ -48,6 +49,10 @@ def config_of(number: int) -> Config:
 
 
 REFUSED, KILL, CRASH, APPROVED_CALL = 0.15, 0.08, 0.12, 0.2
+STARTED_PLAN, DEVIATE = 0.1, 0.3
+"""The odds that a step of a program with plans drafts a plan and takes it to its start at once
+(:meth:`Program.started_plan`; drawn just under ``APPROVED_CALL``'s band), and then"""
+"""The odds that a step of a running plan execution is sent as a deviation instead (PLN-4)."""
 WEIGHTS = {"task.finish": 0.2, "profile.change": 0.2, "tick": 0.4, "approval.review": 3.0, "approval.consume": 4.0}
 """As the model tests draw (``model_tests/test_stateful.py``): mostly the approval path, which
 keeps approved approvals common; finishing tasks, profile changes and time passing more rarely."""
@@ -93,12 +98,23 @@ class Program:
         if not self.check(("REC-2",), "init"):
             return
         for _ in range(depth):
+            deviations = self.deviations()
+            if deviations and self.rng.random() < DEVIATE:
+                if not self.deviated(*self.rng.choice(deviations)):
+                    return
+                continue
             enabled = [(a, s) for a, s in self.model.operations(self.state) if a.name in self.caps["operations"]]
             refusable = self.refusable({a for a, _ in self.model.operations(self.state)})
             draw = self.rng.random()
             if draw > 1 - APPROVED_CALL:
                 took = self.approved_call()
                 if self.case.verdict != "OK":  # a step of it failed: the case ends there
+                    return
+                if took:
+                    continue
+            if draw > 1 - APPROVED_CALL - STARTED_PLAN and self.config.plans:
+                took = self.started_plan()
+                if self.case.verdict != "OK":
                     return
                 if took:
                     continue
@@ -246,6 +262,102 @@ class Program:
             return False
         return self.check(clauses, f"the refused {action.name}")
 
+    def started_plan(self) -> bool:
+        """Draft, submit, approve, deliver and start a plan at once (as :meth:`approved_call` does
+        for an approval): a random walk seldom takes all five, and only a running execution can
+        deviate (PLN-4). False if no plan can be drafted now (or a step failed: the case says so)."""
+        drafts = [(a, s) for a, s in self.model.operations(self.state) if a.name == "plan.draft"]
+        if not drafts or not {"plan.draft", "plan.start"} <= set(self.caps["operations"]):
+            return False
+        slot = next(p for p, plan in enumerate(self.state.plans) if plan.status == "")
+        chain = [self.rng.choice(drafts)[0]] + [
+            Action(name, tuple(sorted({"slot": slot, **extra}.items())))
+            for name, extra in (
+                ("plan.submit", {}),
+                ("plan.decide", {"decision": "approved"}),
+                ("plan.deliver_decision", {}),
+                ("plan.start", {}),
+            )
+        ]
+        for step in chain:
+            found = [s for a, s in self.model.operations(self.state) if a == step]
+            if not found or not self.take(step, found[0], 1.0):
+                return self.case.verdict == "OK"
+        return True
+
+    # ---- PLN-4: deviations ---------------------------------------------------------------------
+    def deviations(self) -> list[tuple[int, str]]:
+        """(slot, kind) of every deviation the requester of a running execution could send now:
+        a step that is not the next approved one (unknown, another tool, other parameters, one
+        later, one that already ran, one past the last) or a completion with approved steps left
+        (``skipped``). The model takes none of them: its requester runs the approved steps, so a
+        deviation is drawn here, where the implementation's answer is checked against the model."""
+        offered = {a for a, _ in self.model.operations(self.state)}
+        needed = {"plan.step", "plan.complete", "plan.fail", "plan.rollback"}
+        if not needed <= set(self.caps["operations"]):
+            return []
+        out = []
+        for p, run in enumerate(self.state.runs):
+            if Action("plan.fail", (("slot", p),)) not in offered:
+                continue  # not running, or its requester cannot act
+            if run.cursor >= self.config.plan_steps:
+                out.append((p, "extra_step"))
+                continue
+            out += [(p, kind) for kind in ("unknown_step", "changed_tool", "changed_parameters", "skipped")]
+            out += [(p, "reordered")] if run.cursor + 1 < self.config.plan_steps else []
+            out += [(p, "repeated")] if run.cursor > 0 else []
+        return out
+
+    def deviated(self, p: int, kind: str) -> bool:
+        """Send deviation ``kind`` of execution ``p``; it must be refused as ``plan_deviation``, the
+        step must not run, and the execution must end as the model's requester stopping it ends
+        it: failed, or failed and rolled back (PLN-4, PLN-11). False if not (the case says why)."""
+        self.taken.add("plan.step" if kind != "skipped" else "plan.complete")
+        steps = plan_body(p, self.state.plans[p], self.config.plan_steps)["steps"]
+        cursor = self.state.runs[p].cursor
+        name = "plan.complete" if kind == "skipped" else "plan.step"
+        request = resolve(request_for(Action(name, (("slot", p),)), self.state, self.config) or {}, self.session.last)
+        if kind != "skipped":
+            nearest = steps[min(cursor, len(steps) - 1)]
+            request["step"] = {
+                "unknown_step": {**nearest, "id": "s9"},
+                "changed_tool": {**nearest, "action": "drop"},
+                "changed_parameters": {**nearest, "params": {"part": 99}},
+                "reordered": steps[min(cursor + 1, len(steps) - 1)],
+                "repeated": steps[max(cursor - 1, 0)],
+                "extra_step": nearest,
+            }[kind]
+        reply = self.session.call(request)
+        what = f"the deviation {kind} of a plan's execution"
+        if reply["type"] != "error" or reply["error"]["code"] != "plan_deviation":
+            said = reply["error"]["code"] if reply["type"] == "error" else "ok"
+            self.case.fail(f"{what} was answered {said}, not plan_deviation", ("PLN-4",), self.session.trace)
+            return False
+        failed = self._after(self.state, "plan.fail", p)
+        snap = self.session.snapshot()
+        for candidate in (failed, self._after(failed, "plan.rollback", p)):
+            if abstract(snapshot(candidate, self.config)) == abstract(snap):
+                self.state = candidate
+                if candidate is not failed:
+                    # two of the model's steps (fail, rollback) in one call: the step invariants
+                    # read pairs of single steps, so here the state is checked, not the step
+                    self.before = {}
+                return self.check(("PLN-4",), what)
+        expected = abstract(snapshot(failed, self.config))
+        self.case.fail(
+            f"after {what}: the execution did not end failed (or failed and rolled back), the step not run",
+            ("PLN-4",),
+            self.session.trace + differences(expected, abstract(snap)),
+        )
+        return False
+
+    def _after(self, state: Any, name: str, p: int) -> Any:
+        """``state`` after the model's operation ``name`` on execution ``p``, every write step."""
+        steps = dict(self.model.operations(state))[Action(name, (("slot", p),))]
+        for _, apply in steps:
+            state = apply(state)
+        return state
+
 
 def approved_calls(rng: random.Random, requester: int) -> list[tuple[bool, int]]:
     """The calls (changed arguments?, caller) made on a just-approved approval of member
@@ -287,4 +399,60 @@ def run_program(command: str, caps: dict[str, Any], root: Path, seed: int, numbe
     return case
 
 
-__all__ = ["CONFIG", "TEAM_CONFIG", "approved_calls", "config_of", "run_program"]
+DEVIATIONS = {
+    "unknown_step": (0, "a step whose id the plan does not have"),
+    "changed_tool": (0, "the next step, called with another tool"),
+    "changed_parameters": (0, "the next step, with other parameters"),
+    "reordered": (0, "the second step before the first"),
+    "skipped": (0, "a completion with both steps still to run"),
+    "repeated": (1, "the first step again, after it ran"),
+    "extra_step": (2, "a step after the last approved one"),
+}
+"""Each kind of deviation (PLN-4) → (approved steps run first, what is sent), one case each."""
+
+
+def run_deviation(command: str, caps: dict[str, Any], root: Path, kind: str) -> Case:
+    """One deviation of every kind, whatever the random programs draw: m0 or m1 drafts a plan of
+    two steps; it is submitted, approved, delivered and started, the first ``ran`` steps run as
+    approved, then the deviation is sent. It must be refused as ``plan_deviation``, the step must
+    not run, and the execution must end failed (or failed and rolled back); after every call the
+    snapshot abstracts to the model's state and the invariants hold, as in a random program."""
+    ran, title = DEVIATIONS[kind]
+    case = Case(f"bad-deviation-{kind}", "bad input", "plan approval", title, ["PLN-4", "PLN-11"])
+    needed = ["task.claim", "plan.draft", "plan.submit", "plan.decide", "plan.deliver_decision", "plan.start"]
+    needed += ["plan.step", "plan.complete", "plan.fail", "plan.rollback"]
+    missing = sorted(set(needed) - set(caps.get("operations", [])))
+    if missing:
+        return case.unimplemented(missing)
+    started = time.monotonic()
+    program = Program(command, caps, root, f"deviation/{kind}", case, TEAM_CONFIG)
+    try:
+        program.session.start()
+        if not program.check(("REC-2",), "init"):
+            return case
+        claims = [(a, s) for a, s in program.model.operations(program.state) if a.name == "task.claim"]
+        if claims and not program.take(*claims[0], 1.0):
+            return case
+        if not program.started_plan():
+            if case.verdict == "OK":
+                case.fail("no plan could be drafted and started in the set-up", ["PLN-4"], program.session.trace)
+            return case
+        p = next(p for p, run in enumerate(program.state.runs) if run.status == "running")
+        for _ in range(ran):
+            step = Action("plan.step", (("slot", p),))
+            found = [s for a, s in program.model.operations(program.state) if a == step]
+            if not found or not program.take(step, found[0], 1.0):
+                return case
+        if (p, kind) not in program.deviations():
+            case.fail(f"the set-up cannot send {kind}", ["PLN-4"], program.session.trace)
+            return case
+        program.deviated(p, kind)
+    except Crashed as error:
+        case.fail(f"the process died unexpectedly ({error})", ["REC-2"], program.session.trace)
+    finally:
+        program.session.close()
+        case.seconds = time.monotonic() - started
+    return case
+
+
+__all__ = ["CONFIG", "DEVIATIONS", "TEAM_CONFIG", "approved_calls", "config_of", "run_deviation", "run_program"]

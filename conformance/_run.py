@@ -14,7 +14,7 @@ from typing import Any
 from ._badinput import CASES, run_bad
 from ._cases import Case, stop_idle
 from ._client import Crashed, Implementation, Undecided
-from ._random import run_program
+from ._random import DEVIATIONS, run_deviation, run_program
 from ._replay import run_vector, vector_clauses
 from ._report import summary
 from ._translate import clauses_of
@@ -70,6 +70,8 @@ def jobs(options: Options, caps: dict[str, Any], root: Path) -> list[Job]:
             out.append((vector_clauses(vector), partial(run_vector, options.driver, document, vector, caps, root)))
     for bad in CASES if "bad input" in options.sections else ():
         out.append((list(bad.clauses), partial(run_bad, options.driver, bad, caps, root)))
+    for kind in DEVIATIONS if "bad input" in options.sections else ():
+        out.append((["PLN-4", "PLN-11"], partial(run_deviation, options.driver, caps, root, kind)))
     random_clauses = sorted({c for op in caps["operations"] for c in clauses_of(op)} | {"REC-2"})
     for number in range(options.programs if "random programs" in options.sections else 0):
         program = partial(run_program, options.driver, caps, root, options.seed, number, options.depth)

@@ -14,6 +14,7 @@ PLAN_MUTANTS: dict[str, str] = {
     "late_decision_acted_on": "PLN-3: a decision for a plan no longer awaiting it is taken as delivered",
     "retraction_after_delivery": "PLN-6: the approver retracts an approval whose decision was delivered",
     "deviation_skips_rollback": "PLN-4, PLN-9: a deviation fails the execution but its rollback never runs",
+    "complete_with_steps_left": "PLN-4: a completion with approved steps still to run completes the execution",
     "marker_after_first_step": "PLN-7: the executed marker is written with the first step, not before it",
     "drain_keeps_plans": "XPR-2: a draining (or inspected) member's draft and pending plans are kept",
     "plan_incarnation_ignored": "XPR-1: a plan approved for an older incarnation is started by the new one",
