@@ -1,8 +1,10 @@
 """An unbiased mutation score of the reference (DESIGN rule 7): mutmut 3 over the approval,
-storage, tools, audit, shutdown, tasks and jobs modules, one module at a time, with the fast test
-selection of ``[tool.mutmut]`` in pyproject.toml and ``HYPOTHESIS_PROFILE=mutation``.
+storage, tools, audit, shutdown, tasks, jobs, plans, outbox, members and recovery modules, one
+module at a time, with the fast test selection of ``[tool.mutmut]`` in pyproject.toml and
+``HYPOTHESIS_PROFILE=mutation``.
 
-    .venv/bin/python scripts/mutation.py [approval storage tools audit shutdown tasks jobs]
+    .venv/bin/python scripts/mutation.py [approval storage tools audit shutdown tasks jobs plans outbox
+        members recovery]
         [--max-children 1] [--sample N] [--resume] [--survivors] [--recheck-kills N] [--report-only]
         [--new-tests FILE ...]
 
@@ -44,7 +46,19 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-MODULES = ("approval", "storage", "tools", "audit", "shutdown", "tasks", "jobs")
+MODULES = (
+    "approval",
+    "storage",
+    "tools",
+    "audit",
+    "shutdown",
+    "tasks",
+    "jobs",
+    "plans",
+    "outbox",
+    "members",
+    "recovery",
+)
 RECORD = ROOT / "mutation"
 SWITCH = re.compile(r"""broken\((["'])[^"']*\1\)""")
 
