@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -385,18 +386,27 @@ def run_program(command: str, caps: dict[str, Any], root: Path, seed: int, numbe
         f"seed {seed}/{number}, {depth} steps",
         clauses,
     )
-    started = time.monotonic()
     program = Program(command, caps, root, f"{seed}/{number}", case, config_of(number))
-    try:
+
+    def run() -> None:
         program.run(depth)
         # an OK program vouches only for the clauses of what it sent (not every operation offered)
         case.clauses = sorted({c for op in program.taken for c in clauses_of(op)} | {"REC-2", "INV-1", "INV-3"})
+
+    return _judged(program, run)
+
+
+def _judged(program: Program, run: Callable[[], None]) -> Case:
+    """Run ``program``'s case (``run``), timed; a driver that dies unexpectedly fails it (REC-2)."""
+    started = time.monotonic()
+    try:
+        run()
     except Crashed as error:
-        case.fail(f"the process died unexpectedly ({error})", ["REC-2"], program.session.trace)
+        program.case.fail(f"the process died unexpectedly ({error})", ["REC-2"], program.session.trace)
     finally:
         program.session.close()
-        case.seconds = time.monotonic() - started
-    return case
+        program.case.seconds = time.monotonic() - started
+    return program.case
 
 
 DEVIATIONS = {
@@ -424,35 +434,31 @@ def run_deviation(command: str, caps: dict[str, Any], root: Path, kind: str) -> 
     missing = sorted(set(needed) - set(caps.get("operations", [])))
     if missing:
         return case.unimplemented(missing)
-    started = time.monotonic()
     program = Program(command, caps, root, f"deviation/{kind}", case, TEAM_CONFIG)
-    try:
+
+    def run() -> None:
         program.session.start()
         if not program.check(("REC-2",), "init"):
-            return case
+            return
         claims = [(a, s) for a, s in program.model.operations(program.state) if a.name == "task.claim"]
         if claims and not program.take(*claims[0], 1.0):
-            return case
+            return
         if not program.started_plan():
             if case.verdict == "OK":
                 case.fail("no plan could be drafted and started in the set-up", ["PLN-4"], program.session.trace)
-            return case
+            return
         p = next(p for p, run in enumerate(program.state.runs) if run.status == "running")
         for _ in range(ran):
             step = Action("plan.step", (("slot", p),))
             found = [s for a, s in program.model.operations(program.state) if a == step]
             if not found or not program.take(step, found[0], 1.0):
-                return case
+                return
         if (p, kind) not in program.deviations():
             case.fail(f"the set-up cannot send {kind}", ["PLN-4"], program.session.trace)
-            return case
+            return
         program.deviated(p, kind)
-    except Crashed as error:
-        case.fail(f"the process died unexpectedly ({error})", ["REC-2"], program.session.trace)
-    finally:
-        program.session.close()
-        case.seconds = time.monotonic() - started
-    return case
+
+    return _judged(program, run)
 
 
 __all__ = ["CONFIG", "DEVIATIONS", "TEAM_CONFIG", "approved_calls", "config_of", "run_deviation", "run_program"]
