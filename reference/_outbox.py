@@ -36,16 +36,15 @@ class Outbox:
     def __init__(self, harness: Harness) -> None:
         self.h = harness
 
-    def owe(self, step: str, message: Document) -> bool:
-        """Write the entry (``owed``) unless one with this message id exists; True if written."""
+    def owe(self, step: str, message: Document) -> None:
+        """Write the entry (``owed``) unless one with this message id exists (MSG-4)."""
         spec.validate_message(message)
         entry = {"message_id": message["message_id"], "status": "owed", "message": message}
         with self.h.step(step):
             try:
                 self.h.storage.insert(step, TABLE, message["message_id"], entry)
             except AlreadyExists:
-                return False
-        return True
+                pass
 
     def send(self, message_id: str) -> None:
         """Put the owed message on the bus under its stable id, then mark the entry sent."""
