@@ -46,6 +46,7 @@ SHORTEST = {
     "reconcile_wrong_decision_phase": 6,
     "review_after_deadline": 6,
     "start_before_delivery": 5,
+    "start_after_deadline": 9,  # approved and delivered, then the clock past the deadline, then the start
     "claim_drops_checkpoint": 5,
     "withdraw_without_reason": 3,
     "suspended_task_stuck": 6,

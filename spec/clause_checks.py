@@ -63,7 +63,12 @@ _CHECKS: dict[str, Checked] = {
     "PLN-3": _C(("plan_starts_only_after_delivery",)),
     "PLN-4": _C(("plan_executes_once_and_only_approved_steps",)),
     "PLN-5": _C(
-        ("plan_executes_once_and_only_approved_steps", "requests_final_by_deadline", "expiry_only_after_deadline")
+        (
+            "plan_executes_once_and_only_approved_steps",
+            "requests_final_by_deadline",
+            "expiry_only_after_deadline",
+            "plan_starts_only_before_deadline",
+        )
     ),
     "PLN-6": _C(("retraction_only_before_delivery", "messages_agree_with_records")),
     "PLN-7": _C(("plan_executes_once_and_only_approved_steps",)),

@@ -661,6 +661,14 @@ INVARIANTS: tuple[Invariant, ...] = (
         safety.plan_starts_only_after_delivery,
         (_PLANS, "plan_execution"),
     ),
+    Invariant(
+        "PLN-5",
+        "plan_starts_only_before_deadline",
+        "state",
+        False,
+        safety.plan_starts_only_before_deadline,
+        (_PLANS, "plan_execution"),
+    ),
     Invariant("TSK-3", "checkpoint_never_lost", "step", False, safety.checkpoint_never_lost, ("task",)),
     Invariant(
         "XPR-5",

@@ -522,6 +522,18 @@ def plan_starts_only_after_delivery(snap: Snapshot) -> list[str]:
     ]
 
 
+def plan_starts_only_before_deadline(snap: Snapshot) -> list[str]:
+    """PLN-5: an approved plan not started by its deadline expires, so no execution starts after it
+    (``started_at`` at or before the plan's ``deadline``; the deadline's instant still holds)."""
+    plans = _by(snap["plan_approval"], "protocol_id")
+    return [
+        f"plan_execution/{run['plan_id']}: started at {run['started_at']}, after its plan's deadline "
+        f"{plans[run['plan_id']]['deadline']}"
+        for run in snap["plan_execution"]
+        if run["plan_id"] in plans and run["started_at"] > plans[run["plan_id"]]["deadline"]
+    ]
+
+
 def checkpoint_never_lost(before: Snapshot, after: Snapshot) -> list[str]:
     """TSK-3, TSK-2: a task's checkpoint, once written, is kept through release, claim and inspection."""
     kept = {task["task_id"] for task in before["task"] if task["checkpoint"] is not None}

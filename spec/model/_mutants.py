@@ -254,6 +254,13 @@ MUTANTS: dict[str, Mutant] = {
             "the requester starts an approved plan whose decision it has not received",
         ),
         Mutant(
+            "start_after_deadline",
+            "PLN-5",
+            "plan_starts_only_before_deadline",
+            "plan",
+            "the requester starts an approved plan after its deadline, before the monitor expired it",
+        ),
+        Mutant(
             "claim_drops_checkpoint",
             "TSK-3",
             "checkpoint_never_lost",

@@ -643,7 +643,8 @@ def _plan_requester(model: Model, s: State, p: int) -> Iterator[Operation]:
     # restarted since) is not started by the new one; it expires, or the new one withdraws it.
     same = plan.incarnation == s.members[plan.requester].incarnation
     current = plan.status != "" and (same or model.broken("plan_start_ignores_incarnation"))
-    startable = plan.status == "approved" and delivered and s.clock <= plan.deadline and run.status == "" and current
+    in_time = s.clock <= plan.deadline or model.broken("start_after_deadline")
+    startable = plan.status == "approved" and delivered and in_time and run.status == "" and current
     duplicate = (
         model.broken("execute_plan_twice") and plan.status == "consumed" and run.status == "running" and run.starts < 2
     )  # a second delivery of the decision starts the steps again

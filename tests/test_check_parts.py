@@ -1,0 +1,133 @@
+"""Every part of a check can fail (DESIGN rule 7, below the level of whole invariants).
+
+An outside review weakened two checks by one part each, and nothing failed: INV-7's table of the
+messages a record owes lost a ``needs_revision`` plan's decision, and MSG-6's comparison of a
+shutdown acknowledgement with its record lost ``waited_job_ids``. Each invariant had mutants that
+broke it, but none that needed that part. Here each part is exercised on its own: a snapshot that
+breaks exactly it must be named, the same snapshot with the part whole must pass. The tables
+below restate the protocol (REC-3, SHD-5, PLN-2, PLN-5, PLN-10, SHD-10); they are not read from
+the checks under test.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from spec import ids, invariants, safety
+from tests.test_message_parties import _places, _team_snapshot
+
+SECTIONS = (
+    "operation_approval",
+    "plan_approval",
+    "plan_execution",
+    "shutdown_request",
+    "member",
+    "message",
+    "outbox_entry",
+)
+
+OWED = [
+    # (record section, status, the message it owes) — what the records owe (REC-3, INV-7)
+    ("operation_approval", "requested", "approval_request"),
+    ("operation_approval", "approved", "approval_decision"),
+    ("operation_approval", "rejected", "approval_decision"),
+    ("plan_approval", "pending", "plan_request"),
+    ("plan_approval", "approved", "plan_decision"),
+    ("plan_approval", "rejected", "plan_decision"),
+    ("plan_approval", "needs_revision", "plan_decision"),
+    ("plan_approval", "expired", "plan_abandoned"),
+    ("shutdown_request", "requested", "shutdown_request"),
+    ("shutdown_request", "completed", "shutdown_ack"),
+    ("plan_execution", "completed", "plan_completion"),
+    ("plan_execution", "rolled_back", "plan_completion"),
+    ("member", "unhealthy", "member_lost"),
+]
+OWE_NOTHING = [
+    ("operation_approval", "consumed"),
+    ("operation_approval", "cancelled"),
+    ("operation_approval", "expired"),
+    ("plan_approval", "draft"),
+    ("plan_approval", "consumed"),
+    ("plan_approval", "withdrawn"),
+    ("shutdown_request", "draining"),
+    ("shutdown_request", "cancelled"),
+    ("plan_execution", "running"),
+    ("plan_execution", "failed"),
+    ("member", "running"),
+    ("member", "stopped"),
+]
+
+
+def _alone(section: str, status: str) -> tuple[dict[str, Any], str]:
+    """A snapshot holding one record of ``section`` in ``status`` and no message; its correlation id."""
+    snap: dict[str, Any] = {s: [] for s in SECTIONS}
+    if section == "member":
+        snap["member"] = [{"member_id": "m0", "incarnation": 1, "status": status}]
+        return snap, ids.protocol_id("m0", "incarnation-1", "member_lost")
+    key = "plan_id" if section == "plan_execution" else "protocol_id"
+    snap[section] = [{key: "p-1", "status": status}]
+    return snap, "p-1"
+
+
+def _with_message(snap: dict[str, Any], message_type: str, correlation: str) -> dict[str, Any]:
+    message = {"message_type": message_type, "correlation_id": correlation, "message_id": "x"}
+    return {**snap, "outbox_entry": [{"status": "owed", "message": message}]}
+
+
+@pytest.mark.clause("REC-3", "MSG-6", "SHD-5", "PLN-10", "SHD-10")
+@pytest.mark.parametrize(("section", "status", "message_type"), OWED)
+def test_each_record_that_owes_a_message_is_named_when_it_is_missing(
+    section: str, status: str, message_type: str
+) -> None:
+    snap, correlation = _alone(section, status)
+    assert [p for p in invariants.owed_messages_present(snap) if f"owes {message_type}" in p]
+    assert invariants.owed_messages_present(_with_message(snap, message_type, correlation)) == []
+
+
+@pytest.mark.clause("REC-3")
+@pytest.mark.parametrize(("section", "status"), OWE_NOTHING)
+def test_a_record_that_owes_nothing_is_not_asked_for_a_message(section: str, status: str) -> None:
+    assert invariants.owed_messages_present(_alone(section, status)[0]) == []
+
+
+@pytest.fixture(scope="module")
+def snap() -> dict[str, Any]:
+    return _team_snapshot()
+
+
+REPLIES = [
+    # (message type, body field, another value) — what a reply repeats of its record (MSG-6, SHD-5, PLN-10)
+    ("shutdown_ack", "released_task_id", "t9"),
+    ("shutdown_ack", "released_task_id", None),
+    ("shutdown_ack", "waited_job_ids", ["j9"]),
+    ("plan_completion", "outcome", "rolled_back"),
+    ("approval_decision", "decision", "rejected"),
+    ("plan_decision", "decision", "rejected"),
+]
+
+
+@pytest.mark.clause("MSG-6", "SHD-5", "PLN-10", "APR-4", "PLN-2")
+@pytest.mark.parametrize(("message_type", "field", "other"), REPLIES)
+def test_a_reply_that_says_other_than_its_record_is_named(
+    snap: dict[str, Any], message_type: str, field: str, other: Any
+) -> None:
+    kind, i, message = next(p for p in _places(snap) if p[2]["message_type"] == message_type)
+    assert message["body"][field] != other
+    broken = copy.deepcopy(snap)
+    broken[kind][i]["message"]["body"][field] = other
+    assert safety.messages_agree_with_records(snap) == []
+    assert safety.messages_agree_with_records(broken), field
+
+
+@pytest.mark.clause("PLN-5")
+@pytest.mark.parametrize(("started_at", "named"), [(9.0, False), (10.0, False), (10.5, True)])
+def test_an_execution_started_after_its_plans_deadline_is_named(started_at: float, named: bool) -> None:
+    """The deadline's instant still holds (INV-12); a start after it is named (the plan expired)."""
+    snap = {
+        "plan_approval": [{"protocol_id": "p-1", "status": "consumed", "deadline": 10.0}],
+        "plan_execution": [{"plan_id": "p-1", "status": "running", "started_at": started_at}],
+    }
+    assert bool(safety.plan_starts_only_before_deadline(snap)) is named
