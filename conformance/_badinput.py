@@ -65,7 +65,7 @@ class Bad:
     clauses: tuple[str, ...]
     codes: tuple[str, ...]  # the typed errors that are right; () = must succeed and change nothing
     send: Callable[[Session, str], dict[str, Any]]  # (session, the approval's id) -> the reply
-    setup: tuple[str, ...] = ()  # steps before the "before" snapshot: approve, restart_member, tick, consume
+    setup: tuple[str, ...] = ()  # steps before the "before" snapshot: restart_member, tick, half_tick, consume …
     operations: tuple[str, ...] = ()
     group: str = "operation approval"
 
@@ -310,6 +310,32 @@ CASES: tuple[Bad, ...] = (
         lambda s, p: s.call(review("no-such-protocol")),
     ),
     Bad(
+        "wrong-correlation-delivery",
+        "m0's request message delivered under another request's correlation id",
+        ("MSG-5",),
+        ("unknown_id",),
+        lambda s, p: s.call(
+            {
+                "type": "message.deliver",
+                "message_id": next(m["message"] for m in s.last["message"] if m["message"]["correlation_id"] == p)[
+                    "message_id"
+                ],
+                "correlation_id": "protocol-00000000deadbeef",
+            }
+        ),
+        (),
+        ("message.deliver",),
+    ),
+    Bad(
+        "restart-in-place",
+        "the driver's own restart, nothing having crashed: the stores and the clock as they were",
+        ("REC-1", "REC-2"),
+        (),
+        lambda s, p: s.call({"type": "restart"}),
+        ("half_tick",),
+        ("restart", "tick"),
+    ),
+    Bad(
         "unknown-id-consume",
         "a consume of an id nobody made",
         ("APR-5",),
@@ -350,6 +376,8 @@ def _set_up(session: Session, bad: Bad, caps: dict[str, Any]) -> str:
             session.call({"type": "member.restart", "member_id": "m0"})
         elif step == "tick":
             session.call({"type": "tick", "seconds": 2})
+        elif step == "half_tick":  # time passes, no deadline with it (ttl 1)
+            session.call({"type": "tick", "seconds": 0.5})
         elif step == "consume":
             session.call(consume(pid))
         elif step == "drain":

@@ -15,6 +15,7 @@ Message ids follow the model's snapshot (``spec.model._snapshot``): ``shutdown_a
 
 from __future__ import annotations
 
+import contextlib
 from typing import TYPE_CHECKING
 
 import spec
@@ -40,11 +41,8 @@ class Outbox:
         """Write the entry (``owed``) unless one with this message id exists (MSG-4)."""
         spec.validate_message(message)
         entry = {"message_id": message["message_id"], "status": "owed", "message": message}
-        with self.h.step(step):
-            try:
-                self.h.storage.insert(step, TABLE, message["message_id"], entry)
-            except AlreadyExists:
-                pass
+        with self.h.step(step), contextlib.suppress(AlreadyExists):
+            self.h.storage.insert(step, TABLE, message["message_id"], entry)
 
     def send(self, message_id: str) -> None:
         """Put the owed message on the bus under its stable id, then mark the entry sent."""

@@ -25,6 +25,8 @@ REFERENCE = f"{sys.executable} -m reference.driver"
 SAMPLE = f"node {ROOT / 'conformance/examples/sample_driver.js'}"
 PARTIAL_WRITE = f"{sys.executable} {ROOT / 'tests/fixtures_conformance/partial_write_driver.py'}"
 """The reference behind a proxy whose snapshots show one write more after each refusal."""
+INDEFINITE = f"{sys.executable} {ROOT / 'tests/fixtures_conformance/indefinite_driver.py'}"
+"""The reference behind a proxy whose refusals all say they may have changed something."""
 PLANTED = ["APR-2", "APR-5", "INV-11", "MEM-1", "XPR-1"]
 """The sample's defects: arguments digest not bound (APR-2, APR-5), no fencing (XPR-1, INV-11),
 claims while draining (MEM-1)."""
@@ -177,6 +179,25 @@ def test_a_reference_mutant_is_caught_through_the_driver(
     monkeypatch.setenv("TEAMPROTO_MUTANT", mutant)
     _, result = suite(REFERENCE, **options)
     assert clause in result["failed_clauses"] and result["exit"] == 1
+
+
+@pytest.mark.clause("MSG-2", "APR-5")
+def test_a_refusal_that_does_not_say_it_changed_nothing_fails_the_bad_input() -> None:
+    """A refusal that changed nothing must say so (``definite``, DESIGN rule 8): a caller that
+    cannot tell whether its call took effect must look before it retries. The fixture is the
+    reference with every refusal marked indefinite: every bad-input case that expects a refusal
+    fails on that rule and no other; the answered duplicates and the deviations (PLN-4, whose
+    answer reports a change) stay OK."""
+    from conformance._badinput import CASES
+    from conformance._random import DEVIATIONS
+
+    refusals = {f"bad-{bad.name}" for bad in CASES if bad.codes}
+    cases, result = suite(INDEFINITE, sections=("bad input",))
+    failed = {c.id: c.message for c in cases if c.verdict == "FAILED"}
+    assert set(failed) == refusals, failed
+    assert set(failed.values()) == {"refused, but not definite: nothing was changed, so the error must say so"}
+    assert {c.id for c in cases if c.verdict == "OK"} >= {f"bad-deviation-{k}" for k in DEVIATIONS}
+    assert result["exit"] == 1
 
 
 def test_a_driver_that_breaks_the_protocol_is_undecided(tmp_path: Path) -> None:

@@ -152,3 +152,31 @@ def test_reconciliation_logs_a_final_shutdown_decision_a_crash_left_out(team: Te
     assert invariants.decisions_audited(team.harness.snapshot())
     team = reconciled(team)
     assert audited_events(team, pid) == ["shutdown.requested", "shutdown.cancelled"]
+
+
+@pytest.mark.clause("REC-2", "INV-4", "SHD-3")
+def test_a_claim_cut_short_is_repaired_for_a_member_that_began_to_drain_since(storage: r.Storage) -> None:
+    """A claim dies after its task write (the task claimed, the member not yet holding it); another
+    process then asks the member to stop and its drain begins; reconciliation must give the
+    draining member its task back, so that the drain releases it — else the member stops with the
+    task claimed by nobody alive (INV-4). Found by an outside review: the repair for ``running``
+    members alone passed every test, the interleaving explorer having no crashes."""
+    team = Team(storage, setup=False)
+    h = team.harness
+    h.add_member("m0", ["deploy"])
+    h.add_task("t0")
+    h.storage.faults.crash_after.add("task.claim/task")
+    with pytest.raises(r.Crash):
+        h.claim("m0", "t0")
+    other = Team(storage, team.clock, team.world, setup=False).harness
+    h.storage.faults.crash_after.clear()
+    pid = other.shutdowns.request("lead", "m0", "stop-m0")
+    other.shutdowns.begin_drain("m0", message_id(pid, "request"))
+    team = reconciled(team)
+    assert {k: team.harness.member("m0")[k] for k in ("status", "current_task_id")} == {
+        "status": "draining",
+        "current_task_id": "t0",
+    }
+    team.harness.shutdowns.release_task("m0")
+    team.harness.shutdowns.finish("m0")
+    assert team.harness.read("task", "t0").doc["status"] == "pending"  # type: ignore[union-attr]
