@@ -1,0 +1,68 @@
+"""What each refusal of the member lifecycle says, the event a lapse leaves on a task, and when a
+heartbeat has lapsed (SHD-7, SHD-10, XPR-1; DESIGN rule 8).
+
+Found by the mutation score of ``reference/_members.py`` (every 3rd of its 357 mutants): a refusal
+to inspect, lapse, restart or retire a member could lose what was refused or why, a flagged task's
+history could lose who flagged it and why, and a heartbeat exactly ``max_age`` old could count as
+lapsed — with every test passing.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import reference as r
+from reference import Storage
+from tests.test_shutdown_details import says
+from tests.test_team import Team
+
+
+@pytest.fixture
+def team(storage: Storage) -> Team:
+    return Team(storage).setup()
+
+
+@pytest.mark.clause("SHD-7", "SHD-10", "XPR-1")
+def test_every_refusal_of_the_member_lifecycle_says_what_and_why(team: Team) -> None:
+    h = team.h
+    assert says(team, lambda: h.members.inspect("m0"), r.MemberBusy) == (
+        "m0 is running: cannot inspect it; only an unhealthy member is inspected"
+    )
+    assert says(team, lambda: h.members.restart("m0"), r.MemberBusy) == (
+        "m0 is running: cannot restart it; stop it first (drain or inspection)"
+    )
+    assert says(team, lambda: h.members.retire("m0"), r.MemberBusy) == (
+        "m0 is running: cannot retire it; stop it first (drain or inspection)"
+    )
+    h.members.lapse("m1")
+    assert says(team, lambda: h.members.lapse("m1"), r.MemberBusy) == (
+        "m1 is unhealthy: cannot lapse; only a live member's heartbeat lapses"
+    )
+    h.claim("m0", "t0")
+    h.jobs.start("m0", "j1", "sleep 30", cancellable=False)
+    h.members.lapse("m0")
+    h.members.inspect("m0")
+    assert says(team, lambda: h.members.restart("m0"), r.MemberBusy) == (
+        "m0 is stopped: cannot restart it; its jobs j1 still run"
+    )
+    assert says(team, lambda: h.members.retire("m0"), r.MemberBusy) == (
+        "m0 is stopped: cannot retire it; its jobs j1 still run"
+    )
+
+
+@pytest.mark.clause("SHD-7", "SHD-10", "AUD-1")
+def test_a_task_flagged_by_a_lapse_says_the_lead_flagged_it_for_inspection(team: Team) -> None:
+    team.h.claim("m0", "t0")
+    team.h.members.lapse("m0")
+    task = team.h.read("task", "t0")
+    assert task is not None and task.doc["status"] == "needs_inspection"
+    assert {k: task.doc["history"][-1][k] for k in ("actor", "event")} == {"actor": "lead", "event": "needs_inspection"}
+
+
+@pytest.mark.clause("SHD-10")
+def test_a_heartbeat_exactly_max_age_old_has_not_lapsed(team: Team) -> None:
+    team.h.members.heartbeat("m0", 1)
+    team.clock.advance(10.0)
+    assert team.h.members.lapsed(10.0) == []
+    team.clock.advance(0.5)
+    assert team.h.members.lapsed(10.0) == ["m0"]
