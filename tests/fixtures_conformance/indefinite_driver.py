@@ -13,39 +13,18 @@ exercised by no driver: the judge could drop it and every test passed).
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
-from pathlib import Path
+from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
+from _proxy import serve  # the fixtures' folder is on sys.path: this file runs as a script
 
 
-def main() -> int:
-    child = subprocess.Popen(
-        [sys.executable, "-m", "reference.driver"],
-        cwd=ROOT,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-        encoding="utf-8",
-        bufsize=1,
-    )
-    assert child.stdin is not None and child.stdout is not None
-    for line in sys.stdin:
-        child.stdin.write(line if line.endswith("\n") else line + "\n")
-        child.stdin.flush()
-        answer = child.stdout.readline()
-        if not answer:  # the reference exited (an armed crash): so does this driver
-            return child.wait()
-        reply = json.loads(answer)
-        if reply.get("type") == "error" and isinstance(reply.get("error"), dict):
-            reply["error"]["definite"] = False
-            answer = json.dumps(reply) + "\n"
-        sys.stdout.write(answer)
-        sys.stdout.flush()
-    child.stdin.close()
-    return child.wait()
+def answer(kind: str | None, reply: dict[str, Any], line: str) -> str:
+    if reply.get("type") == "error" and isinstance(reply.get("error"), dict):
+        reply["error"]["definite"] = False
+        return json.dumps(reply) + "\n"
+    return line
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(serve(answer))

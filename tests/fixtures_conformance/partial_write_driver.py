@@ -17,21 +17,12 @@ refusal changed nothing). ``tests/test_conformance.py`` runs the suite against i
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
-from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
+from _proxy import serve  # the fixtures' folder is on sys.path: this file runs as a script
+
 UNCOUNTED = {"init", "capabilities", "snapshot"}  # refusals of these write nothing, even here
-
-
-def _kind(line: str) -> str | None:
-    try:
-        doc = json.loads(line)
-    except ValueError:
-        return None  # a line that is not JSON is refused like any request (schema_invalid)
-    return doc.get("type") if isinstance(doc, dict) and isinstance(doc.get("type"), str) else None
 
 
 def _altered(reply: dict[str, Any], writes: int) -> dict[str, Any]:
@@ -43,35 +34,19 @@ def _altered(reply: dict[str, Any], writes: int) -> dict[str, Any]:
 
 
 def main() -> int:
-    child = subprocess.Popen(
-        [sys.executable, "-m", "reference.driver"],
-        cwd=ROOT,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-        encoding="utf-8",
-        bufsize=1,
-    )
-    assert child.stdin is not None and child.stdout is not None
     writes = 0
-    for line in sys.stdin:
-        kind = _kind(line)
-        child.stdin.write(line if line.endswith("\n") else line + "\n")
-        child.stdin.flush()
-        answer = child.stdout.readline()
-        if not answer:  # the reference exited (an armed crash): so does this driver
-            return child.wait()
-        reply = json.loads(answer)
+
+    def answer(kind: str | None, reply: dict[str, Any], line: str) -> str:
+        nonlocal writes
         if kind == "init":
             writes = 0
         elif kind == "snapshot":
-            answer = json.dumps(_altered(reply, writes)) + "\n"
+            return json.dumps(_altered(reply, writes)) + "\n"
         elif reply.get("type") == "error" and kind not in UNCOUNTED:
             writes += 1
-        sys.stdout.write(answer)
-        sys.stdout.flush()
-    child.stdin.close()
-    return child.wait()
+        return line
+
+    return serve(answer)
 
 
 if __name__ == "__main__":
