@@ -664,10 +664,10 @@ INVARIANTS: tuple[Invariant, ...] = (
     Invariant(
         "PLN-5",
         "plan_starts_only_before_deadline",
-        "state",
+        "step",
         False,
         safety.plan_starts_only_before_deadline,
-        (_PLANS, "plan_execution"),
+        ("clock", _PLANS, "plan_execution"),
     ),
     Invariant("TSK-3", "checkpoint_never_lost", "step", False, safety.checkpoint_never_lost, ("task",)),
     Invariant(

@@ -522,15 +522,18 @@ def plan_starts_only_after_delivery(snap: Snapshot) -> list[str]:
     ]
 
 
-def plan_starts_only_before_deadline(snap: Snapshot) -> list[str]:
+def plan_starts_only_before_deadline(before: Snapshot, after: Snapshot) -> list[str]:
     """PLN-5: an approved plan not started by its deadline expires, so no execution starts after it
-    (``started_at`` at or before the plan's ``deadline``; the deadline's instant still holds)."""
-    plans = _by(snap["plan_approval"], "protocol_id")
+    (a step check: the clock of the step that starts it is at or before the plan's ``deadline``)."""
+    plans = _by(before["plan_approval"], "protocol_id")
+    started = {run["plan_id"] for run in before["plan_execution"]}
     return [
-        f"plan_execution/{run['plan_id']}: started at {run['started_at']}, after its plan's deadline "
+        f"plan_execution/{run['plan_id']}: started at {after['clock']}, after its plan's deadline "
         f"{plans[run['plan_id']]['deadline']}"
-        for run in snap["plan_execution"]
-        if run["plan_id"] in plans and run["started_at"] > plans[run["plan_id"]]["deadline"]
+        for run in after["plan_execution"]
+        if run["plan_id"] not in started
+        and run["plan_id"] in plans
+        and after["clock"] > plans[run["plan_id"]]["deadline"]
     ]
 
 

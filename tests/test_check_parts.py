@@ -126,8 +126,8 @@ def test_a_reply_that_says_other_than_its_record_is_named(
 @pytest.mark.parametrize(("started_at", "named"), [(9.0, False), (10.0, False), (10.5, True)])
 def test_an_execution_started_after_its_plans_deadline_is_named(started_at: float, named: bool) -> None:
     """The deadline's instant still holds (INV-12); a start after it is named (the plan expired)."""
-    snap = {
-        "plan_approval": [{"protocol_id": "p-1", "status": "consumed", "deadline": 10.0}],
-        "plan_execution": [{"plan_id": "p-1", "status": "running", "started_at": started_at}],
-    }
-    assert bool(safety.plan_starts_only_before_deadline(snap)) is named
+    plan = {"protocol_id": "p-1", "status": "approved", "deadline": 10.0}
+    before = {"clock": started_at, "plan_approval": [plan], "plan_execution": []}
+    after = {**before, "plan_execution": [{"plan_id": "p-1", "status": "running", "started_at": started_at}]}
+    assert bool(safety.plan_starts_only_before_deadline(before, after)) is named
+    assert safety.plan_starts_only_before_deadline(after, after) == []  # only the step that starts it
