@@ -322,9 +322,9 @@ def messages_agree_with_records(snap: Snapshot) -> list[str]:
     return problems
 
 
-# message type → (record section, the record's id field, (sender field, target field) of the record,
-# the fields of the body that repeat the record's, whether it answers the request); a reply goes
-# back the way its request came (MSG-1)
+# message type → (the section of its record, found by the message's correlation id as protocol_id;
+# the record's fields that name its (sender, target); the body's fields that repeat the record's;
+# whether it answers the request); a reply goes back the way its request came (MSG-1)
 _PARTIES: dict[str, tuple[str, tuple[str, str], tuple[str, ...], bool]] = {
     "approval_request": (
         "operation_approval",
