@@ -60,6 +60,23 @@ class Abandon(BaseException):
     """Raised in a parked thread to end a run early (its node was explored already)."""
 
 
+CRASHABLE = ("insert", "update", "call", "INSERT", "UPDATE", "DELETE")
+"""The accesses before which an instance may crash (``explore(..., crashes=True)``): its writes (a
+backend call on memory, an SQL statement on SQLite: each write step is one, so a crash before it
+is a crash between two write steps) and its calls to the external tool. A crash before a read
+leaves what a crash before the next write leaves (a read changes nothing another instance sees),
+so those add no state."""
+
+
+def _crashable(access: Access | None) -> bool:
+    return access is not None and (access[0] if access[0] != "sql" else access[1].upper()) in CRASHABLE
+
+
+def crash_choice(index: int) -> int:
+    """The schedule's entry for "instance ``index`` crashes now": ``-1 - index`` (``~index``)."""
+    return -1 - index
+
+
 class Scheduler:
     """Owns every yield point: one instance thread runs at a time, the controller picks the next."""
 
@@ -70,6 +87,8 @@ class Scheduler:
         self.pending: list[Access | None] = [None] * threads
         self.history: list[list[Any]] = [[] for _ in range(threads)]
         self.abandoned = False
+        self.crashing: int | None = None
+        self.atomic: int | None = None  # a thread that runs on without yielding (a restart)
 
     def attach(self, index: int) -> None:
         self._local.index = index
@@ -77,13 +96,17 @@ class Scheduler:
     def point(self, access: Access) -> None:
         """Called by an instance thread just before a shared access: park until chosen."""
         index = getattr(self._local, "index", None)
-        if index is None:  # the controller itself (set-up, snapshots): not scheduled
+        if index is None or index == self.atomic:  # the controller (set-up, snapshots), or a restart
             return
         self.pending[index] = access
         self._back.release()
         self._go[index].acquire()
         if self.abandoned:
             raise Abandon
+        if self.crashing == index:  # the process dies here, before this access (REC-1)
+            self.crashing = None
+            self.history[index].append((access, "crashed"))
+            raise r.Crash(f"{access[0]} {access[1]}", "before")
 
     def observe(self, result: Any) -> None:
         index = getattr(self._local, "index", None)
@@ -97,6 +120,14 @@ class Scheduler:
     def step(self, index: int) -> None:
         """Let thread ``index`` run up to its next yield point or its end."""
         assert self.pending[index] is not None, index
+        self._go[index].release()
+        self._back.acquire()
+
+    def crash(self, index: int) -> None:
+        """Let thread ``index`` die at its pending access and run its restart (see
+        :meth:`Execution.crash`) up to its first yield point or its end."""
+        assert self.pending[index] is not None, index
+        self.crashing = index
         self._go[index].release()
         self._back.acquire()
 
@@ -302,7 +333,11 @@ class Scenario:
 
 
 Result = tuple[str, str]
-"""``("ok", canonical JSON of the value)`` or ``("error", "TypeName: message")``."""
+"""``("ok", canonical JSON of the value)``, ``("error", "TypeName: message")``, or
+``("crashed", "crash before <access>")`` (then the restart's own result follows)."""
+
+RESTART = Operation("restart: reconcile", lambda h: h.reconcile())
+"""What a crashed instance's process does when it starts again (:meth:`Execution._restart`)."""
 
 
 @dataclass(frozen=True)
@@ -338,9 +373,10 @@ def _scheduled_tool(world: r.RecordingTool, scheduler: Scheduler) -> r.Tool:
 class Execution:
     """One run of a scenario: a fresh world, one harness and one parked thread per instance."""
 
-    def __init__(self, scenario: Scenario, store: Backend, *, threaded: bool = True) -> None:
+    def __init__(self, scenario: Scenario, store: Backend, *, threaded: bool = True, crashes: bool = False) -> None:
         store.fresh()
-        self.scenario, self.store = scenario, store
+        self.scenario, self.store, self.crashes = scenario, store, crashes
+        self.crashed: int | None = None
         self.world = r.RecordingTool()
         self.scheduler = Scheduler(len(scenario.programs))
         self.schedule: list[int] = []
@@ -376,19 +412,53 @@ class Execution:
     def _body(self, index: int) -> None:
         self.scheduler.attach(index)
         try:
-            for operation in self.scenario.programs[index]:
-                self.run_op(index, operation)
+            try:
+                for operation in self.scenario.programs[index]:
+                    self.run_op(index, operation)
+            except r.Crash as crash:
+                self.results[index].append(("crashed", str(crash)))
+                self._restart(index)
         except Abandon:
             pass
         finally:
             self.scheduler.finished(index)
 
+    def _restart(self, index: int) -> None:
+        """The crashed instance's process starts again over its store (the same instance, REC-4:
+        its own work in flight is its to finish) and reconciles (REC-1); its program's rest is not
+        run. The restart is one move: it waits to be scheduled (the others may act first), then
+        reconciles without yielding — the pairs ``X||reconcile`` interleave a reconciliation with
+        an operation at every access already, and doing so after every crash too would multiply
+        the runs by the reconciliation's accesses."""
+        self.scheduler.point(("restart", f"i{index}"))
+        self.scheduler.atomic = index
+        try:
+            dead = self.harnesses[index]
+            clock = r.ManualClock(self.scenario.clock(index))
+            self.harnesses[index] = r.Harness(dead.storage, clock, [self._tool()])
+            self.run_op(index, RESTART)
+        finally:
+            self.scheduler.atomic = None
+
     def enabled(self) -> list[int]:
         return [index for index, access in enumerate(self.scheduler.pending) if access is not None]
 
+    def crashable(self) -> list[int]:
+        """The crash moves (:func:`crash_choice`) open now: none unless crashes are explored, and
+        none once one instance crashed (one crash a run); else one for each instance about to
+        write or call the tool (:data:`CRASHABLE`)."""
+        if not self.crashes or self.crashed is not None:
+            return []
+        return [crash_choice(i) for i, access in enumerate(self.scheduler.pending) if _crashable(access)]
+
     def step(self, index: int) -> None:
+        """Let instance ``index`` run to its next yield point; a crash move (negative) crashes it."""
         self.schedule.append(index)
-        self.scheduler.step(index)
+        if index < 0:
+            self.crashed = -1 - index
+            self.scheduler.crash(self.crashed)
+        else:
+            self.scheduler.step(index)
 
     def node(self) -> str:
         """Everything that decides the rest of the run (see the module docstring)."""
@@ -476,13 +546,16 @@ def prepare(scenario: Scenario, store: Backend) -> None:
 
 
 def run(scenario: Scenario, store: Backend, schedule: Sequence[int]) -> Outcome:
-    """Replay one schedule (instance numbers, as printed by a failure); a choice that is not
+    """Replay one schedule (instance numbers, as printed by a failure; a negative entry is a
+    crash move, :func:`crash_choice`, taken where it is open); a choice that is not
     enabled picks ``enabled[choice % len(enabled)]``; after the schedule, the lowest enabled."""
-    execution = Execution(scenario, store)
+    execution = Execution(scenario, store, crashes=any(choice < 0 for choice in schedule))
     choices = iter(schedule)
     while enabled := execution.enabled():
         choice = next(choices, enabled[0])
-        execution.step(choice if choice in enabled else enabled[choice % len(enabled)])
+        execution.step(
+            choice if choice in enabled or choice in execution.crashable() else enabled[choice % len(enabled)]
+        )
     return execution.outcome()
 
 
@@ -540,15 +613,20 @@ class Exploration:
         return list(self.ends.values())
 
 
-def explore(scenario: Scenario, store: Backend, max_runs: int = 20_000) -> Exploration:
-    """Explore every interleaving of ``scenario`` on ``store`` (depth first, each node once)."""
+def explore(scenario: Scenario, store: Backend, max_runs: int = 20_000, *, crashes: bool = False) -> Exploration:
+    """Explore every interleaving of ``scenario`` on ``store`` (depth first, each node once).
+
+    ``crashes``: besides, at every node, one instance may crash before its pending write or tool
+    call (:data:`CRASHABLE`; one crash a run); its process starts again and reconciles, as one
+    move, at any later point of the others' operations (:meth:`Execution._restart`) — so another
+    instance acts between the crash and the reconciliation, and after it (REC-1, REC-2, REC-4)."""
     prepare(scenario, store)
     found = Exploration(scenario.name, store.name)
     frontier: list[tuple[str, tuple[int, ...]]] = [("", ())]
     while frontier:
         assert found.runs < max_runs, f"{scenario.name}: more than {max_runs} runs; is the scenario bounded?"
         parent, prefix = frontier.pop()
-        _extend(scenario, store, found, parent, prefix, frontier)
+        _extend(scenario, store, found, parent, prefix, frontier, crashes)
     return found
 
 
@@ -559,11 +637,12 @@ def _extend(
     parent: str,
     prefix: tuple[int, ...],
     frontier: list[tuple[str, tuple[int, ...]]],
+    crashes: bool = False,
 ) -> None:
     """Replay ``prefix``, then follow the lowest enabled instance until a node seen before or the
-    end, leaving every other enabled choice on the frontier."""
+    end, leaving every other enabled choice (and every open crash move) on the frontier."""
     found.runs += 1
-    execution = Execution(scenario, store)
+    execution = Execution(scenario, store, crashes=crashes)
     for choice in prefix:
         execution.step(choice)
     key = execution.node()
@@ -577,7 +656,8 @@ def _extend(
             found.ends[key] = execution.outcome()
             return
         found.edges[key] = {}
-        frontier.extend((key, (*execution.schedule, choice)) for choice in reversed(enabled[1:]))
+        others = enabled[1:] + execution.crashable()
+        frontier.extend((key, (*execution.schedule, choice)) for choice in reversed(others))
         execution.step(enabled[0])
         child = execution.node()
         found.edges[key][enabled[0]] = child
@@ -615,8 +695,11 @@ def not_serialisable(outcomes: Sequence[Outcome], serials: Sequence[Outcome], *,
 def describe(scenario: Scenario, store: str, outcome: Outcome) -> str:
     lines = [f"{scenario.name} on {store}: schedule {list(outcome.schedule)}"]
     for index, program in enumerate(outcome.results):
-        for operation, (kind, text) in zip(scenario.programs[index], program, strict=False):
-            lines.append(f"  instance {index} {operation.name}: {kind} {text[:160]}")
+        names = [operation.name for operation in scenario.programs[index]]
+        if any(kind == "crashed" for kind, _ in program):  # the operations up to the crash, then the restart
+            names = [*names[: len(program) - 1], RESTART.name]
+        for name, (kind, text) in zip(names, program, strict=False):
+            lines.append(f"  instance {index} {name}: {kind} {text[:160]}")
     lines.append(f"  replay: interleave.run(scenario, interleave.backend({store!r}), {list(outcome.schedule)})")
     return "\n".join(lines)
 
