@@ -197,6 +197,14 @@ PAIRS: dict[str, Scenario] = {
         Scenario("reconcile||reconcile", consumption_cut_short, ((RECONCILE,), (RECONCILE,))),
         Scenario("claim||begin_drain", shutdown_requested, ((claim("m0", "t0"),), (BEGIN_DRAIN,))),
         Scenario("claim||request_shutdown", two_members_one_pending_task, ((claim("m0", "t0"),), (REQUEST_SHUTDOWN,))),
+        # The Lead asks m0 to stop and its drain begins while m0 claims: with a crash between the
+        # claim's two writes (explore(..., crashes=True)), the drain begins before the claim is
+        # whole, and the restart's reconciliation must give the draining member its task (REC-2).
+        Scenario(
+            "claim||request_shutdown;begin_drain",
+            two_members_one_pending_task,
+            ((claim("m0", "t0"),), (REQUEST_SHUTDOWN, BEGIN_DRAIN)),
+        ),
         Scenario("release||reconcile", draining_with_task, ((RELEASE,), (RECONCILE,))),
         # Plans (PLN, Reference III): the Lead's decision against the requester's withdrawal and
         # against the monitor just past the deadline; a retraction against the delivery it races

@@ -24,6 +24,15 @@ RECOVERY_CAUGHT_BY: dict[str, list[str]] = {
     "shutdown_not_audited": ["tests/test_recovery_rows.py"],
     "monitor_reads_history": ["tests/test_deadlines.py::test_the_monitor_reads_the_open_records_not_the_history"],
     "free_text_not_redacted": ["tests/test_plans.py::test_the_free_text_of_plans_and_shutdowns_is_stored_redacted"],
+    "audit_clears_later_mark": [
+        "model_tests/test_interleave_crashes.py::"
+        "test_a_crash_of_either_instance_and_its_restart_beside_the_other_keep_every_invariant[review||cancel-memory]"
+    ],
+    "claim_repair_only_running": [
+        "model_tests/test_interleave_crashes.py::test_a_crash_of_either_instance_and_its_restart_beside_the_other_"
+        "keep_every_invariant[claim||request_shutdown;begin_drain-memory]",
+        "tests/test_recovery_rows.py::test_a_claim_cut_short_is_repaired_for_a_member_that_began_to_drain_since",
+    ],
 }
 """Recovery and audit mutants → the quick example tests that catch them (``teamproto mutants`` runs
 these instead of the model tests, as for the process mutants)."""

@@ -32,6 +32,10 @@ MUTANTS: dict[str, str] = {
     "consume_rereads_before_cas": "APR-5, APR-6: consume re-reads the approval just before its compare-and-set",
     "claim_repair_reads_tasks_first": "REC-2, STO-4: reconciliation reads the tasks, then the members, "
     "and repairs a member over a fresh read",
+    "claim_repair_only_running": "REC-2: reconciliation completes a claim cut short only for a running member "
+    "(another process began its drain between the crash and the restart)",
+    "audit_clears_later_mark": "AUD-5, REC-4: an audit entry clears its record's unlogged mark though the record "
+    "holds events the log does not (another instance's later write; memory backend)",
     "claim_while_draining": "MEM-1: a member that is not running or not accepting may claim",
     "claim_ignores_shutdown_request": "MEM-1: a claim ignores an active shutdown request (the window "
     "between persisting the request and updating the member)",

@@ -221,7 +221,8 @@ def _claim_repair(member: Document, claimed: list[Document]) -> tuple[str | None
     current = member["current_task_id"]
     if current is not None and current not in holds:
         return (None,)
-    if current is None and holds and member["status"] in ("running", "draining"):
+    repaired = ("running",) if broken("claim_repair_only_running") else ("running", "draining")
+    if current is None and holds and member["status"] in repaired:
         return (holds[0],)
     return None
 

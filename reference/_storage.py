@@ -69,13 +69,32 @@ def _mark(writer: str | None) -> str:
 def _mark_unlogged(
     rows: dict[tuple[str, str], tuple[int, str]], table: str, key: str, text: str, writer: str | None = None
 ) -> None:
-    """The memory backend's half of :data:`UNLOGGED`, called under its lock with each write."""
+    """The memory backend's half of :data:`UNLOGGED`, called under its lock with each write. An
+    audit entry clears its record's mark only once the log holds every event of the record: an
+    entry appended by one instance must not clear the mark of another's later write to the same
+    record, whose own entry a crash may yet cut off (AUD-5, REC-4)."""
     if table in AUDITED_TABLES:
         rows[(UNLOGGED, f"{table}/{key}")] = (1, _mark(writer))
     elif table == "audit_entry":
-        subject = json.loads(text).get("subject_id") if text.startswith("{") else None
+        subject = _subject(text)
+        held = sum(1 for (tb, _), (_, doc) in rows.items() if tb == "audit_entry" and _subject(doc) == subject)
         for kind in AUDITED_TABLES:
-            rows.pop((UNLOGGED, f"{kind}/{subject}"), None)
+            record = rows.get((kind, subject)) if isinstance(subject, str) else None
+            if broken("audit_clears_later_mark") or record is None or held >= _events(record[1]):
+                rows.pop((UNLOGGED, f"{kind}/{subject}"), None)
+
+
+def _subject(text: str) -> Any:
+    return json.loads(text).get("subject_id") if text.startswith("{") else None
+
+
+def _events(text: str) -> int:
+    """How many events a stored audited record holds (0 for a row that is not a JSON record)."""
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        return 0
+    return len(doc.get("events", ())) if isinstance(doc, dict) else 0
 
 
 @dataclass(frozen=True)
@@ -444,13 +463,22 @@ class SQLiteStorage(Storage):
     TRIGGERS = (
         f"CREATE TRIGGER IF NOT EXISTS unlogged_insert AFTER INSERT ON records WHEN new.tbl IN ({AUDITED}) {MARK}",
         f"CREATE TRIGGER IF NOT EXISTS unlogged_update AFTER UPDATE ON records WHEN new.tbl IN ({AUDITED}) {MARK}",
-        "CREATE TRIGGER IF NOT EXISTS unlogged_cleared AFTER INSERT ON records "
+        # An entry clears a record's mark only once the log holds every event of the record (AUD-5,
+        # REC-4): not the mark of another instance's later write, whose entry a crash may cut off.
+        "CREATE TRIGGER IF NOT EXISTS unlogged_caught_up AFTER INSERT ON records "
         "WHEN new.tbl = 'audit_entry' AND json_valid(new.doc) BEGIN "
-        f"DELETE FROM records WHERE tbl = '{UNLOGGED}' AND key IN "
-        + "("
-        + ", ".join(f"'{table}/' || json_extract(new.doc, '$.subject_id')" for table in AUDITED_TABLES)
-        + "); END",
+        f"DELETE FROM records WHERE tbl = '{UNLOGGED}' AND key IN ("
+        "SELECT kind.name || '/' || json_extract(new.doc, '$.subject_id') FROM ("
+        + " UNION ALL ".join(f"SELECT '{table}' AS name" for table in AUDITED_TABLES)
+        + ") AS kind WHERE NOT EXISTS (SELECT 1 FROM records AS r WHERE r.tbl = kind.name "
+        "AND r.key = json_extract(new.doc, '$.subject_id') AND json_valid(r.doc) "
+        "AND json_array_length(r.doc, '$.events') > (SELECT count(*) FROM records AS a "
+        f"WHERE a.tbl = 'audit_entry' AND {SUBJECT.replace('doc', 'a.doc')} = json_extract(new.doc, '$.subject_id')))"
+        "); END",
     )
+    RETIRED = ("DROP TRIGGER IF EXISTS unlogged_cleared",)
+    """Triggers of earlier versions, dropped when a file is opened: ``unlogged_cleared`` cleared
+    every mark of a record at any audit entry about it."""
     """:data:`UNLOGGED`, kept by triggers: in the statement (the transaction) of the write itself."""
     """Recovery reads the active records by status (:meth:`Storage.scan_status`), not the history.
     A row that is not JSON has no status in the index (it stays writable, and is reported by
@@ -467,7 +495,7 @@ class SQLiteStorage(Storage):
             self._db.execute(self.SCHEMA)
             self._db.execute(self.STATUS_INDEX)
             self._db.execute(self.SUBJECT_INDEX)
-            for trigger in self.TRIGGERS:
+            for trigger in (*self.RETIRED, *self.TRIGGERS):
                 self._db.execute(trigger)
         except sqlite3.Error as error:
             raise StorageUnavailable(f"cannot open {self.path}: {error}") from None

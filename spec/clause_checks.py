@@ -104,7 +104,7 @@ _CHECKS: dict[str, Checked] = {
     "XPR-4": _C(("approval_grants_no_capability",)),
     "XPR-5": _C(("terminal_outcomes_carry_reasons",)),
     "REC-1": _C(("reconcile_is_idempotent",)),
-    "REC-2": _C((*_AFTER_RECONCILE, "every_request_can_finish")),
+    "REC-2": _C((*_AFTER_RECONCILE, "members_hold_their_claims", "every_request_can_finish")),
     "REC-3": _C(("owed_messages_present", "messages_agree_with_records")),
     "AUD-3": _C(("no_secret_stored",)),
     "INV-1": _C(("approval_consumed_at_most_once",)),

@@ -671,6 +671,9 @@ INVARIANTS: tuple[Invariant, ...] = (
     ),
     Invariant("TSK-3", "checkpoint_never_lost", "step", False, safety.checkpoint_never_lost, ("task",)),
     Invariant(
+        "REC-2", "members_hold_their_claims", "state", True, safety.members_hold_their_claims, ("member", "task")
+    ),
+    Invariant(
         "XPR-5",
         "terminal_outcomes_carry_reasons",
         "state",

@@ -228,6 +228,45 @@ def task_leaves_owner_after_jobs_settle(snap: Snapshot) -> list[str]:
     ]
 
 
+_HELD = frozenset({"claimed", "suspended"})
+
+
+def members_hold_their_claims(snap: Snapshot) -> list[str]:
+    """REC-2, MEM-1, TSK-1: a claim's two writes (the task's, then its member's) agree once
+    reconciled, for every member that may still work (``running`` or ``draining``).
+
+    Its ``current_task_id`` names a task it holds under its present incarnation (``claimed``, or
+    ``suspended`` by a unit deadline), and if it names none, no task is claimed by it under its
+    incarnation. A crash between the two writes leaves them apart; reconciliation must join them
+    for a member that began to drain since, as for a running one, else the drain cannot release
+    the task and the member stops with the task claimed by nobody (INV-4, later). (A lost member
+    keeps the name of a task the Lead has since inspected: nothing reads it.)
+    """
+    tasks = _by(snap["task"], "task_id")
+    problems = []
+    for member in snap["member"]:
+        if member["status"] not in ("running", "draining"):
+            continue
+        name, incarnation, current = member["member_id"], member["incarnation"], member["current_task_id"]
+        if current is not None:
+            task = tasks.get(current)
+            if task is None:
+                problems.append(f"member/{name}: holds task {current}, which does not exist")
+            elif task["status"] not in _HELD or (task["owner_id"], task["owner_incarnation"]) != (name, incarnation):
+                problems.append(
+                    f"member/{name}: holds task {current}, which is {task['status']} by {task['owner_id']} "
+                    f"(incarnation {task['owner_incarnation']}; the member's is {incarnation})"
+                )
+        else:
+            problems += [
+                f"member/{name}: {member['status']} and holds no task, but task {task['task_id']} is claimed by it "
+                f"(incarnation {incarnation})"
+                for task in snap["task"]
+                if task["status"] == "claimed" and task["owner_id"] == name and task["owner_incarnation"] == incarnation
+            ]
+    return problems
+
+
 def _lost(member: Mapping[str, Any] | None, incarnation: Any) -> bool:
     """The task owner's incarnation is gone: restarted since, or no longer running or draining."""
     return member is None or member["incarnation"] != incarnation or member["status"] not in LIVE_MEMBER

@@ -238,6 +238,7 @@ MUTANTS: dict[str, Mutant] = {
             "task_flagged_only_for_its_lost_owner",
             "pair_lapses",
             "a heartbeat lapse flags every claimed task, another member's too",
+            also=("members_hold_their_claims",),
         ),
         Mutant(
             "review_after_deadline",
