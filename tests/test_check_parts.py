@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from spec import _tables as spec_tables
 from spec import ids, invariants, safety
 from tests.test_message_parties import _places, _team_snapshot
 
@@ -131,3 +132,34 @@ def test_an_execution_started_after_its_plans_deadline_is_named(started_at: floa
     after = {**before, "plan_execution": [{"plan_id": "p-1", "status": "running", "started_at": started_at}]}
     assert bool(safety.plan_starts_only_before_deadline(before, after)) is named
     assert safety.plan_starts_only_before_deadline(after, after) == []  # only the step that starts it
+
+
+DEADLINE_EVENTS = ("expire", "time_out")
+"""The machines' events that a deadline passing fires (MSG-1, APR-5, PLN-5, SHD-6): the statuses
+``expiry_only_after_deadline`` must watch are read from the machines here, not from the check."""
+DEADLINE_EDGES = [
+    (edge.machine, edge.source, edge.target)
+    for machine in ("operation_approval", "plan_approval", "shutdown_request")  # the records with a deadline
+    for edge in spec_tables.edges(machine)
+    if edge.event in DEADLINE_EVENTS
+]
+
+
+def _deadline_step(machine: str, source: str, target: str, now: float) -> tuple[dict[str, Any], dict[str, Any]]:
+    empty: dict[str, Any] = {kind: [] for kind in ("operation_approval", "plan_approval", "shutdown_request")}
+    record = {"protocol_id": "p1", "status": source, "deadline": 10.0}
+    before = {**empty, "clock": now - 1, machine: [record]}
+    return before, {**empty, "clock": now, machine: [{**record, "status": target}]}
+
+
+@pytest.mark.clause("APR-5", "PLN-5", "SHD-6")
+@pytest.mark.parametrize(("machine", "source", "target"), DEADLINE_EDGES)
+def test_every_deadline_edge_before_its_deadline_is_named(machine: str, source: str, target: str) -> None:
+    """Each edge a deadline fires, taken at or before the deadline, is named by
+    ``expiry_only_after_deadline``; the same edge just after it is not. An edge the check's own
+    table left out (a drain timed out early) would pass unseen."""
+    assert len(DEADLINE_EDGES) >= 5  # approval ×2, plan ×2, shutdown: expired and timed_out
+    for now, named in ((9.0, True), (10.0, True), (10.5, False)):
+        before, after = _deadline_step(machine, source, target, now)
+        problems = safety.expiry_only_after_deadline(before, after)
+        assert bool(problems) is named, (machine, source, target, now, problems)

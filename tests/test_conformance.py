@@ -150,6 +150,9 @@ def test_the_sample_fails_on_exactly_its_planted_defects() -> None:
 MUTANTS = [
     ("consume_twice", "APR-6", {"sections": ("bad input",), "clauses": ("APR-6",)}),
     ("dedup_disabled", "MSG-5", {"sections": ("bad input",), "clauses": ("MSG-5",)}),
+    # an answered duplicate that changed the snapshot: the judge's "unchanged" rule for accepted
+    # duplicates, not only for refusals (an outside review dropped it and nothing failed)
+    ("unstable_message_id", "STO-2", {"sections": ("bad input",), "clauses": ("STO-2",)}),
     # 8 programs: seed 0's first 4 met the mutant 1-2 times, depending on where a SIGKILL landed
     ("skip_digest_check", "APR-5", {"sections": ("random programs",), "programs": 8}),
     ("reconcile_skips_redelivery", "REC-2", {"sections": ("vectors",), "configs": ("tiny",)}),
