@@ -77,6 +77,13 @@ def _raw(session: Session, text: str) -> dict[str, Any]:
     return reply
 
 
+def _deliver_expired_shutdown(session: Session) -> dict[str, Any]:
+    message = next(m["message"] for m in session.last["message"] if m["message"]["message_type"] == "shutdown_request")
+    return session.call(
+        {"type": "message.deliver", "message_id": message["message_id"], "correlation_id": message["correlation_id"]}
+    )
+
+
 def _deliver_twice(session: Session, pid: str) -> dict[str, Any]:
     message = next(m["message"] for m in session.last["message"] if m["message"]["correlation_id"] == pid)
     return session.call({"type": "message.deliver", "message_id": message["message_id"], "correlation_id": pid})
@@ -327,6 +334,15 @@ CASES: tuple[Bad, ...] = (
         ("message.deliver",),
     ),
     Bad(
+        "deliver-expired",
+        "the Lead's shutdown request to m1 delivered after it expired unread (past its deadline, the monitor's pass)",
+        ("MSG-1", "MSG-3", "SHD-6"),
+        ("message_not_pending",),
+        lambda s, p: _deliver_expired_shutdown(s),
+        ("shutdown_expired",),
+        ("message.deliver", "monitor.pass", "shutdown.request"),
+    ),
+    Bad(
         "restart-in-place",
         "the driver's own restart, nothing having crashed: the stores and the clock as they were",
         ("REC-1", "REC-2"),
@@ -378,6 +394,10 @@ def _set_up(session: Session, bad: Bad, caps: dict[str, Any]) -> str:
             session.call({"type": "tick", "seconds": 2})
         elif step == "half_tick":  # time passes, no deadline with it (ttl 1)
             session.call({"type": "tick", "seconds": 0.5})
+        elif step == "shutdown_expired":  # m1 never begins to drain: past the deadline the monitor expires it
+            session.call({"type": "shutdown.request", **_shutdown("m1")})
+            session.call({"type": "tick", "seconds": 61})
+            session.call({"type": "monitor.pass"})
         elif step == "consume":
             session.call(consume(pid))
         elif step == "drain":

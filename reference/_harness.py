@@ -32,7 +32,14 @@ from ._shutdown import ShutdownProtocol
 from ._steps import WRITE_STEPS
 from ._storage import Document, Storage, Stored
 from ._tasks import Tasks
-from ._team_errors import StaleMember, UnknownMember, UnknownProfileTool, UnknownRecord, UnknownTask
+from ._team_errors import (
+    MessageNotPending,
+    StaleMember,
+    UnknownMember,
+    UnknownProfileTool,
+    UnknownRecord,
+    UnknownTask,
+)
 from ._tools import Tool
 
 
@@ -317,20 +324,24 @@ class Harness:
 
     def deliver(self, message_id_: str, correlation_id: str) -> Document:
         """The receiver reads a message (MSG-5): the first time records a result, a duplicate
-        returns the recorded result. Reading never completes a request (MSG-3)."""
+        returns the recorded result. Reading never completes a request (MSG-3). A message that
+        was never handled and is no longer pending (expired unread, MSG-1) is refused with
+        :class:`MessageNotPending`, as the protocols' own deliveries refuse it: nothing is
+        written (a late reader must not bring it back)."""
         stored = self._require("message", message_id_)
         if stored.doc["message"]["correlation_id"] != correlation_id:
             actual = stored.doc["message"]["correlation_id"]
             raise UnknownRecord("message", f"{message_id_} of {correlation_id}", f"it belongs to {actual}")
         if stored.doc["recorded_result"] is not None and not broken("dedup_disabled"):
             return dict(stored.doc["recorded_result"])
+        if stored.doc["status"] != "pending":
+            raise MessageNotPending(message_id_, stored.doc["status"])
         result = {"delivered_at": self.clock.now()}
-        status = "delivered" if stored.doc["status"] == "pending" else stored.doc["status"]
         self.storage.update(
             "message.deliver/message",
             "message",
             message_id_,
-            {**stored.doc, "status": status, "recorded_result": result},
+            {**stored.doc, "status": "delivered", "recorded_result": result},
             stored.version,
         )
         return result

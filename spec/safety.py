@@ -543,9 +543,11 @@ def decisions_only_before_deadline(before: Snapshot, after: Snapshot) -> list[st
 
 
 def _decided_at(record: Mapping[str, Any], decided: Any, now: Any) -> Any:
-    """When a record was decided: the time of its decision event where it keeps events (AUD-1; two
-    processes' clocks may differ, and a snapshot has one), else the step's clock (the model's)."""
-    for event in record.get("events") or ():
+    """When a record was decided: the time of its latest decision event where it keeps events
+    (AUD-1; two processes' clocks may differ, and a snapshot has one), else the step's clock (the
+    model's). The latest: a plan approved in time, retracted (PLN-6) and approved again is decided
+    by the second approval."""
+    for event in reversed(record.get("events") or ()):
         if event.get("event") in decided:
             return event.get("at", now)
     return now

@@ -163,3 +163,32 @@ def test_every_deadline_edge_before_its_deadline_is_named(machine: str, source: 
         before, after = _deadline_step(machine, source, target, now)
         problems = safety.expiry_only_after_deadline(before, after)
         assert bool(problems) is named, (machine, source, target, now, problems)
+
+
+def _event(name: str, at: float) -> dict[str, Any]:
+    return {"event": name, "at": at, "actor": "lead", "summary": ""}
+
+
+@pytest.mark.clause("PLN-5", "PLN-6", "APR-4")
+@pytest.mark.parametrize(
+    ("earlier", "decided_at", "named"),
+    [
+        ((), 150.0, True),  # approved after the deadline
+        ((("approved", 50.0), ("retracted", 60.0)), 150.0, True),  # approved in time, retracted, approved late
+        ((), 50.0, False),  # approved in time (the snapshot is taken later)
+        ((("approved", 50.0), ("retracted", 60.0)), 90.0, False),  # approved again, still in time
+    ],
+)
+def test_a_decision_after_the_deadline_is_named_whatever_came_before(
+    earlier: tuple[tuple[str, float], ...], decided_at: float, named: bool
+) -> None:
+    """A plan moved from ``pending`` to ``approved`` after its deadline (100) is named, also when an
+    earlier approval in time was retracted (PLN-6) before it: the step's decision is the latest
+    decision event, not the first."""
+    past = [_event("drafted", 0.0), _event("submitted", 1.0), *(_event(name, at) for name, at in earlier)]
+    record = {"protocol_id": "p", "deadline": 100.0}
+    empty: dict[str, Any] = {"operation_approval": [], "shutdown_request": []}
+    before = {**empty, "plan_approval": [{**record, "status": "pending", "events": past}]}
+    decided = {**record, "status": "approved", "events": [*past, _event("approved", decided_at)]}
+    after = {**empty, "clock": 150.0, "plan_approval": [decided]}
+    assert bool(safety.decisions_only_before_deadline(before, after)) is named
