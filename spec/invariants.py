@@ -597,7 +597,7 @@ INVARIANTS: tuple[Invariant, ...] = (
         "step",
         False,
         safety.expiry_only_after_deadline,
-        ("clock", _APPROVALS, _PLANS, _SHUTDOWNS),
+        ("clock", _APPROVALS, _PLANS, _SHUTDOWNS, "message"),
     ),
     Invariant(
         "XPR-2",

@@ -55,6 +55,34 @@ def expiry_only_after_deadline(before: Snapshot, after: Snapshot) -> list[str]:
                     f"{kind}/{record['protocol_id']}: {status} at {now}, but its deadline {record['deadline']} "
                     "has not passed"
                 )
+    return problems + _request_messages_expire_late(before, after)
+
+
+_REQUEST_MESSAGES = {
+    "approval_request": "operation_approval",
+    "plan_request": "plan_approval",
+    "shutdown_request": "shutdown_request",
+}
+"""A request message's type → the section of the request it carries (its ``correlation_id``)."""
+
+
+def _request_messages_expire_late(before: Snapshot, after: Snapshot) -> list[str]:
+    """MSG-1: a request's message expires unread only once its request's deadline passed — while
+    the request can still be decided, its message must still be deliverable."""
+    now = after["clock"]
+    was = {record["message"]["message_id"]: record["status"] for record in before["message"]}
+    problems = []
+    for record in after["message"]:
+        message = record["message"]
+        kind = _REQUEST_MESSAGES.get(message["message_type"])
+        if kind is None or record["status"] != "expired" or was.get(message["message_id"]) == "expired":
+            continue
+        request = _by(after[kind], "protocol_id").get(message["correlation_id"])
+        if request is not None and now <= request["deadline"]:
+            problems.append(
+                f"message/{message['message_id']}: the {message['message_type']} expired at {now}, but its "
+                f"request's deadline {request['deadline']} has not passed"
+            )
     return problems
 
 

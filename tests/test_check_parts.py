@@ -146,7 +146,9 @@ DEADLINE_EDGES = [
 
 
 def _deadline_step(machine: str, source: str, target: str, now: float) -> tuple[dict[str, Any], dict[str, Any]]:
-    empty: dict[str, Any] = {kind: [] for kind in ("operation_approval", "plan_approval", "shutdown_request")}
+    empty: dict[str, Any] = {
+        kind: [] for kind in ("operation_approval", "plan_approval", "shutdown_request", "message")
+    }
     record = {"protocol_id": "p1", "status": source, "deadline": 10.0}
     before = {**empty, "clock": now - 1, machine: [record]}
     return before, {**empty, "clock": now, machine: [{**record, "status": target}]}
@@ -192,3 +194,20 @@ def test_a_decision_after_the_deadline_is_named_whatever_came_before(
     decided = {**record, "status": "approved", "events": [*past, _event("approved", decided_at)]}
     after = {**empty, "clock": 150.0, "plan_approval": [decided]}
     assert bool(safety.decisions_only_before_deadline(before, after)) is named
+
+
+@pytest.mark.clause("MSG-1", "APR-5", "PLN-5", "SHD-6")
+@pytest.mark.parametrize(("message_type", "section"), list(safety._REQUEST_MESSAGES.items()))
+@pytest.mark.parametrize(("now", "named"), [(9.0, True), (10.0, True), (10.5, False)])
+def test_a_request_message_expired_while_its_request_can_be_decided_is_named(
+    message_type: str, section: str, now: float, named: bool
+) -> None:
+    """A request's message expiring at or before its request's deadline (10) is named: the request
+    can still be decided, so its message must still be deliverable (MSG-1)."""
+    assert set(safety._REQUEST_MESSAGES) == {"approval_request", "plan_request", "shutdown_request"}
+    empty: dict[str, Any] = {kind: [] for kind in ("operation_approval", "plan_approval", "shutdown_request")}
+    request = {"protocol_id": "p1", "status": "requested", "deadline": 10.0}
+    envelope = {"message_id": "x1", "message_type": message_type, "correlation_id": "p1"}
+    before = {**empty, "clock": now - 1, section: [request], "message": [{"message": envelope, "status": "pending"}]}
+    after = {**before, "clock": now, "message": [{"message": envelope, "status": "expired"}]}
+    assert bool(safety.expiry_only_after_deadline(before, after)) is named

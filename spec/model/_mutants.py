@@ -168,6 +168,13 @@ MUTANTS: dict[str, Mutant] = {
         ),
         # ---- issue 19: one per new safety predicate, each a bug that only moved the pinned counts
         Mutant(
+            "request_message_expires_at_deadline",
+            "MSG-1",
+            "expiry_only_after_deadline",
+            "plan",
+            "the monitor expires a request's message at its deadline, while the request can still be decided",
+        ),
+        Mutant(
             "monitor_expires_early",
             "APR-5",
             "expiry_only_after_deadline",

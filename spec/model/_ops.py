@@ -762,7 +762,9 @@ def monitor_pass(model: Model, s: State) -> State:
             s = _shutdown(s, slot, "timed_out", reason="timed_out")
     for message in s.bus:
         kind, ref, _ = message.key
-        if message.status == "pending" and message.copy == 0 and _request_deadline(s, kind, ref) < now:
+        early = 1 if model.broken("request_message_expires_at_deadline") else 0  # at the deadline itself
+        deadline = _request_deadline(s, kind, ref) - early
+        if message.status == "pending" and message.copy == 0 and deadline < now:
             s = set_message(s, message.key, "expired")
     return replace(s, monitor_done=True)
 
