@@ -86,6 +86,7 @@ def test_the_reference_refuses_the_teams_bad_input() -> None:
         "bad-forged-shutdown-requester",
         "bad-unknown-id-drain",
         "bad-claim-while-draining",
+        "bad-deliver-expired",
     }
     assert result["exit"] == 0, [(c.id, c.message) for c in cases if c.verdict != "OK"]
 

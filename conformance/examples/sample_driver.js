@@ -448,6 +448,7 @@ function deliver(req) {
   const rec = need("message", req.message_id);
   if (rec.message.correlation_id !== req.correlation_id) throw new Refusal("unknown_id", "another correlation");
   if (rec.recorded_result !== null) return { recorded_result: rec.recorded_result };
+  if (rec.status !== "pending") throw new Refusal("message_not_pending", `message ${req.message_id} is ${rec.status}`);
   const result = { delivered_at: clock };
   write("message.deliver/message", "message", req.message_id, { ...rec, status: "delivered", recorded_result: result });
   return { recorded_result: result };
