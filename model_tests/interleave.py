@@ -125,7 +125,7 @@ class Scheduler:
 
     def crash(self, index: int) -> None:
         """Let thread ``index`` die at its pending access and run its restart (see
-        :meth:`Execution.crash`) up to its first yield point or its end."""
+        :meth:`Execution._restart`) up to its first yield point or its end."""
         assert self.pending[index] is not None, index
         self.crashing = index
         self._go[index].release()
