@@ -217,6 +217,16 @@ def expectations(snap: dict[str, Any]) -> list[str]:
         failures.append("t1 was never flagged needs_inspection")
     if any(t["status"] != "completed" for t in snap["task"]):
         failures.append("not every task completed")
+    # Each task's long step was cut short once (t0 by m0's drain, t1 by the SIGKILL) and claimed
+    # again: the new holder's call is a new call, so it runs a job of its own, which succeeds
+    # now that the gate is open (TSK-3, MEM-4). An id repeated across claims would hand it the
+    # earlier claim's stopped job instead, and the task would complete on a job that never ran.
+    for task_id in ("t0", "t1"):
+        jobs = [j for j in snap["job"] if j["task_id"] == task_id]
+        succeeded = [j["job_id"] for j in jobs if j["status"] == "succeeded"]
+        if len(jobs) != 2 or len(succeeded) != 1:
+            states = ", ".join(f"{j['job_id']} {j['status']}" for j in jobs) or "none"
+            failures.append(f"{task_id} ran {len(jobs)} job(s) ({states}), not its stopped one and a new one that succeeded")
     return failures
 
 

@@ -92,6 +92,26 @@ def send_owed(harness: Harness) -> list[str]:
     return sent
 
 
+def tool_call_id(task: Mapping[str, Any], kind: str) -> str:
+    """The id of the tool call the holder of ``task`` makes next (a job's id, a protected call's
+    ``tool_call_id``; APR-3: the harness derives it, the model never writes it).
+
+    It is a function of the task's record alone (DESIGN rule 2), and it names the call exactly:
+    the task, how many times it has been claimed, the step its checkpoint reached, the calls of
+    that step already done, and the call's kind. Hence
+    - within one claim, a retry of the same call repeats the id, so it finds its own job or its
+      own approval again and cannot start a second one (MSG-4, JOB-1, APR-6);
+    - a task claimed again (after a drain released it, a lost member's task was inspected back to
+      ``pending``, or a restart; TSK-3, XPR-1) makes a *new* call: its interrupted job runs again
+      and its protected call asks for a new approval — an id that ignored the claim would hand the
+      new holder the earlier claim's cancelled job or its old incarnation's approval.
+    """
+    state = {**FRESH_STATE, **((task["checkpoint"] or {}).get("state") or {})}
+    claims = sum(1 for event in task["history"] if event["event"] == "claimed")
+    claim = "" if broken("call_id_ignores_claim") else f"-c{claims}"
+    return f"{task['task_id']}{claim}-s{state['step']}-{state['calls_done']}-{kind}"
+
+
 class FileTool:
     """A protected tool whose external effect is a line in a file, keyed by idempotency key
     (APR-8: the outcome of a call is looked up, never repeated)."""
@@ -245,10 +265,7 @@ class MemberProcess:
 
     def tools(self, task_id: str, points: SafePoints) -> dict[str, Callable[[Mapping[str, Any]], Any]]:
         def call_id(kind: str) -> str:
-            task = self.h.task_row(task_id).doc
-            state = {**FRESH_STATE, **((task["checkpoint"] or {}).get("state") or {})}
-            claims = sum(1 for e in task["history"] if e["event"] == "claimed")
-            return f"{task_id}-c{claims}-s{state['step']}-{state['calls_done']}-{kind}"
+            return tool_call_id(self.h.task_row(task_id).doc, kind)
 
         return {
             "note": lambda arguments: {"noted": dict(arguments)},

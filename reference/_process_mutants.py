@@ -17,6 +17,7 @@ PROCESS_MUTANTS: dict[str, str] = {
     "signal_exit_cancels_any_job": "JOB-2: a member shutting down on a signal cancels its non-cancellable jobs too",
     "signal_exit_keeps_requests": "XPR-2: a member shutting down on a signal leaves its own approval requests open",
     "processes_found_by_id_alone": "SHD-7: the Lead finds member and job processes by their ids, whatever their team",
+    "call_id_ignores_claim": "TSK-3: a member derives a call's id without the task's claim, so a re-claimed task gets the earlier claim's job",
 }
 
 CAUGHT_BY: dict[str, list[str]] = {
@@ -40,6 +41,10 @@ CAUGHT_BY: dict[str, list[str]] = {
     "processes_found_by_id_alone": [
         "tests/test_member_processes.py::test_inspecting_a_lost_member_never_touches_another_teams_processes",
         "tests/test_processes.py::test_another_process_can_kill_a_job_it_did_not_start",
+    ],
+    "call_id_ignores_claim": [
+        "tests/test_call_ids.py::test_two_calls_share_an_id_exactly_when_they_are_one_call_of_one_claim",
+        "tests/test_call_ids.py::test_a_task_claimed_again_at_the_same_step_makes_a_new_call",
     ],
     # not process mutants: the model tests never receive a foreign message (reference.Harness.receive)
     # and never let a member ask for a shutdown; the conformance suite's bad input does
