@@ -147,9 +147,10 @@ def message_label(message: dict[str, Any], labels: dict[str, str]) -> str:
 
 _PLAN_DECIDED = ("plan_request", "plan_decision")
 """Plan messages whose delivery status the model decides (in :func:`project_plans`)."""
-_STATUS_SEEN = ("shutdown_request",)
+_STATUS_SEEN = ("shutdown_request", "approval_request")
 """Message types whose delivery status the model decides (a drain's request is delivered once,
-acknowledged by the finish, expired by the monitor); other statuses are the implementation's own."""
+acknowledged by the finish, expired by the monitor; an approval's request expires unread once its
+deadline passed, MSG-1); other statuses are the implementation's own."""
 
 
 def _messages(snap: Snapshot, labels: dict[str, str]) -> list[list[Any]]:

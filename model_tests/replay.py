@@ -16,6 +16,7 @@ from typing import Any
 
 import reference as r
 import spec
+from conformance._abstract import _STATUS_SEEN as STATUS_SEEN
 from conformance._abstract import project as project_approval
 from conformance._abstract import project_plans
 from conformance._translate import plan_document
@@ -74,7 +75,7 @@ def project_team(snap: dict[str, Any]) -> dict[str, Any]:
             for sd in snap["shutdown_request"]
         ),
         "all_messages": sorted(
-            (m["message"]["message_id"], m["status"] if m["message"]["message_type"] == "shutdown_request" else "")
+            (m["message"]["message_id"], m["status"] if m["message"]["message_type"] in STATUS_SEEN else "")
             for m in snap["message"]
         ),
         "outbox": sorted((o["message_id"], o["status"]) for o in snap["outbox_entry"]),

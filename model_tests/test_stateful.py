@@ -492,7 +492,11 @@ class ApprovalComparison(RuleBasedStateMachine):
         """Deliver (or re-deliver) the request message: one recorded result, no record changes."""
         pid = self._pid(slot)
         mid = spec.ids.message_id(pid, "request")
-        if self.harness.read("message", mid) is None:
+        stored = self.harness.read("message", mid)
+        if stored is None:
+            return
+        if stored.doc["status"] == "expired":  # expired unread (MSG-1): a late reader is refused
+            self._refused_alone(r.MessageNotPending, lambda: self.harness.deliver(mid, pid))
             return
         approvals_before = self.reference_snapshot()["operation_approval"]
         result = self.harness.deliver(mid, pid)
@@ -562,7 +566,7 @@ class ApprovalComparison(RuleBasedStateMachine):
             f"{inv.clause} {inv.name}: {message}"
             for inv, message in self.checks.state(after) + self.checks.step(self.before, after)
         ]
-        if not self.refinement.holds(after, self.state):
+        if not self.refinement.holds(after, self.state, read=self.results.keys()):
             problems.append("refinement: the reference's snapshot does not abstract to the model's state")
         if problems:
             path = write_trace(self.steps, problems[0], self.config)

@@ -7,7 +7,8 @@ Write steps, in order (the same names as the model's, plus the team audit log):
 - call:    ``approval.consume/record`` → ``approval.consume/execution`` → ``approval.consume/call``
            (the external call) → ``approval.consume/outcome`` → ``approval.consume/audit``
 - cancel:  ``approval.cancel/record`` → ``approval.cancel/audit``
-- monitor: ``approval.expire/record`` → ``approval.expire/audit``; reconcile: ``approval.reconcile/*``
+- monitor: ``approval.expire/record`` → ``approval.expire/audit``, then ``approval.expire/message``
+  for every request message past its approval's deadline; reconcile: ``approval.reconcile/*``
 """
 
 from __future__ import annotations
@@ -372,12 +373,23 @@ class ApprovalProtocol:
         return cancelled
 
     def expire_due(self) -> list[str]:
-        """The deadline monitor's pass over approvals (INV-12)."""
+        """The deadline monitor's pass over approvals (INV-12), then over their requests' messages:
+        an ``approval_request`` still pending once its approval's deadline passed expires unread
+        (MSG-1), whatever became of the approval, as the model's monitor does."""
         expired = []
         now = self.h.clock.now()
         for stored in active(self.h.storage, KIND, ("requested", "approved")):
             if self._due(stored.doc, now) and settle(self._expiry(stored.key, now)):
                 expired.append(stored.key)
+        for message in active(self.h.storage, "message", ("pending",)):
+            envelope = message.doc["message"]
+            if envelope["message_type"] != "approval_request" or message.doc["status"] != "pending":
+                continue
+            approval = self.h.storage.read(KIND, envelope["correlation_id"])
+            if approval is not None and approval.doc["deadline"] < now and not broken("approval_request_never_expires"):
+                spec.ensure_transition("message", "pending", "expired")
+                doc = {**message.doc, "status": "expired"}
+                self.h.storage.update("approval.expire/message", "message", message.key, doc, message.version)
         return expired
 
     def _expiry(self, pid: str, now: float) -> Callable[[], bool]:

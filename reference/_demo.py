@@ -226,7 +226,9 @@ def expectations(snap: dict[str, Any]) -> list[str]:
         succeeded = [j["job_id"] for j in jobs if j["status"] == "succeeded"]
         if len(jobs) != 2 or len(succeeded) != 1:
             states = ", ".join(f"{j['job_id']} {j['status']}" for j in jobs) or "none"
-            failures.append(f"{task_id} ran {len(jobs)} job(s) ({states}), not its stopped one and a new one that succeeded")
+            failures.append(
+                f"{task_id} ran {len(jobs)} job(s) ({states}), not its stopped one and a new one that succeeded"
+            )
     return failures
 
 

@@ -50,6 +50,7 @@ CAUGHT_BY: dict[str, list[str]] = {
         name: [APPROVAL]
         for name in (
             "skip_digest_check",
+            "approval_request_never_expires",
             "skip_deadline_on_consume",
             "skip_ownership_check",
             "consume_twice",

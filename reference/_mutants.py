@@ -82,6 +82,8 @@ MUTANTS: dict[str, str] = {
     "review_closed_at_deadline": "APR-4: a review exactly at the deadline is refused as expired",
     "consume_closed_at_deadline": "APR-5: a call exactly at the deadline is refused as expired",
     "monitor_expires_at_deadline": "INV-12: the monitor expires a request exactly at its deadline",
+    "approval_request_never_expires": "MSG-1: an approval's request message stays pending after its deadline "
+    "passed (the monitor expires the record, never its message)",
     "shutdown_expires_at_deadline": "SHD-6, INV-12: the monitor expires a shutdown request (or times out its drain) "
     "exactly at its deadline",
     "plan_run_timed_out_at_deadline": "PLN-9, INV-12: the monitor fails a plan's execution exactly at its deadline",

@@ -17,7 +17,8 @@ PROCESS_MUTANTS: dict[str, str] = {
     "signal_exit_cancels_any_job": "JOB-2: a member shutting down on a signal cancels its non-cancellable jobs too",
     "signal_exit_keeps_requests": "XPR-2: a member shutting down on a signal leaves its own approval requests open",
     "processes_found_by_id_alone": "SHD-7: the Lead finds member and job processes by their ids, whatever their team",
-    "call_id_ignores_claim": "TSK-3: a member derives a call's id without the task's claim, so a re-claimed task gets the earlier claim's job",
+    "call_id_ignores_claim": "TSK-3: a member derives a call's id without the task's claim, so a re-claimed "
+    "task gets the earlier claim's job",
 }
 
 CAUGHT_BY: dict[str, list[str]] = {

@@ -47,6 +47,7 @@ capability profile's change: XPR-4)."""
 MONITOR_STEPS = (
     "approval.expire/record",
     "approval.expire/audit",
+    "approval.expire/message",
     "plan.expire/record",
     "plan.expire/execution",
     "plan.expire/message",

@@ -102,7 +102,7 @@ READ: dict[tuple[str, str], Callable[[Row], bool]] = {
     **{(table, f): _always for table in ("message", "outbox_entry") for f in ("message.message_type",)},
     ("message", "message.correlation_id"): _labelled,
     ("outbox_entry", "message.correlation_id"): _labelled,
-    ("message", "status"): _kinds("shutdown_request", "plan_request", "plan_decision"),
+    ("message", "status"): _kinds("shutdown_request", "approval_request", "plan_request", "plan_decision"),
     ("outbox_entry", "status"): _always,
     ("message", "message.body.sequence"): _kinds("plan_request", "plan_decision"),
     **{

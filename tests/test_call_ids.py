@@ -30,14 +30,16 @@ def calls(draw: st.DrawFn) -> tuple[tuple[int, int, int, str], dict[str, Any]]:
     step, done = draw(st.integers(0, 5)), draw(st.integers(0, 3))
     kind = draw(st.sampled_from(["job", "deploy"]))
     history = [{"event": "claimed", "at": float(i), "actor": "m0"} for i in range(claims)]
-    history += [{"event": e, "at": 0.5, "actor": "lead"} for e in draw(st.lists(st.sampled_from(OTHER_EVENTS), max_size=4))]
+    others = draw(st.lists(st.sampled_from(OTHER_EVENTS), max_size=4))
+    history += [{"event": e, "at": 0.5, "actor": "lead"} for e in others]
     history = draw(st.permutations(history))
     checkpoint = draw(
         st.sampled_from([None, {"state": {"step": step, "calls_done": done, "results": []}, "saved_at": 1.0}])
     )
     if checkpoint is None:
         step, done = 0, 0  # no checkpoint: the task starts from its first step (TSK-3)
-    return (claims, step, done, kind), {"task_id": "t0", "status": "claimed", "history": history, "checkpoint": checkpoint}
+    task = {"task_id": "t0", "status": "claimed", "history": history, "checkpoint": checkpoint}
+    return (claims, step, done, kind), task
 
 
 @pytest.mark.clause("MSG-4", "TSK-3", "XPR-1", "JOB-1")

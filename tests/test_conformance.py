@@ -168,10 +168,15 @@ MUTANTS = [
     ("shutdown_not_audited", "AUD-5", {"sections": ("vectors",), "configs": ("shutdown",), "clauses": ("SHD-1",)}),
     # the jobs' statuses in the abstraction: a job left cancel_requested by the last rung
     ("force_terminate_spares_cancelling_jobs", "SHD-7", {"sections": ("vectors",), "configs": ("monitor",)}),
+    # the approval requests' statuses in the abstraction: one left pending past its deadline (MSG-1;
+    # the monitor vectors that expire it are labelled with the monitor's clauses)
+    ("approval_request_never_expires", "INV-12", {"sections": ("vectors",), "configs": ("tiny",)}),
 ]
 
 
-@pytest.mark.clause("APR-5", "APR-6", "MSG-5", "REC-2", "SHD-6", "SHD-1", "PLN-4", "PLN-6", "PLN-7", "AUD-5", "SHD-7")
+@pytest.mark.clause(
+    "APR-5", "APR-6", "MSG-5", "REC-2", "SHD-6", "SHD-1", "PLN-4", "PLN-6", "PLN-7", "AUD-5", "SHD-7", "MSG-1", "INV-12"
+)  # fmt: skip
 @pytest.mark.parametrize(("mutant", "clause", "options"), MUTANTS, ids=[m[0] for m in MUTANTS])
 def test_a_reference_mutant_is_caught_through_the_driver(
     mutant: str, clause: str, options: dict[str, object], monkeypatch: pytest.MonkeyPatch

@@ -321,24 +321,27 @@ function consume(req) {
 }
 
 function monitorPass() {
+  // one write step of the model: its writes die with it only after the last (stepDone below)
+  const PASS = "monitor.pass/part";
   const expired = [];
   for (const ap of Object.values(db.operation_approval)) {
     if (["requested", "approved"].includes(ap.status) && clock > ap.deadline) {
-      expire(ap, "monitor.pass/records");
+      expire(ap, PASS);
       expired.push(ap.protocol_id);
     }
   }
   for (const sd of Object.values(db.shutdown_request)) { // SHD-6
     if (clock <= sd.deadline || !["requested", "draining"].includes(sd.status)) continue;
     const target = sd.status === "requested" ? "expired" : "timed_out";
-    write("monitor.pass/records", "shutdown_request", sd.protocol_id, { ...sd, status: target, reason: target,
+    write(PASS, "shutdown_request", sd.protocol_id, { ...sd, status: target, reason: target,
       events: [...sd.events, event("monitor", target)] });
     expired.push(sd.protocol_id);
   }
   for (const rec of Object.values(db.message)) { // a request nobody handled in time
     const m = rec.message;
-    if (rec.status === "pending" && m.message_type === "shutdown_request" && m.body.deadline < clock) {
-      write("monitor.pass/records", "message", m.message_id, { ...rec, status: "expired" });
+    const request = ["shutdown_request", "approval_request"].includes(m.message_type); // MSG-1
+    if (rec.status === "pending" && request && m.body.deadline < clock) {
+      write(PASS, "message", m.message_id, { ...rec, status: "expired" });
     }
   }
   stepDone("monitor.pass/records");
