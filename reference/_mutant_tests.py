@@ -23,6 +23,9 @@ RECOVERY_CAUGHT_BY: dict[str, list[str]] = {
     "reconcile_reowes_sent_outbox": ["tests/test_convergence.py"],
     "shutdown_not_audited": ["tests/test_recovery_rows.py"],
     "monitor_reads_history": ["tests/test_deadlines.py::test_the_monitor_reads_the_open_records_not_the_history"],
+    "approval_request_never_expires": [
+        "tests/test_deadlines.py::test_an_approval_request_message_expires_unread_once_its_deadline_passed"
+    ],
     "free_text_not_redacted": ["tests/test_plans.py::test_the_free_text_of_plans_and_shutdowns_is_stored_redacted"],
     "audit_clears_later_mark": [
         "model_tests/test_interleave_crashes.py::"
@@ -50,7 +53,6 @@ CAUGHT_BY: dict[str, list[str]] = {
         name: [APPROVAL]
         for name in (
             "skip_digest_check",
-            "approval_request_never_expires",
             "skip_deadline_on_consume",
             "skip_ownership_check",
             "consume_twice",

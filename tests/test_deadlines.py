@@ -12,6 +12,7 @@ from __future__ import annotations
 import pytest
 
 import reference as r
+from spec.ids import message_id
 from tests.conftest import Team
 
 ARGS = {"path": "srv/app"}
@@ -93,3 +94,29 @@ def test_the_monitor_reads_the_open_records_not_the_history(team: Team, monkeypa
     team.harness.outbox.owed()
     assert scanned == [], f"the monitor scanned whole tables: {scanned}"
     assert status(team, due) == "expired"
+
+
+@pytest.mark.clause("MSG-1", "INV-12", "MSG-5")
+@pytest.mark.parametrize("past", LATER)
+@pytest.mark.parametrize("fate", ["requested", "approved", "consumed", "delivered"])
+def test_an_approval_request_message_expires_unread_once_its_deadline_passed(
+    team: Team, past: float, fate: str
+) -> None:
+    """The monitor expires the request's message once the approval's deadline passed, whatever
+    became of the approval (the model's monitor does); at the deadline it is still pending, and
+    one its target already read stays delivered (a read message does not expire)."""
+    if fate in ("requested", "delivered"):
+        pid = team.harness.approvals.request(team.ctx(), "deploy", ARGS, ttl_seconds=TTL_SECONDS)
+    else:
+        pid = team.approved()
+    if fate == "consumed":
+        team.harness.approvals.call(team.ctx(), "deploy", ARGS, approval_id=pid)
+    mid = message_id(pid, "request")
+    if fate == "delivered":
+        team.harness.deliver(mid, pid)
+    team.clock.advance(TTL_SECONDS + past)
+    team.harness.monitor_pass()
+    message = team.harness.read("message", mid)
+    assert message is not None
+    expected = "delivered" if fate == "delivered" else "pending" if past == 0 else "expired"
+    assert message.doc["status"] == expected
