@@ -9,9 +9,11 @@ Contract (every backend passes ``tests/test_storage_contract.py``):
 - ``update`` is a compare-and-set: it succeeds only if the stored version equals
   ``expected_version`` and then stores version + 1; otherwise :class:`VersionConflict`
   (definite: nothing changed). This is what makes the stores safe for several processes.
-- ``read`` and ``scan`` validate what they load: a row that is not JSON, fails its record schema
-  or has an unknown status raises :class:`CorruptRecord` naming table, key and reason. A corrupt
-  row is never skipped, repaired or overwritten silently.
+- Every read validates what it loads (``read``, ``scan``, ``scan_status``, ``last``,
+  ``audit_entries``): a row that is not JSON, fails its record schema or has an unknown status
+  raises :class:`CorruptRecord` naming table, key and reason. A corrupt row is never skipped,
+  repaired or overwritten silently: a read by status or by subject also returns every row whose
+  status or subject cannot be read, so that its validation reports it.
 - Every write names its *write step* (``approval.request/record``, …). The fault hook is called
   before and after the write and may raise :class:`Crash` there — a crash *after* a step means
   the write is durable. :attr:`Storage.steps_written` lists the steps seen, for coverage.
@@ -180,6 +182,16 @@ def team_of(path: str | Path) -> str:
     return os.path.realpath(path)
 
 
+def _field(text: str, name: str) -> Any:
+    """A row's ``name`` as a read by it sees it: None where the row is not a JSON object or has
+    none, so that the read returns the row and its validation reports it (never skipped)."""
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        return None
+    return doc.get(name) if isinstance(doc, dict) else None
+
+
 class Storage:
     """Base: the write-step bookkeeping and fault hook; backends implement the ``_`` methods."""
 
@@ -321,10 +333,10 @@ class Storage:
         return rows[-1] if rows else None
 
     def _scan_status(self, table: str, statuses: tuple[str, ...]) -> list[tuple[str, int, str]]:
-        return [row for row in self._scan(table) if json.loads(row[2]).get("status") in statuses]
+        return [row for row in self._scan(table) if _field(row[2], "status") in (*statuses, None)]
 
     def _audit_entries(self, subject_id: str) -> list[tuple[str, int, str]]:
-        return [row for row in self._scan("audit_entry") if json.loads(row[2]).get("subject_id") == subject_id]
+        return [row for row in self._scan("audit_entry") if _field(row[2], "subject_id") in (subject_id, None)]
 
     def _insert(self, table: str, key: str, text: str) -> int:
         raise NotImplementedError
@@ -521,7 +533,7 @@ class SQLiteStorage(Storage):
         marks = ", ".join("?" for _ in statuses)
         sql = (
             "SELECT key, version, doc FROM records INDEXED BY records_status WHERE tbl = ? "
-            f"AND {self.STATUS} IN ({marks}) ORDER BY key"
+            f"AND ({self.STATUS} IN ({marks}) OR {self.STATUS} IS NULL) ORDER BY key"
         )
         rows = self._query(sql, (table, *statuses))
         return [(str(key), int(version), str(doc)) for key, version, doc in rows]
@@ -529,7 +541,7 @@ class SQLiteStorage(Storage):
     def _audit_entries(self, subject_id: str) -> list[tuple[str, int, str]]:
         sql = (
             "SELECT key, version, doc FROM records INDEXED BY records_subject "
-            f"WHERE tbl = 'audit_entry' AND {self.SUBJECT} = ? ORDER BY key"
+            f"WHERE tbl = 'audit_entry' AND ({self.SUBJECT} = ? OR {self.SUBJECT} IS NULL) ORDER BY key"
         )
         return [(str(k), int(v), str(d)) for k, v, d in self._query(sql, (subject_id,))]
 

@@ -67,4 +67,5 @@ def test_the_monitor_writes_under_its_named_steps(team: Team) -> None:
     team.clock.advance(301)
     written = len(team.storage.steps_written)
     assert team.harness.approvals.expire_due() == [pid]
-    assert team.storage.steps_written[written:] == ["approval.expire/record", "approval.expire/audit"]
+    expired = ["approval.expire/record", "approval.expire/audit", "approval.expire/message"]  # MSG-1
+    assert team.storage.steps_written[written:] == expired

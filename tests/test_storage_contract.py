@@ -6,6 +6,7 @@ Clause: STO-1, STO-3, STO-4.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -224,3 +225,62 @@ def test_a_closed_sqlite_store_fails_typed_naming_the_file(tmp_path: Path) -> No
     assert str(tmp_path / "db") in str(caught.value)
     with pytest.raises(StorageUnavailable, match="cannot open"):
         SQLiteStorage(tmp_path / "no such folder" / "db")
+
+
+AUDIT = example_record("audit_entry")
+RECORD_READS: dict[str, Any] = {
+    "read": lambda storage: storage.read("task", "t1"),
+    "scan": lambda storage: storage.scan("task"),
+    "scan_status": lambda storage: storage.scan_status("task", ("claimed",)),
+    "last": lambda storage: storage.last("task"),
+    "audit_entries": lambda storage: storage.audit_entries(AUDIT["subject_id"]),
+}
+"""Every way a caller loads records (what the monitor, recovery and the log's readers use)."""
+OTHER_READS = {"marks", "writer", "unlogged"}
+"""Reads of the unlogged marks, not of records: a mark naming no instance is reported by ``writer``."""
+NOT_READS = {"insert", "update", "check_step", "open_instance", "close_instance", "close", "corrupt"}
+
+TORN = [
+    ('{"task_id": "t1", "status": "claimed", "own', "not JSON"),
+    ('{"task_id": "t1", "status": "claimed"}', "$.owner_id"),
+]
+"""A row cut off mid-write, and one that parses, keeps its status (so a read by status finds it)
+and fails its schema."""
+
+
+@pytest.mark.clause("STO-3")
+def test_every_read_of_the_storage_interface_is_held_to_the_corrupt_row_contract() -> None:
+    """A new way to read the stores joins :data:`RECORD_READS` (or says why not), so that it is
+    held to the contract below: no read path may hand out a row unchecked."""
+    public = {name for name in dir(Storage) if not name.startswith("_") and callable(getattr(Storage, name))}
+    public |= {
+        name
+        for cls in (MemoryStorage, SQLiteStorage)
+        for name, value in vars(cls).items()
+        if not name.startswith("_") and callable(value)
+    }
+    assert public == set(RECORD_READS) | OTHER_READS | NOT_READS
+
+
+@pytest.mark.clause("STO-3", "REC-1")
+@pytest.mark.parametrize("path", sorted(RECORD_READS))
+@pytest.mark.parametrize(("text", "reason"), TORN, ids=["torn", "schema"])
+def test_every_read_path_reports_a_corrupt_row_by_table_and_key(
+    storage: Storage, path: str, text: str, reason: str
+) -> None:
+    """Read, scan, the monitor's and recovery's read by status, the last row and the log's entries
+    of a subject: each reports a corrupt row it would return as :class:`CorruptRecord` naming table
+    and key — never a raw parser error, never the row skipped as if it were not there."""
+    table, key = ("audit_entry", "0") if path == "audit_entries" else ("task", "t1")
+    doc = AUDIT if table == "audit_entry" else TASK
+    storage.insert("test/insert", table, key, doc)
+    bad = (
+        text
+        if table == "task"
+        else text.replace('"task_id": "t1", "status": "claimed"', f'"subject_id": "{AUDIT["subject_id"]}"')
+    )
+    storage.corrupt(table, key, bad)  # type: ignore[attr-defined]
+    with pytest.raises(CorruptRecord) as caught:
+        RECORD_READS[path](storage)
+    assert (caught.value.table, caught.value.key) == (table, key)
+    assert (reason if table == "task" else ("not JSON" if "own" in text else "$")) in str(caught.value)
