@@ -103,7 +103,7 @@ _CHECKS: dict[str, Checked] = {
     "XPR-1": _C(("stale_incarnation_changes_nothing", "restart_raises_incarnation")),
     "XPR-2": _C(("stopped_member_acts_not", "requests_final_by_deadline", "every_request_can_finish")),
     "XPR-4": _C(("approval_grants_no_capability",)),
-    "XPR-5": _C(("terminal_outcomes_carry_reasons",)),
+    "XPR-5": _C(("terminal_outcomes_carry_reasons", "reasons_name_their_causes")),
     "REC-1": _C(("reconcile_is_idempotent",)),
     "REC-2": _C((*_AFTER_RECONCILE, "members_hold_their_claims", "every_request_can_finish")),
     "REC-3": _C(("owed_messages_present", "messages_agree_with_records")),

@@ -682,6 +682,14 @@ INVARIANTS: tuple[Invariant, ...] = (
         (_APPROVALS, _PLANS, _SHUTDOWNS),
     ),
     Invariant(
+        "XPR-5",
+        "reasons_name_their_causes",
+        "step",
+        False,
+        safety.reasons_name_their_causes,
+        ("member", _APPROVALS, _PLANS),
+    ),
+    Invariant(
         "MSG-6",
         "messages_agree_with_records",
         "state",

@@ -606,6 +606,37 @@ def plan_starts_only_before_deadline(before: Snapshot, after: Snapshot) -> list[
     ]
 
 
+_CAUSES = {
+    "crashed": ("unhealthy",),  # SHD-10: a lost member's inspection ends its open requests
+    "member_draining": ("running", "draining"),  # XPR-2: its drain begins, or resumes after a crash
+}
+"""XPR-5's reasons that name what became of the requester, and the requester statuses (before the
+step that ends the request) in which that is what happened."""
+
+
+def reasons_name_their_causes(before: Snapshot, after: Snapshot) -> list[str]:
+    """XPR-5: a request ended ``crashed`` was its requester's when that requester was lost, one
+    ended ``member_draining`` when its requester was still running or draining (a step check: the
+    requester's status before the step that ended the request). A cause misnamed is a legal reason
+    all the same, so no state predicate and no pinned count sees it."""
+    members = _by(before["member"], "member_id")
+    problems = []
+    for kind in ("operation_approval", "plan_approval"):
+        was = {record["protocol_id"]: record["status"] for record in before[kind]}
+        for record in after[kind]:
+            causes = _CAUSES.get(record["reason"])
+            if causes is None or was.get(record["protocol_id"]) == record["status"]:
+                continue
+            member = members.get(record["requester_id"])
+            status = member["status"] if member is not None else "absent"
+            if status not in causes:
+                problems.append(
+                    f"{kind}/{record['protocol_id']}: {record['status']} with reason {record['reason']!r} "
+                    f"while its requester {record['requester_id']} was {status}, not {' or '.join(causes)}"
+                )
+    return problems
+
+
 def checkpoint_never_lost(before: Snapshot, after: Snapshot) -> list[str]:
     """TSK-3, TSK-2: a task's checkpoint, once written, is kept through release, claim and inspection."""
     kept = {task["task_id"] for task in before["task"] if task["checkpoint"] is not None}

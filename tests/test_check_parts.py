@@ -211,3 +211,33 @@ def test_a_request_message_expired_while_its_request_can_be_decided_is_named(
     before = {**empty, "clock": now - 1, section: [request], "message": [{"message": envelope, "status": "pending"}]}
     after = {**before, "clock": now, "message": [{"message": envelope, "status": "expired"}]}
     assert bool(safety.expiry_only_after_deadline(before, after)) is named
+
+
+CAUSES = [
+    # (reason, the requester's status before the step, named)
+    ("crashed", "unhealthy", False),  # SHD-10: the Lead inspects a lost member
+    ("crashed", "running", True),
+    ("crashed", "draining", True),
+    ("member_draining", "running", False),  # XPR-2: its drain begins
+    ("member_draining", "draining", False),  # a drain resumed after a crash
+    ("member_draining", "unhealthy", True),
+    ("member_draining", "stopped", True),
+    ("cancelled", "unhealthy", False),  # reasons that name no requester status are not judged here
+]
+
+
+@pytest.mark.clause("XPR-5", "SHD-10", "XPR-2")
+@pytest.mark.parametrize("kind", ["operation_approval", "plan_approval"])
+@pytest.mark.parametrize(("reason", "status", "named"), CAUSES)
+def test_a_reason_that_misnames_what_became_of_the_requester_is_named(
+    kind: str, reason: str, status: str, named: bool
+) -> None:
+    """Each cause in the table, for both protocols; a record whose status the step left alone is
+    not judged again (it ended in an earlier step, its requester's status since is another's)."""
+    open_, ended = ("requested", "cancelled") if kind == "operation_approval" else ("pending", "withdrawn")
+    record = {"protocol_id": "r-1", "requester_id": "m0", "status": open_, "reason": None}
+    before = {"member": [{"member_id": "m0", "status": status}], "operation_approval": [], "plan_approval": []}
+    before[kind] = [record]
+    after = {**before, kind: [{**record, "status": ended, "reason": reason}]}
+    assert bool(safety.reasons_name_their_causes(before, after)) is named
+    assert safety.reasons_name_their_causes(after, after) == []

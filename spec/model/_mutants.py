@@ -166,6 +166,13 @@ MUTANTS: dict[str, Mutant] = {
             "plan_lost",
             "inspecting a lost member leaves its draft plan open: only its running requester could end it",
         ),
+        Mutant(
+            "inspection_cancels_as_draining",
+            "XPR-5",
+            "reasons_name_their_causes",
+            "plan_lost",
+            "inspecting a lost member ends its open requests with reason member_draining, not crashed",
+        ),
         # ---- issue 19: one per new safety predicate, each a bug that only moved the pinned counts
         Mutant(
             "request_message_expires_at_deadline",

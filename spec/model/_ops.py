@@ -196,7 +196,10 @@ def _inspect_steps(model: Model, m: int) -> list[Step]:
     """
 
     def requests(s: State) -> State:
-        return s if model.broken("inspection_keeps_requests") else cancel_own_requests(s, m, reason="crashed")
+        if model.broken("inspection_keeps_requests"):
+            return s
+        reason = "member_draining" if model.broken("inspection_cancels_as_draining") else "crashed"
+        return cancel_own_requests(s, m, reason=reason)
 
     def complete_shutdown(s: State) -> State:
         slot = s.members[m].shutdown
