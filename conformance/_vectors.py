@@ -33,7 +33,14 @@ def pinned() -> list[str]:
 
 def _edges(before: State, after: State) -> set[str]:
     """Every (record, from, to) the step took, read off the status of each record slot (a bus
-    message or an outbox entry by its key): what the explorer's edge coverage counts."""
+    message or an outbox entry by its key): what the explorer's edge coverage counts — and, for a
+    message or an outbox entry, of which type and which phase (0, 1, or 2 and later).
+
+    A message's phase tells its record's repeats apart: the decision of a plan retracted once is
+    ``plan_decision`` phase 1, the last will of a restarted member phase 2. Its edges are other
+    behaviours than phase 0's (PLN-6, PLN-7: the start must acknowledge the decision that stands,
+    not the first one): a reference that acknowledged phase 0's after a retraction conformed
+    while only the first decision's edges were replayed."""
     out = set()
     for field in dataclasses.fields(State):
         old, new = getattr(before, field.name), getattr(after, field.name)
@@ -44,7 +51,8 @@ def _edges(before: State, after: State) -> set[str]:
         for i, row in enumerate(new):
             was = previous.get(row.key if keyed else i, "")
             if row.status != was:
-                out.add(f"{field.name}:{was or '-'}->{row.status or '-'}")
+                which = f"[{row.key[0]}/{min(row.key[2], 2)}]" if keyed else ""
+                out.add(f"{field.name}{which}:{was or '-'}->{row.status or '-'}")
     return out
 
 

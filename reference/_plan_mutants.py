@@ -24,6 +24,8 @@ PLAN_MUTANTS: dict[str, str] = {
     "sequence, so one superseded by a retraction is taken while its message is still pending",
     "reconcile_plans_reads_history": "REC-1: reconciliation reads every plan ever written, not the active and "
     "unlogged ones (its cost follows history)",
+    "start_acknowledges_first_decision": "PLN-6, PLN-7: the start acknowledges the plan's first decision, not "
+    "the one that stands after a retraction",
 }
 
 _STATEFUL = "model_tests/test_stateful.py::TestPlanProtocol"
@@ -31,6 +33,9 @@ _EXAMPLES = "tests/test_plans.py"
 PLAN_CAUGHT_BY: dict[str, list[str]] = {name: [_STATEFUL, _EXAMPLES] for name in PLAN_MUTANTS}
 PLAN_CAUGHT_BY["plan_not_audited"] = [f"{_EXAMPLES}::test_every_plan_decision_is_in_the_team_log"]
 PLAN_CAUGHT_BY["decision_sequence_unchecked"] = ["tests/test_superseded_decisions.py"]
+PLAN_CAUGHT_BY["start_acknowledges_first_decision"] = [
+    f"{_EXAMPLES}::test_the_start_acknowledges_the_decision_that_stands"
+]
 PLAN_CAUGHT_BY["reconcile_plans_reads_history"] = [
     f"{_EXAMPLES}::test_reconciliation_reads_active_and_unlogged_plans_not_the_history"
 ]

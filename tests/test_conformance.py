@@ -171,6 +171,8 @@ MUTANTS = [
     # the approval requests' statuses in the abstraction: one left pending past its deadline (MSG-1;
     # the monitor vectors that expire it are labelled with the monitor's clauses)
     ("approval_request_never_expires", "INV-12", {"sections": ("vectors",), "configs": ("tiny",)}),
+    # a message's phase in the vectors' coverage: the start after a retraction acknowledges decision-1
+    ("start_acknowledges_first_decision", "PLN-7", {"sections": ("vectors",), "configs": ("plan",)}),
 ]
 
 

@@ -209,6 +209,22 @@ def test_an_approval_is_retracted_only_before_its_decision_is_delivered() -> Non
         team.h.plans.deliver_decision("m0", message_id(pid, "decision-0"))
 
 
+@pytest.mark.clause("PLN-6", "PLN-7", "MSG-3")
+@pytest.mark.parametrize("retractions", [0, 1, 2])
+def test_the_start_acknowledges_the_decision_that_stands(retractions: int) -> None:
+    """After each retraction a new decision is sent (phase ``decision-<n>``); the start acknowledges
+    the one it acted on, the delivered decision that stands, and no earlier one."""
+    team = Team()
+    pid = team.approved(deliver=False)
+    for _ in range(retractions):
+        team.h.plans.retract("lead", pid, "pending")
+        team.h.plans.decide("lead", pid, "approved")
+    team.h.plans.deliver_decision("m0", message_id(pid, f"decision-{retractions}"))
+    team.h.plans.start(team.ctx(), pid)
+    statuses = [team.h.read("message", message_id(pid, f"decision-{n}")).doc["status"] for n in range(retractions + 1)]  # type: ignore[union-attr]
+    assert statuses == ["expired"] * retractions + ["acknowledged"]
+
+
 @pytest.mark.clause("PLN-3", "MSG-5")
 def test_a_late_or_unmatched_decision_is_recorded_and_ignored() -> None:
     team = Team()
