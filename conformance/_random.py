@@ -23,7 +23,7 @@ from ._abstract import abstract, canonical_ids, differences
 from ._cases import Case, Session
 from ._client import Crashed
 from ._replay import _id_problem, invariant_problems, resolve
-from ._translate import clauses_of, init_request, request_for
+from ._translate import clauses_of, init_request, request_for, restart_clauses
 
 APPROVALS = {
     "description": "the model side of the conformance suite's random programs",
@@ -183,7 +183,7 @@ class Program:
             self.state = apply(self.state)
         self.state = reconcile(self.model, replace(self.state, crashed=False))
         self.session.start()
-        return self.check(("REC-1", "REC-2", "APR-8"), f"the restart after a crash at {name}")
+        return self.check(restart_clauses(action.name), f"the restart after a crash at {name}")
 
     def killed(self, action: Action, request: dict[str, Any], steps: list[Any]) -> bool:
         self.taken.add("restart")

@@ -21,7 +21,7 @@ from ._abstract import (
 )
 from ._cases import Case, Session, group_of
 from ._client import Crashed
-from ._translate import clauses_of
+from ._translate import clauses_of, restart_clauses
 
 
 def references(snap: dict[str, Any]) -> dict[str, dict[str, str]]:
@@ -101,14 +101,16 @@ def _steps(case: Case, session: Session, vector: dict[str, Any]) -> None:
     the audit log, ids, message bodies — is still read by the invariants, AUD-5, INV-1 …)."""
     ids: dict[str, str] = {}
     before = canonical_ids(session.last)
+    crashed = ""  # the operation the last crash cut short: its restart is judged on its clauses
     for step in vector["steps"]:
         op = step["operation"]
-        clauses = clauses_of(op)
+        clauses = restart_clauses(crashed) if op == "restart" else clauses_of(op)
         if op == "restart":
             session.start()
         else:
             request = resolve(step["request"], session.last)
             if "crash_after" in step:
+                crashed = op
                 reply = session.crash_call(request, step["crash_after"])
                 if reply is not None:
                     case.fail(
@@ -128,8 +130,9 @@ def _steps(case: Case, session: Session, vector: dict[str, Any]) -> None:
         actual = abstract(snap)
         if actual != step["expect"]:
             lines = differences(step["expect"], actual)
+            what = f"the restart after a crash in {crashed}" if op == "restart" else op
             case.fail(
-                f"after {op}: the snapshot does not abstract to the model's state", clauses, session.trace + lines
+                f"after {what}: the snapshot does not abstract to the model's state", clauses, session.trace + lines
             )
             return
         after = canonical_ids(snap)

@@ -73,6 +73,14 @@ def clauses_of(operation: str) -> tuple[str, ...]:
     return CLAUSES.get(operation) or _FAMILY_CLAUSES.get(operation.split(".")[0]) or ()
 
 
+def restart_clauses(crashed: str) -> tuple[str, ...]:
+    """What the restart after a crash in operation ``crashed`` is judged on: recovery (REC-1,
+    REC-2), APR-8 where the crash cut an approval's operation short, and the crashed operation's
+    own clauses — so a failed recovery of a drain is labelled with the drain's, not APR-8."""
+    approval = ("APR-8",) if crashed.startswith("approval.") else ()
+    return tuple(dict.fromkeys(("REC-1", "REC-2", *approval, *clauses_of(crashed))))
+
+
 def label(requester: int, slot: int) -> str:
     return f"{member_id(requester)}/call-{slot}"
 
@@ -268,5 +276,6 @@ __all__ = [
     "plan_document",
     "plan_label",
     "request_for",
+    "restart_clauses",
     "shutdown_label",
 ]
