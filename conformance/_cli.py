@@ -92,10 +92,11 @@ def _vectors(args: argparse.Namespace, console: Console) -> int:
         return 1 if found else 0
     changed = write_all()
     if args.json:
-        json.dump({"written": [str(p) for p in changed], "ok": True}, sys.stdout)
+        changes = {str(p): what for p, what in changed.items()}
+        json.dump({"written": list(changes), "changes": changes, "ok": True}, sys.stdout)
         sys.stdout.write("\n")
-    for path in changed:
-        console.print(f"wrote {path}")
+    for path, what in changed.items():
+        console.print(f"wrote {path}: {what}")
     console.print(f"{len(changed)} file(s) changed")
     return 0
 

@@ -158,9 +158,46 @@ def source_digest() -> str:
     return digest.hexdigest()
 
 
-def write_all(folder: Path = VECTORS) -> list[Path]:
-    """Rebuild every vector file and the protocol's schema files; return those that changed."""
-    return [path for path, text in expected_files(folder).items() if _write(path, text)]
+def write_all(folder: Path = VECTORS) -> dict[Path, str]:
+    """Rebuild every vector file and the protocol's schema files; return those that changed, each
+    with what changed (:func:`what_changed`)."""
+    changed = {}
+    for path, text in expected_files(folder).items():
+        old = path.read_text(encoding="utf-8") if path.exists() else None
+        if _write(path, text):
+            changed[path] = what_changed(old, text)
+    return changed
+
+
+def what_changed(old: str | None, new: str) -> str:
+    """What a rebuild changed in one file, in words: a model edit that changes no behaviour moves
+    only the source stamp; one that does names the vectors added, removed and changed (and the
+    covered items gained and lost), so that a protocol designer sees at once what the edit did."""
+    if old is None:
+        return "new file"
+    try:
+        before, after = json.loads(old), json.loads(new)
+    except ValueError:
+        return "rewritten (the old file was not JSON)"
+    if "vectors" not in after:
+        return "schema rewritten"
+    if {**before, "source": None} == {**after, "source": None}:
+        return "only the source stamp (no vector changed)"
+    was = {v["name"]: v for v in before.get("vectors", [])}
+    now = {v["name"]: v for v in after["vectors"]}
+    parts = []
+    for word, names in (
+        ("added", sorted(now.keys() - was.keys())),
+        ("removed", sorted(was.keys() - now.keys())),
+        ("changed", sorted(n for n in now.keys() & was.keys() if now[n] != was[n])),
+    ):
+        if names:
+            shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+            parts.append(f"{len(names)} vector(s) {word} ({shown})")
+    gained = sorted(set(after.get("covers", [])) - set(before.get("covers", [])))
+    lost = sorted(set(before.get("covers", [])) - set(after.get("covers", [])))
+    parts += [f"{len(items)} covered item(s) {word}" for word, items in (("gained", gained), ("lost", lost)) if items]
+    return "; ".join(parts) or "the file's other fields changed"
 
 
 def _schema_files(folder: Path) -> dict[Path, str]:
@@ -208,4 +245,4 @@ def load(folder: Path = VECTORS) -> list[dict[str, Any]]:
     return [json.loads(path.read_text(encoding="utf-8")) for path in sorted(folder.glob("*.json"))]
 
 
-__all__ = ["VECTORS", "build", "load", "pinned", "source_digest", "stale", "write_all"]
+__all__ = ["VECTORS", "build", "load", "pinned", "source_digest", "stale", "what_changed", "write_all"]
