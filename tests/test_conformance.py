@@ -27,6 +27,10 @@ PARTIAL_WRITE = f"{sys.executable} {ROOT / 'tests/fixtures_conformance/partial_w
 """The reference behind a proxy whose snapshots show one write more after each refusal."""
 INDEFINITE = f"{sys.executable} {ROOT / 'tests/fixtures_conformance/indefinite_driver.py'}"
 """The reference behind a proxy whose refusals all say they may have changed something."""
+LOSSY_RESTART = f"{sys.executable} {ROOT / 'tests/fixtures_conformance/lossy_restart_driver.py'}"
+"""The reference behind a proxy that loses a task record when it is restarted after a SIGKILL."""
+ALTERED = f"{sys.executable} {ROOT / 'tests/fixtures_conformance/altered_driver.py'}"
+"""The reference behind a proxy that alters one behaviour, named by its argument (its mode)."""
 PLANTED = ["APR-2", "APR-5", "INV-11", "MEM-1", "XPR-1"]
 """The sample's defects: arguments digest not bound (APR-2, APR-5), no fencing (XPR-1, INV-11),
 claims while draining (MEM-1)."""
@@ -211,11 +215,165 @@ def test_a_refusal_that_does_not_say_it_changed_nothing_fails_the_bad_input() ->
     assert result["exit"] == 1
 
 
+KILLED = {"sections": ("random programs",), "programs": 1, "seed": 2, "depth": 4}
+"""Seed 2's program 0 (the approval configuration) SIGKILLs the driver during its 4th step, the
+review of the approval it has just requested (drawn in the SIGKILL band: the model's draws up to
+there do not depend on the implementation, which has conformed so far); at depth 4 the program
+ends there, so nothing after the kill can fail it instead of the judgement of the restart."""
+
+
+def counted_kills(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """``case id: operation`` of every SIGKILL the random programs send from now on (in order)."""
+    from conformance._random import Program
+
+    kills: list[str] = []
+    killed = Program.killed
+
+    def counted(self: Program, action: Any, request: dict[str, Any], steps: list[Any]) -> bool:
+        kills.append(f"{self.case.id}: {action.name}")
+        return killed(self, action, request, steps)
+
+    monkeypatch.setattr(Program, "killed", counted)
+    return kills
+
+
+@pytest.mark.clause("REC-2")
+def test_a_restart_after_sigkill_that_no_crash_point_explains_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    """After a SIGKILL mid-operation and a restart on the same data directory, the snapshot must be
+    the model's state after some crash point of the operation (a prefix of its write steps), then
+    reconciled. The fixture is the reference, except that a process started after a SIGKILL (and
+    only then) loses the team's last task record, which no state of the model lacks: the random
+    program that kills it fails on that judgement and no other (an outside review made the judge
+    carry on from the last crash point instead, and every other test passed); the plain reference
+    passes the same program, through the same kill.
+
+    Clause: REC-2"""
+    kills = counted_kills(monkeypatch)
+    cases, result = suite(LOSSY_RESTART, **KILLED)
+    assert kills == ["random-000: approval.review"]  # the program provably SIGKILLs, at that step
+    assert [(c.id, c.verdict, c.failed_clauses) for c in cases] == [("random-000", "FAILED", ["REC-2"])]
+    explained = "after SIGKILL during approval.review: no crash point of the model explains the snapshot"
+    assert cases[0].message == explained and result["exit"] == 1
+    assert any("killed with SIGKILL mid-operation" in line for line in cases[0].trace)
+    kills.clear()
+    plain, result = suite(REFERENCE, **KILLED)
+    assert kills == ["random-000: approval.review"]
+    assert [(c.id, c.verdict) for c in plain] == [("random-000", "OK")] and result["exit"] == 0
+
+
+ONE_PROGRAM = {"programs": 1, "seed": 0, "depth": 8}
+"""Seed 0's program 0 (the approval configuration), 8 steps: no SIGKILL among them, so what it
+sends does not depend on where a kill lands; among them a tick, a claim armed to crash, an
+approval's request and its review."""
+TRIPPED = [
+    ("drift", {"sections": ("random programs",)}, {"random-000": "does not abstract to the model's state"}),
+    ("unaudited", {"sections": ("random programs",)}, {"random-000": "AUD-5 decisions_audited: "}),
+    (
+        "review-refused",
+        {"sections": ("random programs",)},
+        {"random-000": "approval.review was refused, but the model takes it"},
+    ),
+    (
+        "one-id",
+        {"sections": ("bad input", "random programs"), "clauses": ("MSG-4",)},
+        {"random-000": "ids must be unique", "bad-duplicate-request": "the retry gave id 'protocol-00000000000000aa'"},
+    ),
+    ("crash-ignored", {"sections": ("random programs",)}, {"random-000": "did not reach it"}),
+    (
+        "dies-on-tick",
+        {"sections": ("bad input", "random programs"), "clauses": ("REC-1",)},
+        {"random-000": "the process died unexpectedly", "bad-restart-in-place": "the process died ("},
+    ),
+    (
+        "deviation-ignored",
+        {"sections": ("bad input",), "clauses": ("PLN-4",)},
+        {"bad-deviation-unknown_step": "the execution did not end failed (or failed and rolled back)"},
+    ),
+    (
+        "wrong-code",
+        {"sections": ("bad input",), "clauses": ("APR-4",)},
+        {
+            f"bad-{name}": "refused with illegal_transition; expected "
+            for name in ("forged-reviewer", "reordered-review", "contrary-review", "unknown-id-review")
+        },
+    ),
+    (
+        "counted-delivery",
+        {"sections": ("bad input",), "clauses": ("MSG-5",)},
+        {"bad-redelivered-message": "the second delivery returned another result than the first"},
+    ),
+]
+"""Each mode of the altered driver, the options that meet it, and the cases it must fail, by a
+part of what they say: one per branch of the random programs' and the bad-input judges that
+nothing else trips (the sample, the reference's mutants, the partial-write and indefinite fixtures
+trip the others)."""
+
+
+@pytest.mark.clause("REC-2", "AUD-5", "APR-4", "MSG-4", "INV-6", "STO-2", "PLN-4", "MSG-5")
+@pytest.mark.parametrize(("mode", "options", "failed"), TRIPPED, ids=[t[0] for t in TRIPPED])
+def test_each_branch_of_the_judges_fails_the_driver_that_trips_it(
+    mode: str, options: dict[str, object], failed: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A judge's branch that no driver makes fire could be dropped and every test still pass (an
+    outside review dropped the random programs' judgement of a restart after SIGKILL). Each mode
+    of the fixture (the reference with one behaviour altered: a snapshot that drifts from the
+    model, an empty audit log, a review refused, one id for every request, an armed crash that
+    does not crash, a deviation that leaves the execution running, a death on the first tick, the
+    wrong refusal codes, a redelivery answered anew) fails exactly the cases named, each with the
+    message of the branch it trips; ``test_the_reference_passes_what_the_altered_driver_fails``
+    runs the same cases on the reference."""
+    kills = counted_kills(monkeypatch)
+    cases, result = suite(f"{ALTERED} {mode}", **{**ONE_PROGRAM, **options})
+    said = {c.id: c.message for c in cases if c.verdict != "OK"}
+    assert set(said) == set(failed) and {c.verdict for c in cases if c.id in failed} == {"FAILED"}, said
+    wrong = {k: v for k, v in said.items() if failed[k] not in v}
+    assert wrong == {} and "SIGKILL" not in "".join(said.values()), wrong
+    assert kills == [] and result["exit"] == 1
+
+
+def test_the_reference_passes_what_the_altered_driver_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cases of ``TRIPPED`` (seed 0's first program; the bad input of the clauses named), on
+    the plain reference: every one passes, and no SIGKILL is drawn."""
+    kills = counted_kills(monkeypatch)
+    clauses = ("MSG-4", "REC-1", "PLN-4", "APR-4", "MSG-5")
+    cases, result = suite(REFERENCE, **ONE_PROGRAM, clauses=clauses, sections=("bad input", "random programs"))
+    assert {k for _, _, failed in TRIPPED for k in failed} <= {c.id for c in cases}
+    assert {c.verdict for c in cases} == {"OK"} and result["exit"] == 0 and kills == []
+
+
 def test_a_driver_that_breaks_the_protocol_is_undecided(tmp_path: Path) -> None:
     script = tmp_path / "mute.py"
     script.write_text("import sys\nfor line in sys.stdin:\n    print('not json', flush=True)\n")
     _, result = suite(f"{sys.executable} {script}")
     assert result["exit"] == 2 and "not JSON" in result["undecided"]
+
+
+UNDECIDED = [
+    ("not-started", None, "could not be started"),
+    ("dies", "sys.exit(3)", "died before answering capabilities"),
+    ("no-operations", "reply({'in_reply_to': doc['msg_id'], 'type': 'ok', 'result': {}})", "must list operations"),
+    ("off-schema", "reply({'in_reply_to': doc['msg_id'], 'type': 'maybe'})", "a reply outside the reply schema"),
+    ("another-id", "reply({'in_reply_to': doc['msg_id'] + 7, 'type': 'ok', 'result': {}})", "a reply to msg_id 7"),
+]
+"""A driver the runner cannot judge, as its answer to every line (None: a command that does not
+exist), and what the undecided run says: one per reason of ``conformance._run.capabilities`` and
+of the reply checks (``conformance._client``) that the mute driver above does not give."""
+
+
+@pytest.mark.parametrize(("name", "answer", "why"), UNDECIDED, ids=[u[0] for u in UNDECIDED])
+def test_a_driver_that_cannot_be_judged_is_undecided_and_says_why(
+    name: str, answer: str | None, why: str, tmp_path: Path
+) -> None:
+    """Not a pass and not a failure: exit 2, no case run, the reason named."""
+    driver = str(tmp_path / "no-such-driver")
+    if answer is not None:
+        script = tmp_path / f"{name}.py"
+        reply = "def reply(doc):\n    print(json.dumps(doc), flush=True)\n"
+        loop = f"for line in sys.stdin:\n    doc = json.loads(line)\n    {answer}\n"
+        script.write_text(f"import json, sys\n{reply}{loop}")
+        driver = f"{sys.executable} {script}"
+    cases, result = suite(driver)
+    assert cases == [] and result["exit"] == 2 and why in result["undecided"], result["undecided"]
 
 
 def test_vectors_and_schemas_are_fresh() -> None:
