@@ -13,7 +13,11 @@ the reference's audit log, a real clock's times put on whole ticks):
   ``{"event": "approval.requested", "subject": <any id>, "actor": "m0", "at": 0.0, "ttl_seconds": 1}``;
   ``event`` is ``approval.`` + ``requested | approved | rejected | consumed | cancelled | expired``;
   ``subject`` is the approval's id, opaque (approvals are told apart by order of first appearance);
-  ``at`` is the virtual time in seconds (whole ticks); ``ttl_seconds`` is on ``requested`` only.
+  ``at`` is the virtual time in seconds (whole ticks); ``ttl_seconds`` is on ``requested`` only;
+  ``actor`` is who acted: the requester for ``requested``, ``consumed`` and ``cancelled`` (APR-3,
+  APR-5, APR-9), the header's ``lead`` for ``approved`` and ``rejected`` (APR-4), ``monitor`` for
+  ``expired`` (INV-12). An event by anyone else is no behaviour of the model: a member approving
+  its own request, or consuming another's approval, is refused naming the event.
 """
 
 from __future__ import annotations
@@ -110,17 +114,37 @@ def _closure(model: Model, states: set[State], until: int) -> set[State]:
     return seen
 
 
+def _actor(event: dict[str, Any], header: dict[str, Any], requesters: dict[str, str]) -> str | None:
+    """Who must have done ``event`` (see the module docstring); None for a request, whose actor
+    is the requester by definition (it must be one of the header's members)."""
+    kind = event["event"].removeprefix("approval.")
+    if kind in ("approved", "rejected"):
+        return str(header.get("lead", "lead"))
+    if kind == "expired":
+        return "monitor"
+    if kind in ("consumed", "cancelled"):
+        return requesters.get(event["subject"])
+    return None
+
+
 def validate(header: dict[str, Any], events: list[dict[str, Any]]) -> dict[str, Any]:
     config = _config(header, events)
     model = Model(config, reduce=False)
     members = {name: m for m, name in enumerate(header["members"])}
     slots: dict[str, int] = {}
+    requesters: dict[str, str] = {}
     states = {model.initial()}
     for number, event in enumerate(events, start=1):
         want = _expected(event, slots, members)
         before = _closure(model, states, int(event["at"]))
         if want is None:
             return _unexplained(number, event, before, f"unknown event {event['event']!r}", config)
+        if event["event"] == "approval.requested":
+            requesters.setdefault(event["subject"], event["actor"])
+        actor = _actor(event, header, requesters)
+        if actor is not None and event.get("actor") != actor:
+            why = f"event {number} is by {event.get('actor')!r}; only {actor!r} does {event['event']}"
+            return _unexplained(number, event, before, why, config)
         states = {
             after
             for state in before

@@ -113,3 +113,41 @@ def demo_log_validates(folder: Path) -> None:
     edited = [*log, dict(log[-1])]
     verdict = validate(edited[0], edited[1:])
     assert not verdict["ok"] and verdict["index"] == 4 and verdict["event"]["event"] == "approval.consumed"
+
+
+HEADER = {"format": "teamproto-events/1", "members": ["m0", "m1"], "tasks": ["t0", "t1"], "lead": "lead"}
+
+
+def _event(event: str, actor: str, at: float, **extra: object) -> dict[str, object]:
+    return {"event": f"approval.{event}", "subject": "a-1", "actor": actor, "at": at, **extra}
+
+
+GOOD = [_event("requested", "m0", 0.0, ttl_seconds=1), _event("approved", "lead", 1.0), _event("consumed", "m0", 1.0)]
+"""Requested at 0 with a ttl of 1, approved and consumed at its deadline's instant (INV-12)."""
+
+BAD = {
+    "self-approval": (1, _event("approved", "m0", 1.0)),  # APR-4: only the responder reviews
+    "another-member-consumes": (2, _event("consumed", "m1", 1.0)),  # APR-5: only its requester
+    "a-member-expires-it": (1, _event("expired", "m0", 2.0)),  # INV-12: the monitor's move
+    "review-after-the-deadline": (1, _event("approved", "lead", 5.0)),  # APR-4
+    "consume-after-the-deadline": (2, _event("consumed", "m0", 2.0)),  # APR-5
+    "time-goes-back": (1, _event("approved", "lead", -1.0)),
+}
+"""Each case: the index of GOOD's event it replaces, and the event put there."""
+
+
+@pytest.mark.clause("APR-4", "APR-5", "INV-12", "AUD-5")
+def test_a_log_of_a_healthy_run_by_hand_validates() -> None:
+    assert validate(HEADER, GOOD) == {"ok": True, "events": 3}
+
+
+@pytest.mark.clause("APR-4", "APR-5", "INV-12", "AUD-5")
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_a_log_whose_actor_or_time_no_behaviour_has_is_refused_naming_the_event(case: str) -> None:
+    """Who acted and when are part of the behaviour: a review by the requester itself, a
+    consumption by another member, an expiry by a member, a review or a consumption after the
+    deadline, a time before the last event's: each is refused at that event."""
+    index, event = BAD[case]
+    log = [*GOOD[:index], event, *GOOD[index + 1 :]]
+    verdict = validate(HEADER, log)
+    assert not verdict["ok"] and verdict["index"] == index + 1, verdict
