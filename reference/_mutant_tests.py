@@ -23,6 +23,10 @@ RECOVERY_CAUGHT_BY: dict[str, list[str]] = {
     "reconcile_reowes_sent_outbox": ["tests/test_convergence.py"],
     "shutdown_not_audited": ["tests/test_recovery_rows.py"],
     "monitor_reads_history": ["tests/test_deadlines.py::test_the_monitor_reads_the_open_records_not_the_history"],
+    "drain_resumes_any_request": [
+        "tests/test_shutdown_details.py::"
+        "test_a_request_whose_drain_was_cut_short_is_refused_while_its_member_drains_for_another"
+    ],
     "approval_request_never_expires": [
         "tests/test_deadlines.py::test_an_approval_request_message_expires_unread_once_its_deadline_passed"
     ],

@@ -84,6 +84,8 @@ MUTANTS: dict[str, str] = {
     "monitor_expires_at_deadline": "INV-12: the monitor expires a request exactly at its deadline",
     "approval_request_never_expires": "MSG-1: an approval's request message stays pending after its deadline "
     "passed (the monitor expires the record, never its message)",
+    "drain_resumes_any_request": "SHD-2: a draining request's delivery resumes its drain though the member drains "
+    "for another request",
     "shutdown_expires_at_deadline": "SHD-6, INV-12: the monitor expires a shutdown request (or times out its drain) "
     "exactly at its deadline",
     "plan_run_timed_out_at_deadline": "PLN-9, INV-12: the monitor fails a plan's execution exactly at its deadline",

@@ -176,7 +176,10 @@ class ShutdownProtocol:
             if member["status"] != "running":
                 return f"member is {member['status']}"
             return None
-        if sd["status"] == "draining" and member["shutdown_request_id"] in (None, sd["protocol_id"]):
+        drains_for = member["shutdown_request_id"]
+        if sd["status"] == "draining" and (
+            drains_for in (None, sd["protocol_id"]) or broken("drain_resumes_any_request")
+        ):
             return None
         return f"request is {sd['status']}"
 

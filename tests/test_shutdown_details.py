@@ -212,3 +212,26 @@ def test_a_stale_or_expired_drain_step_is_refused_in_words(team: Team) -> None:
     assert says(team, lambda: h.shutdowns.drain_jobs("m1", incarnation=2), r.StaleMember) == (
         "m1: call made for incarnation 2, the member is now incarnation 1; a stale process must stop (XPR-1)"
     )
+
+
+@pytest.mark.clause("SHD-2", "REC-4")
+def test_a_request_whose_drain_was_cut_short_is_refused_while_its_member_drains_for_another(team: Team) -> None:
+    """Two requests to m0. One instance begins the drain for B and dies right after B's record
+    (B draining, m0 still running); before its process restarts, another instance begins the drain
+    for A (m0 drains for A). B's request delivered again must be refused — the member drains for
+    another request (SHD-2) — changing nothing but the delivery's recorded result, not resume B's
+    drain on a member draining for A (a guard that no single-instance run and no model
+    configuration reaches: the model reconciles at once after each crash)."""
+    h = team.h
+    a, b = team.request("m0"), h.shutdowns.request("lead", "m0", "sd-b")
+    team.storage.faults.crash_after.add("shutdown.begin_drain/record")
+    with pytest.raises(r.Crash):
+        h.shutdowns.begin_drain("m0", message_id(b, "request"))
+    assert h.shutdowns.require(b).doc["status"] == "draining" and team.member("m0")["status"] == "running"
+    assert h.shutdowns.begin_drain("m0", message_id(a, "request"))["outcome"] == "draining"
+    assert team.member("m0")["shutdown_request_id"] == a
+    before = h.snapshot()
+    result = h.shutdowns.begin_drain("m0", message_id(b, "request"))
+    assert result["outcome"] == "refused" and result["reason"] == "request is draining", result
+    after = h.snapshot()
+    assert [k for k in after if after[k] != before[k]] == ["message"]

@@ -433,6 +433,27 @@ def test_a_unit_past_its_deadline_is_suspended_and_the_lead_told(team: Team) -> 
     team.h.claim("m1", "t0")
 
 
+@pytest.mark.clause("SHD-9", "TSK-3")
+@pytest.mark.parametrize("claims", [2, 3])
+def test_the_unit_deadline_runs_from_the_latest_claim(team: Team, claims: int) -> None:
+    """A task suspended and resumed is claimed again later: its new holder's unit runs from that
+    claim, not from the first (a deadline read off the wrong event of the history): not due a
+    second before ``claimed_at + unit``, due at it."""
+    holders = ["m0", "m1", "m0"]
+    for n in range(claims - 1):
+        team.h.claim(holders[n], "t0")
+        team.clock.advance(5)
+        team.h.tasks.suspend(holders[n], unit_seconds=5)
+        team.h.tasks.resume("t0")
+        team.clock.advance(3)
+    holder = holders[claims - 1]
+    team.h.claim(holder, "t0")
+    team.clock.advance(4)
+    unchanged(team, lambda: team.h.tasks.suspend(holder, unit_seconds=5), r.TaskNotDue)
+    team.clock.advance(1)
+    assert team.h.tasks.suspend(holder, unit_seconds=5) == "t0"
+
+
 # ---- XPR-1, XPR-2 -------------------------------------------------------------------------------
 
 
