@@ -13,7 +13,6 @@ Clause: MSG-2, STO-1, MSG-1, PLN-1.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterator
 from typing import Any
 
@@ -22,6 +21,7 @@ import pytest
 import spec
 from spec.schemas import MESSAGE_TYPES, RECORDS
 from spec.schemas._examples import example_message, example_record
+from tests._schema_docs import replace
 
 LIMITS: dict[str, tuple[list[Any], list[Any]]] = {
     # field name: (values the protocol refuses, values it takes)
@@ -67,15 +67,6 @@ def _fields(doc: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, .
             yield from _fields(value, (*path, i))
 
 
-def _set(doc: Any, path: tuple[Any, ...], value: Any) -> Any:
-    out = copy.deepcopy(doc)
-    node = out
-    for key in path[:-1]:
-        node = node[key]
-    node[path[-1]] = value
-    return out
-
-
 def _documents() -> list[tuple[str, str, dict[str, Any]]]:
     docs = [("message", name, example_message(name)) for name in MESSAGE_TYPES]
     return docs + [("record", kind, example_record(kind)) for kind in RECORDS]
@@ -107,10 +98,10 @@ def test_every_field_refuses_what_the_protocol_refuses_and_takes_what_it_takes(
     refused, taken = OWN_LIMITS.get((name, path[-1]), LIMITS[path[-1]])
     current = dict(_fields(doc))[path]
     for value in refused:
-        assert not _valid(where, name, _set(doc, path, value)), f"{name} takes {path[-1]} = {value!r}"
+        assert not _valid(where, name, replace(doc, path, value)), f"{name} takes {path[-1]} = {value!r}"
     for value in taken:
         if isinstance(value, str) == isinstance(current, str) and not isinstance(current, list):
-            assert _valid(where, name, _set(doc, path, value)), f"{name} refuses {path[-1]} = {value!r}"
+            assert _valid(where, name, replace(doc, path, value)), f"{name} refuses {path[-1]} = {value!r}"
 
 
 def test_every_limit_applies_somewhere() -> None:
