@@ -79,6 +79,8 @@ def one_claimed_task(harness: r.Harness) -> None:
 
 SHUTDOWN = protocol_id("lead", "sd-1", "shutdown_request")
 SHUTDOWN_MESSAGE = message_id(SHUTDOWN, "request")
+SHUTDOWN_DEADLINE = 60.0
+"""The deadline of ``SHUTDOWN``: requested at time 0 with the default time to live."""
 SHUTDOWN_M1_MESSAGE = message_id(protocol_id("lead", "sd-m1", "shutdown_request"), "request")
 
 
@@ -159,6 +161,7 @@ RETRACT_PLAN = Operation("retract plan", lambda h: h.plans.retract("lead", PLAN,
 DELIVER_DECISION = Operation("deliver decision", lambda h: h.plans.deliver_decision("m0", DECISION))
 START_PLAN = Operation("start plan", lambda h: h.plans.start(PLAN_CTX, PLAN))
 EXPIRE_PLANS = Operation("expire plans", lambda h: h.monitor_pass())
+EXPIRE_SHUTDOWNS = Operation("expire shutdowns", lambda h: h.monitor_pass())
 BEGIN_DRAIN = Operation("begin_drain", lambda h: h.shutdowns.begin_drain("m0", SHUTDOWN_MESSAGE))
 REQUEST_SHUTDOWN = Operation("request_shutdown", lambda h: h.shutdowns.request("lead", "m0", "sd-1"))
 RELEASE = Operation("release", lambda h: h.shutdowns.release_task("m0"))
@@ -206,6 +209,14 @@ PAIRS: dict[str, Scenario] = {
             ((claim("m0", "t0"),), (REQUEST_SHUTDOWN, BEGIN_DRAIN)),
         ),
         Scenario("release||reconcile", draining_with_task, ((RELEASE,), (RECONCILE,))),
+        # Two processes' deadline monitors past an undelivered shutdown request's deadline (SHD-6,
+        # MSG-1, STO-4): one expires the record and the message, the other finds them expired.
+        Scenario(
+            "expire_shutdowns||expire_shutdowns",
+            shutdown_requested,
+            ((EXPIRE_SHUTDOWNS,), (EXPIRE_SHUTDOWNS,)),
+            clocks=(SHUTDOWN_DEADLINE + 1, SHUTDOWN_DEADLINE + 1),
+        ),
         # Plans (PLN, Reference III): the Lead's decision against the requester's withdrawal and
         # against the monitor just past the deadline; a retraction against the delivery it races
         # (PLN-6: after delivery only withdrawal or expiry ends it); the start sent twice (PLN-7).
@@ -215,6 +226,14 @@ PAIRS: dict[str, Scenario] = {
             plan_pending,
             ((DECIDE_PLAN,), (EXPIRE_PLANS,)),
             clocks=(DEADLINE, DEADLINE + 1),
+        ),
+        # Two processes' deadline monitors past a plan's deadline: the record, its audit entry and
+        # the request message each settle a lost compare-and-set (STO-4, PLN-5, MSG-1).
+        Scenario(
+            "expire_plans||expire_plans",
+            plan_pending,
+            ((EXPIRE_PLANS,), (EXPIRE_PLANS,)),
+            clocks=(DEADLINE + 1, DEADLINE + 1),
         ),
         Scenario("retract_plan||deliver_decision", plan_approved, ((RETRACT_PLAN,), (DELIVER_DECISION,))),
         Scenario("start_plan||start_plan", plan_delivered, ((START_PLAN,), (START_PLAN,))),

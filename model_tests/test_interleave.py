@@ -58,6 +58,8 @@ CLAUSES = {
     "release||reconcile": ("STO-4", "SHD-3", "REC-2", "TSK-3"),
     "decide_plan||withdraw_plan": ("STO-4", "PLN-2", "PLN-11"),
     "decide_plan||expire_plans": ("STO-4", "PLN-2", "PLN-5", "INV-12"),
+    "expire_plans||expire_plans": ("STO-4", "PLN-5", "MSG-1", "INV-12"),
+    "expire_shutdowns||expire_shutdowns": ("STO-4", "SHD-6", "MSG-1", "INV-12"),
     "retract_plan||deliver_decision": ("STO-4", "PLN-3", "PLN-6", "MSG-5"),
     "start_plan||start_plan": ("STO-4", "PLN-7", "INV-8"),
 }
@@ -85,6 +87,8 @@ KNOWN_DEFECT: dict[str, tuple[Defect, Defect, Defect]] = {
     "release||reconcile": (None, None, None),
     "decide_plan||withdraw_plan": (None, None, None),
     "decide_plan||expire_plans": (None, None, None),
+    "expire_plans||expire_plans": (None, None, None),
+    "expire_shutdowns||expire_shutdowns": (None, None, None),
     "retract_plan||deliver_decision": (None, None, None),
     "start_plan||start_plan": (None, None, None),
 }

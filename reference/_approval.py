@@ -13,7 +13,6 @@ Write steps, in order (the same names as the model's, plus the team audit log):
 
 from __future__ import annotations
 
-import functools
 import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -382,23 +381,15 @@ class ApprovalProtocol:
         for stored in active(self.h.storage, KIND, ("requested", "approved")):
             if self._due(stored.doc, now) and settle(self._expiry(stored.key, now)):
                 expired.append(stored.key)
-        for message in active(self.h.storage, "message", ("pending",)):
-            if message.doc["message"]["message_type"] == "approval_request":
-                settle(functools.partial(self._expire_request_message, message.key, now))
+        self.h.expire_request_messages("approval_request", self._request_deadline, "approval.expire/message", now)
         return expired
 
-    def _expire_request_message(self, key: str, now: float) -> None:
-        """One request message's part of the pass, read afresh: run again when its write lost a
-        compare-and-set to another process (STO-4: another monitor pass, or its target reading it,
-        won), it judges the message as the winner left it."""
-        message = self.h.storage.read("message", key)
-        if message is None or message.doc["status"] != "pending":
-            return
-        approval = self.h.storage.read(KIND, message.doc["message"]["correlation_id"])
-        if approval is not None and approval.doc["deadline"] < now and not broken("approval_request_never_expires"):
-            spec.ensure_transition("message", "pending", "expired")
-            doc = {**message.doc, "status": "expired"}
-            self.h.storage.update("approval.expire/message", "message", key, doc, message.version)
+    def _request_deadline(self, envelope: Document) -> float | None:
+        """The deadline of the approval an ``approval_request`` asks for (None: there is none)."""
+        approval = self.h.storage.read(KIND, envelope["correlation_id"])
+        if approval is None or broken("approval_request_never_expires"):
+            return None
+        return float(approval.doc["deadline"])
 
     def _expiry(self, pid: str, now: float) -> Callable[[], bool]:
         return lambda: self._expire_if_due(pid, now)

@@ -8,9 +8,10 @@ lowers latency (MSG-6), so a restart is a new ``Harness`` over the same storage 
 from __future__ import annotations
 
 import contextlib
+import functools
 import queue
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,7 +31,7 @@ from ._outbox import Outbox
 from ._recovery import reconcile_team
 from ._shutdown import ShutdownProtocol
 from ._steps import WRITE_STEPS
-from ._storage import Document, Storage, Stored
+from ._storage import Document, Storage, Stored, active, settle
 from ._tasks import Tasks
 from ._team_errors import (
     MessageNotPending,
@@ -356,6 +357,31 @@ class Harness:
         doc = {**stored.doc, "status": "delivered", "recorded_result": recorded}
         self.storage.update(step, "message", message_id_, doc, stored.version)
         return recorded
+
+    def expire_request_messages(
+        self, message_type: str, deadline_of: Callable[[Document], float | None], step: str, now: float
+    ) -> None:
+        """The deadline monitor's pass over one protocol's request messages (MSG-1): a pending
+        ``message_type`` whose deadline (``deadline_of`` its envelope: the record's, or None when
+        there is none) has passed expires unread under ``step``, whatever became of its record, as
+        the model's monitor does. Each message is its own settled part of the pass (STO-4)."""
+        for message in active(self.storage, "message", ("pending",)):
+            if message.doc["message"]["message_type"] == message_type:
+                settle(functools.partial(self._expire_request_message, message.key, deadline_of, step, now))
+
+    def _expire_request_message(
+        self, key: str, deadline_of: Callable[[Document], float | None], step: str, now: float
+    ) -> None:
+        """One request message's part of the pass, read afresh: run again when its write lost a
+        compare-and-set to another process (another monitor pass, or its reader, won), it judges
+        the message as the winner left it."""
+        message = self.storage.read("message", key)
+        if message is None or message.doc["status"] != "pending":
+            return
+        deadline = deadline_of(message.doc["message"])
+        if deadline is not None and deadline < now:
+            spec.ensure_transition("message", "pending", "expired")
+            self.storage.update(step, "message", key, {**message.doc, "status": "expired"}, message.version)
 
     def acknowledge(self, message_id_: str) -> None:
         stored = self._require("message", message_id_)

@@ -616,14 +616,12 @@ class PlanProtocol:
         runs = {run.key for run in active(self.h.storage, RUN, ("running",))}
         for key in sorted(due.keys() | runs):  # one plan at a time, in key order, as before
             settle(functools.partial(self._expire_one, key, now))
-        for message in active(self.h.storage, "message", ("pending",)):
-            envelope = message.doc["message"]
-            if envelope["message_type"] != "plan_request" or message.doc["status"] != "pending":
-                continue
-            plan = self.h.storage.read(KIND, envelope["correlation_id"])
-            if plan is not None and plan.doc["deadline"] < now:
-                doc = {**message.doc, "status": "expired"}
-                self.h.storage.update("plan.expire/message", "message", message.key, doc, message.version)
+        self.h.expire_request_messages("plan_request", self._request_deadline, "plan.expire/message", now)
+
+    def _request_deadline(self, envelope: Document) -> float | None:
+        """The deadline of the plan a ``plan_request`` submits (None: there is none)."""
+        plan = self.h.storage.read(KIND, envelope["correlation_id"])
+        return None if plan is None else float(plan.doc["deadline"])
 
     def _expire_one(self, key: str, now: float) -> None:
         """One plan's part of the monitor's pass, read afresh: run again when a write lost a

@@ -36,6 +36,7 @@ reconciliation does (``reference._recovery``).
 from __future__ import annotations
 
 import contextlib
+import functools
 from typing import TYPE_CHECKING, Any
 
 import spec
@@ -46,7 +47,7 @@ from . import _audit
 from ._errors import AlreadyExists
 from ._jobs import BUSY
 from ._mutants import broken
-from ._storage import Document, Stored, active
+from ._storage import Document, Stored, active, settle
 from ._tasks import plain_json, released_task
 from ._team_errors import DrainNotReady, MemberBusy, MessageNotPending, NotLead, ShutdownRefused, UnknownRecord
 
@@ -329,51 +330,35 @@ class ShutdownProtocol:
 
     # ---- SHD-6, SHD-7: the deadline monitor and the last rung ------------------------------
     def expire_due(self) -> list[str]:
-        now, moved = self.h.clock.now(), []
-        for stored in active(self.h.storage, KIND, ("requested", "draining")):
-            if not _past(stored.doc["deadline"], now):
-                continue
-            if stored.doc["status"] == "requested":
-                self._move(
-                    "shutdown.expire/record",
-                    stored,
-                    "expired",
-                    "monitor",
-                    audit="shutdown.expire/audit",
-                    reason="expired",
-                )
-            elif stored.doc["status"] == "draining" and broken("timed_out_as_completed"):
-                self._move(
-                    "shutdown.expire/record",
-                    stored,
-                    "completed",
-                    "monitor",
-                    audit="shutdown.expire/audit",
-                    reason="timed_out",
-                )
-            elif stored.doc["status"] == "draining":
-                self._move(
-                    "shutdown.expire/record",
-                    stored,
-                    "timed_out",
-                    "monitor",
-                    audit="shutdown.expire/audit",
-                    reason="timed_out",
-                )
-            else:
-                continue
-            moved.append(stored.key)
-        for row in active(self.h.storage, "message", ("pending",)):
-            envelope = row.doc["message"]
-            if (
-                envelope["message_type"] == KIND
-                and row.doc["status"] == "pending"
-                and envelope["body"]["deadline"] < now
-            ):
-                self.h.storage.update(
-                    "shutdown.expire/message", "message", row.key, {**row.doc, "status": "expired"}, row.version
-                )
+        """The deadline monitor's pass over shutdown requests (SHD-6), then over their undelivered
+        request messages (MSG-1); returns the requests it moved."""
+        now = self.h.clock.now()
+        moved = [
+            stored.key
+            for stored in active(self.h.storage, KIND, ("requested", "draining"))
+            if _past(stored.doc["deadline"], now) and settle(functools.partial(self._expire_one, stored.key, now))
+        ]
+        self.h.expire_request_messages(
+            KIND, lambda envelope: float(envelope["body"]["deadline"]), "shutdown.expire/message", now
+        )
         return moved
+
+    def _expire_one(self, pid: str, now: float) -> bool:
+        """One request's part of the pass, read afresh: run again when its write lost a
+        compare-and-set to another process (STO-4: another monitor pass, a delivery, a drain's
+        end), it judges the request as the winner left it. An undelivered request expires; a
+        drain past its deadline times out (SHD-6, SHD-7)."""
+        stored = self.require(pid)
+        if not _past(stored.doc["deadline"], now):
+            return False
+        if stored.doc["status"] == "requested":
+            target, reason = "expired", "expired"
+        elif stored.doc["status"] == "draining":
+            target, reason = ("completed" if broken("timed_out_as_completed") else "timed_out"), "timed_out"
+        else:
+            return False
+        self._move("shutdown.expire/record", stored, target, "monitor", audit="shutdown.expire/audit", reason=reason)
+        return True
 
     def force_terminate(self, pid: str) -> None:
         """SHD-7's last rung: the member's jobs are killed, its task flagged, the team told."""
