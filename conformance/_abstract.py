@@ -147,7 +147,7 @@ def message_label(message: dict[str, Any], labels: dict[str, str]) -> str:
 
 _PLAN_DECIDED = ("plan_request", "plan_decision")
 """Plan messages whose delivery status the model decides (in :func:`project_plans`)."""
-_STATUS_SEEN = ("shutdown_request", "approval_request")
+STATUS_SEEN = ("shutdown_request", "approval_request")
 """Message types whose delivery status the model decides (a drain's request is delivered once,
 acknowledged by the finish, expired by the monitor; an approval's request expires unread once its
 deadline passed, MSG-1); other statuses are the implementation's own."""
@@ -160,7 +160,7 @@ def _messages(snap: Snapshot, labels: dict[str, str]) -> list[list[Any]]:
         kind = message["message_type"]
         if kind in _PLAN_DECIDED:
             continue  # in project_plans, with their sequence and status
-        status = record["status"] if kind in _STATUS_SEEN else ""
+        status = record["status"] if kind in STATUS_SEEN else ""
         counted[(kind, message_label(message, labels), status)] += 1
     return sorted([kind, label, status, count] for (kind, label, status), count in counted.items())
 
@@ -286,6 +286,7 @@ def differences(expected: dict[str, Any], actual: dict[str, Any]) -> list[str]:
 
 
 __all__ = [
+    "STATUS_SEEN",
     "abstract",
     "approval_labels",
     "approved_by",

@@ -16,9 +16,8 @@ from typing import Any
 
 import reference as r
 import spec
-from conformance._abstract import _STATUS_SEEN as STATUS_SEEN
+from conformance._abstract import STATUS_SEEN, project_plans
 from conformance._abstract import project as project_approval
-from conformance._abstract import project_plans
 from conformance._translate import plan_document
 from reference._plans import retractions
 from spec.model._ops import RISK_TEXT
