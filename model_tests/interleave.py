@@ -89,6 +89,8 @@ class Scheduler:
         self.abandoned = False
         self.crashing: int | None = None
         self.atomic: int | None = None  # a thread that runs on without yielding (a restart)
+        self.attempted: set[str] = set()  # the write steps of the instances' compare-and-sets
+        self.lost: set[str] = set()  # those of them that lost one (VersionConflict)
 
     def attach(self, index: int) -> None:
         self._local.index = index
@@ -152,12 +154,29 @@ def _observed(scheduler: Scheduler, access: Access, action: Callable[[], Any]) -
     return result
 
 
+def _compare_and_set(scheduler: Scheduler, step: str, write: Callable[[], r.Stored]) -> r.Stored:
+    """An instance's compare-and-set under ``step``, and whether it lost (STO-4): what
+    :attr:`Exploration.unlost` is made of."""
+    scheduler.attempted.add(step)
+    try:
+        return write()
+    except r.VersionConflict:
+        scheduler.lost.add(step)
+        raise
+
+
 class ScheduledMemory(r.MemoryStorage):
     """One instance's view of a shared in-memory store; every backend call is a yield point."""
 
     def __init__(self, shared: r.MemoryStorage, scheduler: Scheduler) -> None:
         super().__init__()
         self._rows, self._lock, self.scheduler = shared._rows, shared._lock, scheduler
+
+    def update(
+        self, step: str, table: str, key: str, doc: dict[str, Any], expected_version: int, guard: Any = None
+    ) -> r.Stored:
+        write = lambda: super(ScheduledMemory, self).update(step, table, key, doc, expected_version, guard)  # noqa: E731
+        return _compare_and_set(self.scheduler, step, write)
 
     def _read(self, table: str, key: str) -> tuple[int, str] | None:
         return _observed(self.scheduler, ("read", table, key), lambda: super(ScheduledMemory, self)._read(table, key))
@@ -185,6 +204,12 @@ class ScheduledSQLite(r.SQLiteStorage):
     def __init__(self, path: str | Path, scheduler: Scheduler) -> None:
         super().__init__(path)
         self.scheduler = scheduler
+
+    def update(
+        self, step: str, table: str, key: str, doc: dict[str, Any], expected_version: int, guard: Any = None
+    ) -> r.Stored:
+        write = lambda: super(ScheduledSQLite, self).update(step, table, key, doc, expected_version, guard)  # noqa: E731
+        return _compare_and_set(self.scheduler, step, write)
 
     def _query(self, sql: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
         access = ("sql", sql.split()[0], *map(str, args[:2]))
@@ -496,8 +521,31 @@ def plain_tool(world: r.RecordingTool) -> r.Tool:
     return r.Tool(world.name, world.run, lambda arguments: arguments, lookup=world.lookup)
 
 
-def _snapshot(scenario: Scenario, store: Backend, world: r.RecordingTool) -> dict[str, Any]:
-    return r.Harness(store.plain(), r.ManualClock(scenario.now), [plain_tool(world)]).snapshot()
+def _snapshot(scenario: Scenario, store: Backend, world: r.RecordingTool, now: float | None = None) -> dict[str, Any]:
+    clock = r.ManualClock(scenario.now if now is None else now)
+    return r.Harness(store.plain(), clock, [plain_tool(world)]).snapshot()
+
+
+ACROSS = "across the run, "
+"""The prefix of a step predicate's problem judged from the prepared world to the final state.
+Several operations lie between the two, so a step predicate may see what no one step did: two
+edges as one (``requested`` → ``draining`` → ``timed_out`` read as ``requested`` → ``timed_out``),
+or a start at its instance's clock read at the latest one. Such a problem counts only where no
+serial order of the same operations shows it too (:func:`excused`); a serial order's own steps are
+judged one operation at a time, each at its instance's clock."""
+
+
+def excused(serials: Sequence[Outcome]) -> frozenset[str]:
+    """The across-the-run problems some serial order shows: what the span of a whole run makes a
+    step predicate see when every operation's own step is sound."""
+    return frozenset(p for serial in serials for p in serial.problems if p.startswith(ACROSS))
+
+
+def unexcused(outcome: Outcome, serials: Sequence[Outcome]) -> tuple[str, ...]:
+    """``outcome``'s problems but those :func:`excused` by the serial orders (state predicates,
+    the audit chain and reconciliation's problems are never excused)."""
+    allowed = excused(serials)
+    return tuple(p for p in outcome.problems if p not in allowed)
 
 
 AUDIT_CONTENT = ("actor", "event", "subject_id", "summary", "at")
@@ -517,7 +565,8 @@ def comparable(snapshot: dict[str, Any], calls: list[Any]) -> str:
 def judge(scenario: Scenario, store: Backend, world: r.RecordingTool) -> tuple[str, list[str]]:
     final = _snapshot(scenario, store, world)
     problems = [f"{inv.name}: {text}" for inv, text in invariants.check_state(final, reconciled=False)]
-    problems += [f"{inv.name}: {text}" for inv, text in invariants.check_step(scenario_initial(scenario, store), final)]
+    initial = scenario_initial(scenario, store)
+    problems += [f"{ACROSS}{inv.name}: {text}" for inv, text in invariants.check_step(initial, final)]
     chain = r.verify_audit_log(store.plain())
     problems += [] if chain.ok else [f"AUD-5: the audit chain is broken at entry {chain.first_bad}: {chain.reason}"]
     harness = r.Harness(store.plain(), r.ManualClock(scenario.now), [plain_tool(world)])
@@ -571,9 +620,9 @@ def serial(scenario: Scenario, store: Backend, order: Sequence[int]) -> Outcome:
     position = [0] * len(scenario.programs)
     problems: list[str] = []
     for index in order:
-        before = _snapshot(scenario, store, execution.world)
+        before = _snapshot(scenario, store, execution.world, scenario.clock(index))
         execution.run_op(index, scenario.programs[index][position[index]])
-        after = _snapshot(scenario, store, execution.world)
+        after = _snapshot(scenario, store, execution.world, scenario.clock(index))
         problems += [f"{inv.name}: {text}" for inv, text in invariants.check_step(before, after)]
         position[index] += 1
     outcome = execution.outcome()
@@ -589,6 +638,17 @@ class Exploration:
     runs: int = 0
     edges: dict[str, dict[int, str]] = field(default_factory=dict)
     ends: dict[str, Outcome] = field(default_factory=dict)
+    attempted: set[str] = field(default_factory=set)
+    """The write steps of every compare-and-set an instance made in some run (a restart's too)."""
+    lost: set[str] = field(default_factory=set)
+    """Those of them that lost one to the other instance in some run (each edge of the DAG is run
+    at least once, so a write that can lose here lost in some run)."""
+
+    @property
+    def unlost(self) -> set[str]:
+        """The compare-and-set steps that never lost here: either no interleaving of the pair can
+        make them lose, or the pair does not race them (STO-4's settling left unexercised)."""
+        return self.attempted - self.lost
 
     @property
     def nodes(self) -> int:
@@ -643,6 +703,20 @@ def _extend(
     end, leaving every other enabled choice (and every open crash move) on the frontier."""
     found.runs += 1
     execution = Execution(scenario, store, crashes=crashes)
+    try:
+        _follow(found, execution, parent, prefix, frontier)
+    finally:
+        found.attempted |= execution.scheduler.attempted
+        found.lost |= execution.scheduler.lost
+
+
+def _follow(
+    found: Exploration,
+    execution: Execution,
+    parent: str,
+    prefix: tuple[int, ...],
+    frontier: list[tuple[str, tuple[int, ...]]],
+) -> None:
     for choice in prefix:
         execution.step(choice)
     key = execution.node()

@@ -209,6 +209,21 @@ PAIRS: dict[str, Scenario] = {
             ((claim("m0", "t0"),), (REQUEST_SHUTDOWN, BEGIN_DRAIN)),
         ),
         Scenario("release||reconcile", draining_with_task, ((RELEASE,), (RECONCILE,))),
+        # The member's delivery of its shutdown request at the deadline against the monitor just after
+        # it (SHD-2, SHD-6), and a draining member's release against the monitor timing its drain out
+        # (SHD-3, SHD-6, SHD-7).
+        Scenario(
+            "begin_drain||expire_shutdowns",
+            shutdown_requested,
+            ((BEGIN_DRAIN,), (EXPIRE_SHUTDOWNS,)),
+            clocks=(SHUTDOWN_DEADLINE, SHUTDOWN_DEADLINE + 1),
+        ),
+        Scenario(
+            "release||expire_shutdowns",
+            draining_with_task,
+            ((RELEASE,), (EXPIRE_SHUTDOWNS,)),
+            clocks=(SHUTDOWN_DEADLINE, SHUTDOWN_DEADLINE + 1),
+        ),
         # Two processes' deadline monitors past an undelivered shutdown request's deadline (SHD-6,
         # MSG-1, STO-4): one expires the record and the message, the other finds them expired.
         Scenario(
@@ -235,6 +250,15 @@ PAIRS: dict[str, Scenario] = {
             ((EXPIRE_PLANS,), (EXPIRE_PLANS,)),
             clocks=(DEADLINE + 1, DEADLINE + 1),
         ),
+        # The requester's start at the plan's deadline (its last instant) against the monitor just
+        # after it (PLN-7, PLN-5, PLN-9), and a decision's delivery sent from two processes (MSG-5).
+        Scenario(
+            "start_plan||expire_plans",
+            plan_delivered,
+            ((START_PLAN,), (EXPIRE_PLANS,)),
+            clocks=(DEADLINE, DEADLINE + 1),
+        ),
+        Scenario("deliver_decision||deliver_decision", plan_approved, ((DELIVER_DECISION,), (DELIVER_DECISION,))),
         Scenario("retract_plan||deliver_decision", plan_approved, ((RETRACT_PLAN,), (DELIVER_DECISION,))),
         Scenario("start_plan||start_plan", plan_delivered, ((START_PLAN,), (START_PLAN,))),
     )

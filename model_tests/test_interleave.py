@@ -35,7 +35,25 @@ XFAIL = {
         reason="known defect 1 (issue 17 item 6, h17 fixes it in reference/_approval.py): the loser of a "
         "compare-and-set race gets a raw VersionConflict instead of the typed refusal a serial order gives",
     ),
+    AssertionError: pytest.mark.xfail(
+        raises=AssertionError,
+        strict=True,
+        reason="a known race (see KNOWN_RACES): an operation at its deadline against the monitor just after it",
+    ),
 }
+
+KNOWN_RACES = {
+    "start_plan||expire_plans": "the start writes the executed marker, then finds its plan expired by a monitor "
+    "that read it approved before the marker existed: a run stands beside an expired plan (INV-8, PLN-5, PLN-7); "
+    "the fix needs the marker's insert and the monitor's expiry to exclude each other (a guarded insert, or the "
+    "monitor refusing a plan whose marker exists, both at one atomic step)",
+    "begin_drain||expire_shutdowns": "the monitor expires the request message of a drain that began under it "
+    "(record draining, message still pending): the delivery's own write then meets an expired message and "
+    "raises a raw IllegalTransition (SHD-2, SHD-6, MSG-1); whether the monitor may expire the message of a "
+    "request no longer requested is the model's call first (its begin_drain is one atomic operation)",
+}
+"""Races these pairs found (session 21) that are not fixed yet: their tests are strict xfails, so a fix
+shows (each fails once it passes, to be moved to None in KNOWN_DEFECT)."""
 
 CLAUSES = {
     "consume||consume": ("STO-4", "APR-5", "APR-6", "INV-1"),
@@ -59,6 +77,10 @@ CLAUSES = {
     "decide_plan||withdraw_plan": ("STO-4", "PLN-2", "PLN-11"),
     "decide_plan||expire_plans": ("STO-4", "PLN-2", "PLN-5", "INV-12"),
     "expire_plans||expire_plans": ("STO-4", "PLN-5", "MSG-1", "INV-12"),
+    "start_plan||expire_plans": ("STO-4", "PLN-5", "PLN-7", "INV-8"),
+    "deliver_decision||deliver_decision": ("STO-4", "MSG-5", "PLN-6", "AUD-5"),
+    "begin_drain||expire_shutdowns": ("STO-4", "SHD-2", "SHD-6", "MSG-1"),
+    "release||expire_shutdowns": ("STO-4", "SHD-3", "SHD-6", "SHD-7"),
     "expire_shutdowns||expire_shutdowns": ("STO-4", "SHD-6", "MSG-1", "INV-12"),
     "retract_plan||deliver_decision": ("STO-4", "PLN-3", "PLN-6", "MSG-5"),
     "start_plan||start_plan": ("STO-4", "PLN-7", "INV-8"),
@@ -88,6 +110,10 @@ KNOWN_DEFECT: dict[str, tuple[Defect, Defect, Defect]] = {
     "decide_plan||withdraw_plan": (None, None, None),
     "decide_plan||expire_plans": (None, None, None),
     "expire_plans||expire_plans": (None, None, None),
+    "start_plan||expire_plans": (AssertionError, AssertionError, AssertionError),  # KNOWN_RACES
+    "deliver_decision||deliver_decision": (None, None, None),
+    "begin_drain||expire_shutdowns": (AssertionError, AssertionError, None),  # KNOWN_RACES
+    "release||expire_shutdowns": (None, None, None),
     "expire_shutdowns||expire_shutdowns": (None, None, None),
     "retract_plan||deliver_decision": (None, None, None),
     "start_plan||start_plan": (None, None, None),
@@ -135,9 +161,13 @@ def test_every_interleaving_keeps_every_invariant(pair: str, backend: str) -> No
     (and the pair's own)."""
     result = explored(pair, backend)
     assert len(result.found.ends) >= 2, "a race with one possible end explores nothing"
-    assert [problem for serial in result.serials for problem in serial.problems] == []
-    failing = [outcome for outcome in result.found.outcomes if outcome.problems]
-    shown = "\n".join(f"{o.problems}\n{interleave.describe(PAIRS[pair], backend, o)}" for o in failing[:3])
+    serial_problems = [p for serial in result.serials for p in serial.problems if not p.startswith(interleave.ACROSS)]
+    assert serial_problems == []
+    failing = [outcome for outcome in result.found.outcomes if interleave.unexcused(outcome, result.serials)]
+    shown = "\n".join(
+        f"{interleave.unexcused(o, result.serials)}\n{interleave.describe(PAIRS[pair], backend, o)}"
+        for o in failing[:3]
+    )
     assert not failing, f"{len(failing)} final state(s) break an invariant:\n{shown}"
 
 
@@ -199,6 +229,33 @@ def test_every_access_to_the_shared_store_is_a_yield_point() -> None:
     }
     assert touching == {"__init__", "_query", "_execute", "close"}
     assert {"_query", "_execute"} <= set(vars(interleave.ScheduledSQLite))
+
+
+UNRACED = {
+    "approval.consume/outcome": "the consumer's own execution record, after its first write won: no live "
+    "instance writes another's work in flight (REC-4; consume||reconcile takes over a dead one's only)",
+    "plan.start/message": "the acknowledgement of a decision the requester was delivered: after delivery only "
+    "its start writes it (PLN-6), and a second start loses at the executed marker first (PLN-7)",
+    "shutdown.release_task/task": "the draining member's own claimed task: no claim takes a claimed task and "
+    "only its holder releases or finishes it; reconciliation repairs it for a lost member only (REC-2)",
+}
+"""The compare-and-set steps no pair makes lose, each with the reason no other process races it."""
+
+
+@pytest.mark.clause("STO-4")
+def test_every_compare_and_set_loses_in_some_interleaving() -> None:
+    """STO-4's settling, exercised: every write step that an instance writes by compare-and-set in
+    some pair loses one (another process wrote the record first) in some interleaving of some pair
+    on memory, but those ``UNRACED`` names with its reason. A new operation's write, or a new
+    write of an old one, that no pair races fails here until a pair races it (how the unsettled
+    monitor writes of plans and shutdowns went unseen: no pair ran two monitors at once)."""
+    attempted: set[str] = set()
+    lost: set[str] = set()
+    for pair in PAIRS:
+        found = explored(pair, "memory").found
+        attempted |= found.attempted
+        lost |= found.lost
+    assert attempted - lost == set(UNRACED), f"never lost: {sorted(attempted - lost)}"
 
 
 @pytest.mark.clause("STO-4")

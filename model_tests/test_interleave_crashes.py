@@ -32,7 +32,7 @@ import pytest
 
 from model_tests import interleave
 from model_tests.interleave_pairs import PAIRS
-from model_tests.test_interleave import CLAUSES
+from model_tests.test_interleave import CLAUSES, KNOWN_DEFECT, KNOWN_RACES
 
 SQLITE_PAIRS = ("review||cancel", "claim||request_shutdown;begin_drain", "consume||cancel")
 """The pairs also explored with crashes on SQLite (each write step one statement, so a crash
@@ -50,6 +50,17 @@ def crashed(pair: str, backend: str) -> interleave.Exploration:
     return found
 
 
+def _serials(pair: str, backend: str) -> list[interleave.Outcome]:
+    """The pair's serial orders, uncrashed: what excuses a problem seen only across a whole run."""
+    store = interleave.backend(backend)
+    try:
+        scenario = PAIRS[pair]
+        interleave.prepare(scenario, store)
+        return [interleave.serial(scenario, store, order) for order in interleave.serial_orders(scenario)]
+    finally:
+        store.close()
+
+
 def _crashed(outcome: interleave.Outcome) -> bool:
     return any(kind == "crashed" for program in outcome.results for kind, _ in program)
 
@@ -58,6 +69,8 @@ def _cases() -> list[object]:
     params = []
     for pair in PAIRS:
         marks = [pytest.mark.clause("REC-1", "REC-2", "REC-4", "AUD-5", *CLAUSES[pair])]
+        if KNOWN_DEFECT[pair][2] is not None:  # a known race breaks an invariant uncrashed already
+            marks.append(pytest.mark.xfail(raises=AssertionError, strict=True, reason=KNOWN_RACES[pair]))
         params.append(pytest.param(pair, "memory", marks=marks, id=f"{pair}-memory"))
         if pair in SQLITE_PAIRS:
             params.append(pytest.param(pair, "sqlite", marks=marks, id=f"{pair}-sqlite"))
@@ -73,8 +86,11 @@ def test_a_crash_of_either_instance_and_its_restart_beside_the_other_keep_every_
     found = crashed(pair, backend)
     crashes = [outcome for outcome in found.outcomes if _crashed(outcome)]
     assert crashes, "no run crashed"
-    failing = [outcome for outcome in found.outcomes if outcome.problems]
-    shown = "\n".join(f"{o.problems}\n{interleave.describe(PAIRS[pair], backend, o)}" for o in failing[:3])
+    serials = _serials(pair, backend)
+    failing = [outcome for outcome in found.outcomes if interleave.unexcused(outcome, serials)]
+    shown = "\n".join(
+        f"{interleave.unexcused(o, serials)}\n{interleave.describe(PAIRS[pair], backend, o)}" for o in failing[:3]
+    )
     assert not failing, f"{len(failing)} final state(s) break an invariant:\n{shown}"
 
 

@@ -347,10 +347,15 @@ class Harness:
         )
         return result
 
-    def record_delivery(self, step: str, message_id_: str, result: dict[str, Any]) -> dict[str, Any]:
+    def record_delivery(
+        self, step: str, message_id_: str, result: dict[str, Any], read: Stored | None = None
+    ) -> dict[str, Any]:
         """A protocol's receiver handled a message: it becomes ``delivered`` with ``result`` (and the
-        time) recorded under ``step``, so that a duplicate gets the same result back (MSG-5)."""
-        stored = self.storage.read("message", message_id_)
+        time) recorded under ``step``, so that a duplicate gets the same result back (MSG-5). With
+        ``read`` (the message as the receiver judged it), the write is a compare-and-set on that
+        version: where another process delivered it meanwhile, a settled receiver runs again and
+        returns that delivery's result (STO-4)."""
+        stored = self.storage.read("message", message_id_) if read is None else read
         assert stored is not None
         spec.ensure_transition("message", stored.doc["status"], "delivered")
         recorded = {**result, "delivered_at": self.clock.now()}

@@ -341,6 +341,7 @@ class PlanProtocol:
         if envelope["message_type"] != "plan_decision" or envelope["target"] != member_id:
             raise BadDecisionMessage(message_id_, f"it is a {envelope['message_type']} to {envelope['target']}")
         if row.doc["recorded_result"] is not None:
+            self._log_delivery(member_id, envelope["correlation_id"])
             return dict(row.doc["recorded_result"])  # MSG-5
         if row.doc["status"] != "pending":
             raise MessageNotPending(message_id_, row.doc["status"])
@@ -361,7 +362,12 @@ class PlanProtocol:
         verdict = self._match(member_id, plan, envelope)
         delivered: Document | None = None
         with self.h.step("plan.deliver_decision/record"):
-            if plan is not None and verdict == "matched" and plan.doc["status"] == "approved":
+            if (
+                plan is not None
+                and verdict == "matched"
+                and plan.doc["status"] == "approved"
+                and not plan.doc["decision_delivered"]  # MSG-5: another process's delivery of it won
+            ):
                 delivered = {
                     **plan.doc,
                     "decision_delivered": True,
@@ -374,10 +380,19 @@ class PlanProtocol:
         result = {"outcome": "matched" if verdict == "matched" else "ignored", "decision": envelope["body"]["decision"]}
         if verdict != "matched":
             result["reason"] = verdict
-        recorded = self.h.record_delivery("plan.deliver_decision/message", message_id_, result)
+        recorded = self.h.record_delivery("plan.deliver_decision/message", message_id_, result, row)
         if delivered is not None:
             self._audit("plan.deliver_decision/audit", delivered)
         return recorded
+
+    def _log_delivery(self, member_id: str, pid: str) -> None:
+        """A duplicate delivery (MSG-5) whose first run marked the plan delivered, then lost the
+        message's compare-and-set to another process's delivery (STO-4), has not logged that mark:
+        the log is brought up to it (AUD-5; none twice, so a true duplicate writes nothing)."""
+        plan = self.h.storage.read(KIND, pid)
+        marks = [e for e in plan.doc["events"] if e["event"] == "decision_delivered"] if plan is not None else []
+        if plan is not None and marks and plan.doc["requester_id"] == member_id and not broken("plan_not_audited"):
+            _audit.log_event(self.h.storage, "plan.deliver_decision/audit", KIND, plan.doc, marks[-1])
 
     @staticmethod
     def _match(member_id: str, plan: Stored | None, envelope: Document) -> str:

@@ -254,11 +254,17 @@ class ShutdownProtocol:
                 raise DrainNotReady(member_id, busy, f"release task {task_id}")
             self._release(member_id, task_id, state)
             self.h.set_member_task("shutdown.release_task/member", member_id, None)
-            sd = self.require(sd.key)
-            self.h.storage.update(
-                "shutdown.release_task/record", KIND, sd.key, {**sd.doc, "released_task_id": task_id}, sd.version
-            )
+            settle(functools.partial(self._note_release, sd.key, str(task_id)))
             return str(task_id)
+
+    def _note_release(self, pid: str, task_id: str) -> None:
+        """The release's last write, read afresh: run again when it lost a compare-and-set (STO-4:
+        the monitor timed the drain out meanwhile, SHD-6), it notes the task on the request as
+        the winner left it."""
+        sd = self.require(pid)
+        self.h.storage.update(
+            "shutdown.release_task/record", KIND, pid, {**sd.doc, "released_task_id": task_id}, sd.version
+        )
 
     def _release(self, member_id: str, task_id: str, state: Any) -> None:
         """The task goes back to pending, keeping its last checkpoint and history (TSK-3)."""
