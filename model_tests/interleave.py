@@ -178,6 +178,10 @@ class ScheduledMemory(r.MemoryStorage):
         write = lambda: super(ScheduledMemory, self).update(step, table, key, doc, expected_version, guard)  # noqa: E731
         return _compare_and_set(self.scheduler, step, write)
 
+    def insert(self, step: str, table: str, key: str, doc: dict[str, Any], guard: Any = None) -> r.Stored:
+        write = lambda: super(ScheduledMemory, self).insert(step, table, key, doc, guard)  # noqa: E731
+        return write() if guard is None else _compare_and_set(self.scheduler, step, write)
+
     def _read(self, table: str, key: str) -> tuple[int, str] | None:
         return _observed(self.scheduler, ("read", table, key), lambda: super(ScheduledMemory, self)._read(table, key))
 
@@ -191,6 +195,11 @@ class ScheduledMemory(r.MemoryStorage):
     def _update(self, table: str, key: str, text: str, expected_version: int) -> int:
         call = lambda: super(ScheduledMemory, self)._update(table, key, text, expected_version)  # noqa: E731
         return _observed(self.scheduler, ("update", table, key), call)
+
+    def _insert_guarded(self, table: str, key: str, *rest: Any) -> int:
+        """A guarded insert: one atomic step, one yield point."""
+        call = lambda: super(ScheduledMemory, self)._insert_guarded(table, key, *rest)  # type: ignore[misc]  # noqa: E731
+        return _observed(self.scheduler, ("insert", table, key), call)  # type: ignore[no-any-return]
 
     def _update_guarded(self, table: str, key: str, *rest: Any) -> int:
         """A guarded compare-and-set (where the storage has one): one atomic step, one yield point."""
@@ -210,6 +219,10 @@ class ScheduledSQLite(r.SQLiteStorage):
     ) -> r.Stored:
         write = lambda: super(ScheduledSQLite, self).update(step, table, key, doc, expected_version, guard)  # noqa: E731
         return _compare_and_set(self.scheduler, step, write)
+
+    def insert(self, step: str, table: str, key: str, doc: dict[str, Any], guard: Any = None) -> r.Stored:
+        write = lambda: super(ScheduledSQLite, self).insert(step, table, key, doc, guard)  # noqa: E731
+        return write() if guard is None else _compare_and_set(self.scheduler, step, write)
 
     def _query(self, sql: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
         access = ("sql", sql.split()[0], *map(str, args[:2]))

@@ -251,13 +251,15 @@ PAIRS: dict[str, Scenario] = {
             clocks=(DEADLINE + 1, DEADLINE + 1),
         ),
         # The requester's start at the plan's deadline (its last instant) against the monitor just
-        # after it (PLN-7, PLN-5, PLN-9), and a decision's delivery sent from two processes (MSG-5).
+        # after it (PLN-7, PLN-5, PLN-9), and against its own withdrawal from another process
+        # (PLN-11); a decision's delivery sent from two processes (MSG-5).
         Scenario(
             "start_plan||expire_plans",
             plan_delivered,
             ((START_PLAN,), (EXPIRE_PLANS,)),
             clocks=(DEADLINE, DEADLINE + 1),
         ),
+        Scenario("start_plan||withdraw_plan", plan_delivered, ((START_PLAN,), (WITHDRAW_PLAN,))),
         Scenario("deliver_decision||deliver_decision", plan_approved, ((DELIVER_DECISION,), (DELIVER_DECISION,))),
         Scenario("retract_plan||deliver_decision", plan_approved, ((RETRACT_PLAN,), (DELIVER_DECISION,))),
         Scenario("start_plan||start_plan", plan_delivered, ((START_PLAN,), (START_PLAN,))),

@@ -43,16 +43,15 @@ XFAIL = {
 }
 
 KNOWN_RACES = {
-    "start_plan||expire_plans": "the start writes the executed marker, then finds its plan expired by a monitor "
-    "that read it approved before the marker existed: a run stands beside an expired plan (INV-8, PLN-5, PLN-7); "
-    "the fix needs the marker's insert and the monitor's expiry to exclude each other (a guarded insert, or the "
-    "monitor refusing a plan whose marker exists, both at one atomic step)",
     "begin_drain||expire_shutdowns": "the monitor expires the request message of a drain that began under it "
-    "(record draining, message still pending): the delivery's own write then meets an expired message and "
-    "raises a raw IllegalTransition (SHD-2, SHD-6, MSG-1); whether the monitor may expire the message of a "
-    "request no longer requested is the model's call first (its begin_drain is one atomic operation)",
+    "(record draining, message still pending): the delivery's last write then meets an expired message and "
+    "raises a raw IllegalTransition (SHD-2, SHD-6, MSG-1). The model reaches the same state after a crash "
+    "between begin_drain's record and message (its reconciliation resumes the drain, not the delivery) and "
+    "expires the message there, so the monitor cannot tell a live delivery from a dead one by the records: "
+    "the fix starts in the model (reconciliation finishing the delivery, REC-4), then the monitor may leave "
+    "the message of a request no longer requested to its reader",
 }
-"""Races these pairs found (session 21) that are not fixed yet: their tests are strict xfails, so a fix
+"""A race a pair found that is not fixed yet: its tests are strict xfails, so a fix
 shows (each fails once it passes, to be moved to None in KNOWN_DEFECT)."""
 
 CLAUSES = {
@@ -78,6 +77,7 @@ CLAUSES = {
     "decide_plan||expire_plans": ("STO-4", "PLN-2", "PLN-5", "INV-12"),
     "expire_plans||expire_plans": ("STO-4", "PLN-5", "MSG-1", "INV-12"),
     "start_plan||expire_plans": ("STO-4", "PLN-5", "PLN-7", "INV-8"),
+    "start_plan||withdraw_plan": ("STO-4", "PLN-7", "PLN-11", "INV-8"),
     "deliver_decision||deliver_decision": ("STO-4", "MSG-5", "PLN-6", "AUD-5"),
     "begin_drain||expire_shutdowns": ("STO-4", "SHD-2", "SHD-6", "MSG-1"),
     "release||expire_shutdowns": ("STO-4", "SHD-3", "SHD-6", "SHD-7"),
@@ -110,7 +110,8 @@ KNOWN_DEFECT: dict[str, tuple[Defect, Defect, Defect]] = {
     "decide_plan||withdraw_plan": (None, None, None),
     "decide_plan||expire_plans": (None, None, None),
     "expire_plans||expire_plans": (None, None, None),
-    "start_plan||expire_plans": (AssertionError, AssertionError, AssertionError),  # KNOWN_RACES
+    "start_plan||expire_plans": (None, None, None),
+    "start_plan||withdraw_plan": (None, None, None),
     "deliver_decision||deliver_decision": (None, None, None),
     "begin_drain||expire_shutdowns": (AssertionError, AssertionError, None),  # KNOWN_RACES
     "release||expire_shutdowns": (None, None, None),
@@ -236,6 +237,8 @@ UNRACED = {
     "instance writes another's work in flight (REC-4; consume||reconcile takes over a dead one's only)",
     "plan.start/message": "the acknowledgement of a decision the requester was delivered: after delivery only "
     "its start writes it (PLN-6), and a second start loses at the executed marker first (PLN-7)",
+    "plan.start/record": "the consumption of a plan whose executed marker this start wrote: from the marker on, "
+    "nobody else moves the plan (the monitor's expiry and the withdrawal are guarded by its absence, PLN-7)",
     "shutdown.release_task/task": "the draining member's own claimed task: no claim takes a claimed task and "
     "only its holder releases or finishes it; reconciliation repairs it for a lost member only (REC-2)",
 }

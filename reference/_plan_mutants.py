@@ -26,11 +26,19 @@ PLAN_MUTANTS: dict[str, str] = {
     "unlogged ones (its cost follows history)",
     "start_acknowledges_first_decision": "PLN-6, PLN-7: the start acknowledges the plan's first decision, not "
     "the one that stands after a retraction",
+    "marker_ignores_plan_version": "PLN-5, PLN-7, STO-4: the start inserts its executed marker whatever became of "
+    "the plan since it judged it, so a monitor's expiry in between leaves a run beside an expired plan",
+    "expiry_ignores_marker": "PLN-5, PLN-7, PLN-11, STO-4: the monitor's expiry and the requester's withdrawal "
+    "of an approved plan ignore its executed marker, so a start that committed is left with a run beside an "
+    "expired or withdrawn plan",
 }
 
 _STATEFUL = "model_tests/test_stateful.py::TestPlanProtocol"
 _EXAMPLES = "tests/test_plans.py"
 PLAN_CAUGHT_BY: dict[str, list[str]] = {name: [_STATEFUL, _EXAMPLES] for name in PLAN_MUTANTS}
+_RACE = "model_tests/test_interleave.py::test_every_interleaving_keeps_every_invariant[start_plan||expire_plans-memory]"
+PLAN_CAUGHT_BY["marker_ignores_plan_version"] = [_RACE]
+PLAN_CAUGHT_BY["expiry_ignores_marker"] = [_RACE]
 PLAN_CAUGHT_BY["plan_not_audited"] = [f"{_EXAMPLES}::test_every_plan_decision_is_in_the_team_log"]
 PLAN_CAUGHT_BY["decision_sequence_unchecked"] = ["tests/test_superseded_decisions.py"]
 PLAN_CAUGHT_BY["start_acknowledges_first_decision"] = [

@@ -60,7 +60,7 @@ from ._plan_errors import (
     StalePlan,
     UnknownPlan,
 )
-from ._storage import Document, Stored, active, settle
+from ._storage import Document, Guard, Stored, active, settle
 from ._team_errors import MessageNotPending, UnknownRecord
 
 if TYPE_CHECKING:
@@ -68,6 +68,8 @@ if TYPE_CHECKING:
 
 KIND = "plan_approval"
 RUN = "plan_execution"
+_RUN_STATUSES = tuple(sorted(spec.transition_table(RUN)))
+"""Every status of an executed marker: a guard that no marker of a plan exists matches them all."""
 NOTICE_TTL = 60.0
 PLAN_STEPS: tuple[str, ...] = tuple(
     f"plan.{op}/{step}"
@@ -413,13 +415,31 @@ class PlanProtocol:
     def _withdraw_once(self, ctx: CallContext, pid: str) -> Document:
         stored = self._own(ctx, pid, "withdraw")
         status = stored.doc["status"]
-        if status == "consumed":
-            raise PlanStatusConflict(pid, status, "withdraw", "its execution started: stop it instead (PLN-11)")
+        # PLN-7: an executed marker beside an approved plan is a start that committed, its
+        # consumption still to be written by its process (or reconciliation)
+        started = status == "approved" and self.h.storage.read(RUN, pid) is not None
+        if status == "consumed" or (started and not broken("expiry_ignores_marker")):
+            # as it stands once its start's process has written the consumption (a serial order)
+            raise PlanStatusConflict(pid, "consumed", "withdraw", "its execution started: stop it instead (PLN-11)")
         if status not in ("draft", "pending", "approved"):
             raise PlanStatusConflict(pid, status, "withdraw", "it is already final")
         return self._move(
-            "plan.withdraw/record", stored, "withdrawn", ctx.actor_id, audit="plan.withdraw/audit", reason="cancelled"
+            "plan.withdraw/record",
+            stored,
+            "withdrawn",
+            ctx.actor_id,
+            audit="plan.withdraw/audit",
+            guard=self._unstarted(pid),
+            reason="cancelled",
         )
+
+    @staticmethod
+    def _unstarted(pid: str) -> Guard:
+        """A guard that no executed marker of ``pid`` exists: a plan's expiry and its withdrawal
+        hold only while it has not started, atomically with their write (PLN-5, PLN-7, PLN-11)."""
+        if broken("expiry_ignores_marker"):
+            return Guard()
+        return Guard(none_match=((RUN, (("plan_id", pid),), _RUN_STATUSES),))
 
     def withdraw_own(self, step: str, member: Document, reason: str) -> list[str]:
         """XPR-2: a draining (or lost and inspected) member's own draft and pending plans of this
@@ -437,14 +457,18 @@ class PlanProtocol:
 
     # ---- PLN-3, PLN-7: start -----------------------------------------------------------------
     def start(self, ctx: CallContext, pid: str) -> Document:
-        """Write the executed marker (the ``plan_execution`` record), then mark the plan consumed."""
+        """Write the executed marker (the ``plan_execution`` record), then mark the plan consumed.
+
+        The marker's insert is guarded by the plan's version as this start judged it: where
+        another process wrote the marker first (:class:`AlreadyExists`), or moved the plan since
+        (the monitor expired it, its requester withdrew it: :class:`VersionConflict`), nothing of
+        this start was written, and it decides again, which refuses it as a serial order would
+        (STO-4, PLN-5, PLN-7)."""
         try:
-            return self._start_once(ctx, pid)
+            return settle(lambda: self._start_once(ctx, pid))
         except AlreadyExists:
             if broken("version_conflict_escapes"):
                 raise
-            # STO-4, PLN-7: another process wrote the executed marker first and nothing of this
-            # start was written: decide again, which refuses it as a serial order would
             return self._start_once(ctx, pid)
 
     def _start_once(self, ctx: CallContext, pid: str) -> Document:
@@ -470,7 +494,8 @@ class PlanProtocol:
                 "plan.start/execution", RUN, pid, {**marker.doc, "executed_step_ids": []}, marker.version
             )
         elif not broken("marker_after_first_step"):
-            self.h.storage.insert("plan.start/execution", RUN, pid, run)
+            guard = None if broken("marker_ignores_plan_version") else Guard(unchanged=((KIND, pid, stored.version),))
+            self.h.storage.insert("plan.start/execution", RUN, pid, run, guard)
         consumed: Document | None = None
         with self.h.step("plan.start/record"):
             stored = self.require(pid)
@@ -643,11 +668,17 @@ class PlanProtocol:
         compare-and-set to another process (STO-4: a decision or a start won), it judges the plan
         as the winner left it."""
         row = self.require(key)
-        if row.doc["status"] in ("pending", "approved") and now > row.doc["deadline"]:
+        started = row.doc["status"] == "approved" and self.h.storage.read(RUN, key) is not None
+        started = started and not broken("expiry_ignores_marker")
+        if row.doc["status"] in ("pending", "approved") and now > row.doc["deadline"] and not started:
             if row.doc["status"] == "pending" and broken("ttl_approves_plan"):
                 self._move("plan.expire/record", row, "approved", "monitor", audit="plan.expire/audit")
                 return
-            gone = self._move("plan.expire/record", row, "expired", "monitor", reason="expired")
+            # PLN-7: an executed marker is the start's commit; its process (or reconciliation)
+            # marks the plan consumed. The expiry holds only while no marker exists, atomically.
+            gone = self._move(
+                "plan.expire/record", row, "expired", "monitor", guard=self._unstarted(key), reason="expired"
+            )
             self.h.outbox.owe("plan.expire/outbox", self.abandoned(gone))
             self._audit("plan.expire/audit", gone)  # last, so a crash before it leaves it unlogged
         run = self.h.storage.read(RUN, row.key)
@@ -725,14 +756,16 @@ class PlanProtocol:
         actor: str,
         summary: str = "",
         audit: str | None = None,
+        guard: Guard | None = None,
         **changes: Any,
     ) -> Document:
-        """The plan moves to ``target`` with its event; with ``audit``, the decision is logged at
-        once under that step (where it is the operation's last write)."""
+        """The plan moves to ``target`` with its event (with ``guard``, only while it holds); with
+        ``audit``, the decision is logged at once under that step (where it is the operation's
+        last write)."""
         spec.ensure_transition(KIND, stored.doc["status"], target)
         events = [*stored.doc["events"], self.h.event(actor, target, summary)]
         doc = {**stored.doc, **changes, "status": target, "events": events}
-        self.h.storage.update(step, KIND, stored.key, doc, stored.version)
+        self.h.storage.update(step, KIND, stored.key, doc, stored.version, guard)
         if audit is not None:
             self._audit(audit, doc)
         return doc

@@ -284,9 +284,15 @@ class Storage:
         row = self._last(table)
         return None if row is None else Stored(row[0], row[1], _validate(table, row[0], row[2]))
 
-    def insert(self, step: str, table: str, key: str, doc: Document) -> Stored:
+    def insert(self, step: str, table: str, key: str, doc: Document, guard: Guard | None = None) -> Stored:
+        """A new record (:class:`AlreadyExists` where ``key`` is taken); with ``guard``, only while
+        its conditions hold, atomically with the write (a failed guard: :class:`VersionConflict`,
+        nothing written)."""
         text = json.dumps(doc, sort_keys=True)
-        return self._write(step, lambda: self._insert(table, key, text), table, key, doc, text)
+        if guard is None:
+            return self._write(step, lambda: self._insert(table, key, text), table, key, doc, text)
+        g = guard
+        return self._write(step, lambda: self._insert_guarded(table, key, text, g), table, key, doc, text)
 
     def update(
         self, step: str, table: str, key: str, doc: Document, expected_version: int, guard: Guard | None = None
@@ -347,10 +353,45 @@ class Storage:
     def _update_guarded(self, table: str, key: str, text: str, expected_version: int, guard: Guard) -> int:
         raise NotImplementedError
 
+    def _insert_guarded(self, table: str, key: str, text: str, guard: Guard) -> int:
+        raise NotImplementedError
+
     def close(self) -> None:
         """Close the instance (REC-4) and release resources; the data stays."""
         with contextlib.suppress(StorageError):  # unreachable: the instance stays open until its process ends
             self.close_instance()
+
+
+def _check_guard(rows: dict[tuple[str, str], tuple[int, str]], guard: Guard) -> None:
+    """Raise :class:`VersionConflict`, naming the row that fails it, unless ``guard`` holds over
+    the memory backend's ``rows`` (the caller holds their lock)."""
+    for other, other_key, version in guard.unchanged:
+        row = rows.get((other, other_key))
+        if row is None or row[0] != version:
+            raise VersionConflict(other, other_key, version, row and row[0])
+    for other, fields, statuses in guard.none_match:
+        for (tb, other_key), (version, row_text) in rows.items():
+            doc = json.loads(row_text) if tb == other else None
+            if doc and doc.get("status") in statuses and all(doc.get(f) == v for f, v in fields):
+                raise VersionConflict(other, other_key, version, version)
+
+
+def _guard_sql(guard: Guard) -> tuple[list[str], list[Any]]:
+    """``guard`` as SQL conditions (``AND …``) on the ``records`` table, and their arguments."""
+    sql: list[str] = []
+    args: list[Any] = []
+    for other, other_key, version in guard.unchanged:
+        sql.append("AND EXISTS (SELECT 1 FROM records WHERE tbl = ? AND key = ? AND version = ?)")
+        args += [other, other_key, version]
+    for other, fields, statuses in guard.none_match:
+        conditions = "".join(f" AND json_extract(doc, '$.{f}') = ?" for f, _ in fields)
+        marks = ", ".join("?" for _ in statuses)
+        sql.append(
+            f"AND NOT EXISTS (SELECT 1 FROM records WHERE tbl = ?{conditions} "
+            f"AND json_extract(doc, '$.status') IN ({marks}))"
+        )
+        args += [other, *(v for _, v in fields), *statuses]
+    return sql, args
 
 
 T = TypeVar("T")
@@ -417,17 +458,18 @@ class MemoryStorage(Storage):
             _mark_unlogged(self._rows, table, key, text, self.instance_id if self.registered else None)
             return expected_version + 1
 
+    def _insert_guarded(self, table: str, key: str, text: str, guard: Guard) -> int:
+        with self._lock:
+            if (table, key) in self._rows:
+                raise AlreadyExists(table, key)
+            _check_guard(self._rows, guard)
+            self._rows[(table, key)] = (1, text)
+            _mark_unlogged(self._rows, table, key, text, self.instance_id if self.registered else None)
+            return 1
+
     def _update_guarded(self, table: str, key: str, text: str, expected_version: int, guard: Guard) -> int:
         with self._lock:
-            for other, other_key, version in guard.unchanged:
-                row = self._rows.get((other, other_key))
-                if row is None or row[0] != version:
-                    raise VersionConflict(other, other_key, version, row and row[0])
-            for other, fields, statuses in guard.none_match:
-                for (tb, other_key), (version, row_text) in self._rows.items():
-                    doc = json.loads(row_text) if tb == other else None
-                    if doc and doc.get("status") in statuses and all(doc.get(f) == v for f, v in fields):
-                        raise VersionConflict(other, other_key, version, version)
+            _check_guard(self._rows, guard)
             current = self._rows.get((table, key))
             if current is None or current[0] != expected_version:
                 raise VersionConflict(table, key, expected_version, current and current[0])
@@ -588,23 +630,24 @@ class SQLiteStorage(Storage):
         """One ``UPDATE … WHERE`` statement: the guard and the write are one transaction, so two
         processes never both pass it (MEM-1 on SQLite)."""
         sql = ["UPDATE records SET version = version + 1, doc = ? WHERE tbl = ? AND key = ? AND version = ?"]
-        args: list[Any] = [text, table, key, expected_version]
-        for other, other_key, version in guard.unchanged:
-            sql.append("AND EXISTS (SELECT 1 FROM records WHERE tbl = ? AND key = ? AND version = ?)")
-            args += [other, other_key, version]
-        for other, fields, statuses in guard.none_match:
-            conditions = "".join(f" AND json_extract(doc, '$.{f}') = ?" for f, _ in fields)
-            marks = ", ".join("?" for _ in statuses)
-            sql.append(
-                f"AND NOT EXISTS (SELECT 1 FROM records WHERE tbl = ?{conditions} "
-                f"AND json_extract(doc, '$.status') IN ({marks}))"
-            )
-            args += [other, *(v for _, v in fields), *statuses]
-        cursor = self._execute(table, key, " ".join(sql), tuple(args))
+        conditions, args = _guard_sql(guard)
+        cursor = self._execute(table, key, " ".join([*sql, *conditions]), (text, table, key, expected_version, *args))
         if cursor.rowcount != 1:
             row = self._read(table, key)
             raise VersionConflict(table, key, expected_version, row and row[0])
         return expected_version + 1
+
+    def _insert_guarded(self, table: str, key: str, text: str, guard: Guard) -> int:
+        """One ``INSERT … SELECT … WHERE`` statement: the guard and the write are one transaction.
+        A taken key is :class:`AlreadyExists` whether or not the guard holds."""
+        conditions, args = _guard_sql(guard)
+        sql = " ".join(["INSERT INTO records (tbl, key, version, doc) SELECT ?, ?, 1, ? WHERE 1", *conditions])
+        cursor = self._execute(table, key, sql, (table, key, text, *args))
+        if cursor.rowcount != 1:  # nothing written: the guard failed, or the key was taken meanwhile
+            if self._read(table, key) is not None:
+                raise AlreadyExists(table, key)
+            raise VersionConflict(table, key, 0, None)
+        return 1
 
     def open_instance(self, instance_id: str | None = None) -> str:
         was = self.registered

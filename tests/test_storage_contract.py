@@ -41,6 +41,35 @@ def test_insert_twice_and_stale_update_are_refused_and_change_nothing(storage: S
     assert storage.read("task", "t1").doc["status"] == "completed"
 
 
+@pytest.mark.clause("STO-4", "PLN-7")
+def test_a_guarded_insert_checks_its_guard_in_the_same_step(storage: Storage) -> None:
+    """An insert with a guard writes only while the guard holds (a plan's executed marker, only
+    while the plan is at the version its start judged): a failed guard is a definite conflict and
+    writes nothing; a taken key is ``AlreadyExists`` whether the guard holds or not; passing it
+    writes version 1 and counts as one write under its step."""
+    from reference import Guard
+
+    storage.insert("test/insert", "member", "m1", _member("m1"))
+    storage.insert("test/insert", "task", "t2", {**TASK, "task_id": "t2", "owner_id": "m1", "status": "claimed"})
+    task = {**TASK, "status": "pending"}
+    for guard in (
+        Guard(unchanged=(("member", "m1", 2),)),
+        Guard(unchanged=(("member", "m2", 1),)),
+        Guard(none_match=(("task", (("owner_id", "m1"),), ("claimed",)),)),
+    ):
+        with pytest.raises(VersionConflict) as caught:
+            storage.insert("test/guarded", "task", "t1", task, guard)
+        assert caught.value.definite and storage.read("task", "t1") is None
+    for guard in (Guard(unchanged=(("member", "m1", 1),)), Guard(unchanged=(("member", "m1", 2),))):
+        with pytest.raises(AlreadyExists):
+            storage.insert("test/guarded", "task", "t2", task, guard)
+    assert storage.read("task", "t2").doc["status"] == "claimed" and storage.writes == 2
+    passing = Guard(unchanged=(("member", "m1", 1),), none_match=(("task", (("owner_id", "m1"),), ("failed",)),))
+    stored = storage.insert("test/guarded", "task", "t1", task, passing)
+    assert (stored.key, stored.version, storage.read("task", "t1").doc["status"]) == ("t1", 1, "pending")
+    assert storage.steps_written[-1] == "test/guarded" and storage.writes == 3
+
+
 @pytest.mark.clause("STO-3")
 @pytest.mark.parametrize(
     ("text", "reason"),
