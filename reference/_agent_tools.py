@@ -18,6 +18,7 @@ import spec
 
 from ._errors import ForgedIdentity
 from ._harness import CallContext, Harness
+from ._mutants import broken
 
 INJECTED = ("actor_id", "requester_id", "tool_call_id", "incarnation", "task_id", "responder_id")
 
@@ -69,7 +70,10 @@ def _status(h: Harness, ctx: CallContext, args: dict[str, Any]) -> dict[str, Any
     for kind, parties, fields in _STATUS_VIEWS:
         for row in h.storage.scan(kind):
             doc = row.doc
-            if ctx.actor_id in (doc[p] for p in parties) and wanted in (None, doc["protocol_id"]):
+            takes_part = ctx.actor_id in (doc[p] for p in parties) or (
+                broken("status_by_id_unscoped") and wanted is not None
+            )
+            if takes_part and wanted in (None, doc["protocol_id"]):
                 view = {k: doc[k] for k in fields}
                 if kind == "plan_approval":
                     run = h.storage.read("plan_execution", doc["protocol_id"])

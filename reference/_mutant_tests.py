@@ -23,6 +23,7 @@ RECOVERY_CAUGHT_BY: dict[str, list[str]] = {
     "reconcile_reowes_sent_outbox": ["tests/test_convergence.py"],
     "shutdown_not_audited": ["tests/test_recovery_rows.py"],
     "monitor_reads_history": ["tests/test_deadlines.py::test_the_monitor_reads_the_open_records_not_the_history"],
+    "status_by_id_unscoped": ["tests/test_status_scope.py"],
     "drain_resumes_any_request": [
         "tests/test_shutdown_details.py::"
         "test_a_request_whose_drain_was_cut_short_is_refused_while_its_member_drains_for_another"

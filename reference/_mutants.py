@@ -103,6 +103,7 @@ MUTANTS: dict[str, str] = {
     "pattern keyword (a digest or hash that is not 64 hex digits is stored)",
     "reconcile_takes_live_work": "REC-4: reconciliation takes every harness instance for dead and takes over "
     "the work a live one has in flight (its consumption, its request's or decision's message)",
+    "status_by_id_unscoped": "AUD-4: the status tool asked for one record by id returns it to any caller",
 }
 
 MUTANTS.update(PROCESS_MUTANTS)  # caught by the real-process tests (reference._process_mutants)
