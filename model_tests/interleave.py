@@ -154,33 +154,39 @@ def _observed(scheduler: Scheduler, access: Access, action: Callable[[], Any]) -
     return result
 
 
-def _compare_and_set(scheduler: Scheduler, step: str, write: Callable[[], r.Stored]) -> r.Stored:
-    """An instance's compare-and-set under ``step``, and whether it lost (STO-4): what
-    :attr:`Exploration.unlost` is made of."""
-    scheduler.attempted.add(step)
-    try:
-        return write()
-    except r.VersionConflict:
-        scheduler.lost.add(step)
-        raise
+class _CompareAndSets:
+    """Both scheduled views: every compare-and-set an instance makes (an update, a guarded insert)
+    is noted under its write step, and whether it lost (STO-4): what :attr:`Exploration.unlost`
+    is made of."""
+
+    scheduler: Scheduler
+
+    def update(
+        self, step: str, table: str, key: str, doc: dict[str, Any], expected_version: int, guard: Any = None
+    ) -> r.Stored:
+        return self._noted(
+            step, lambda: super(_CompareAndSets, self).update(step, table, key, doc, expected_version, guard)
+        )  # type: ignore[misc]
+
+    def insert(self, step: str, table: str, key: str, doc: dict[str, Any], guard: Any = None) -> r.Stored:
+        write = lambda: super(_CompareAndSets, self).insert(step, table, key, doc, guard)  # type: ignore[misc]  # noqa: E731
+        return write() if guard is None else self._noted(step, write)  # type: ignore[no-any-return]
+
+    def _noted(self, step: str, write: Callable[[], r.Stored]) -> r.Stored:
+        self.scheduler.attempted.add(step)
+        try:
+            return write()
+        except r.VersionConflict:
+            self.scheduler.lost.add(step)
+            raise
 
 
-class ScheduledMemory(r.MemoryStorage):
+class ScheduledMemory(_CompareAndSets, r.MemoryStorage):
     """One instance's view of a shared in-memory store; every backend call is a yield point."""
 
     def __init__(self, shared: r.MemoryStorage, scheduler: Scheduler) -> None:
         super().__init__()
         self._rows, self._lock, self.scheduler = shared._rows, shared._lock, scheduler
-
-    def update(
-        self, step: str, table: str, key: str, doc: dict[str, Any], expected_version: int, guard: Any = None
-    ) -> r.Stored:
-        write = lambda: super(ScheduledMemory, self).update(step, table, key, doc, expected_version, guard)  # noqa: E731
-        return _compare_and_set(self.scheduler, step, write)
-
-    def insert(self, step: str, table: str, key: str, doc: dict[str, Any], guard: Any = None) -> r.Stored:
-        write = lambda: super(ScheduledMemory, self).insert(step, table, key, doc, guard)  # noqa: E731
-        return write() if guard is None else _compare_and_set(self.scheduler, step, write)
 
     def _read(self, table: str, key: str) -> tuple[int, str] | None:
         return _observed(self.scheduler, ("read", table, key), lambda: super(ScheduledMemory, self)._read(table, key))
@@ -207,22 +213,12 @@ class ScheduledMemory(r.MemoryStorage):
         return _observed(self.scheduler, ("update", table, key), call)  # type: ignore[no-any-return]
 
 
-class ScheduledSQLite(r.SQLiteStorage):
+class ScheduledSQLite(_CompareAndSets, r.SQLiteStorage):
     """One instance's own connection to the shared file; every SQL statement is a yield point."""
 
     def __init__(self, path: str | Path, scheduler: Scheduler) -> None:
         super().__init__(path)
         self.scheduler = scheduler
-
-    def update(
-        self, step: str, table: str, key: str, doc: dict[str, Any], expected_version: int, guard: Any = None
-    ) -> r.Stored:
-        write = lambda: super(ScheduledSQLite, self).update(step, table, key, doc, expected_version, guard)  # noqa: E731
-        return _compare_and_set(self.scheduler, step, write)
-
-    def insert(self, step: str, table: str, key: str, doc: dict[str, Any], guard: Any = None) -> r.Stored:
-        write = lambda: super(ScheduledSQLite, self).insert(step, table, key, doc, guard)  # noqa: E731
-        return write() if guard is None else _compare_and_set(self.scheduler, step, write)
 
     def _query(self, sql: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
         access = ("sql", sql.split()[0], *map(str, args[:2]))

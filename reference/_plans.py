@@ -392,8 +392,10 @@ class PlanProtocol:
         message's compare-and-set to another process's delivery (STO-4), has not logged that mark:
         the log is brought up to it (AUD-5; none twice, so a true duplicate writes nothing)."""
         plan = self.h.storage.read(KIND, pid)
-        marks = [e for e in plan.doc["events"] if e["event"] == "decision_delivered"] if plan is not None else []
-        if plan is not None and marks and plan.doc["requester_id"] == member_id and not broken("plan_not_audited"):
+        if plan is None or plan.doc["requester_id"] != member_id or broken("plan_not_audited"):
+            return
+        marks = [e for e in plan.doc["events"] if e["event"] == "decision_delivered"]
+        if marks:
             _audit.log_event(self.h.storage, "plan.deliver_decision/audit", KIND, plan.doc, marks[-1])
 
     @staticmethod
@@ -415,10 +417,7 @@ class PlanProtocol:
     def _withdraw_once(self, ctx: CallContext, pid: str) -> Document:
         stored = self._own(ctx, pid, "withdraw")
         status = stored.doc["status"]
-        # PLN-7: an executed marker beside an approved plan is a start that committed, its
-        # consumption still to be written by its process (or reconciliation)
-        started = status == "approved" and self.h.storage.read(RUN, pid) is not None
-        if status == "consumed" or (started and not broken("expiry_ignores_marker")):
+        if status == "consumed" or self._started(stored):
             # as it stands once its start's process has written the consumption (a serial order)
             raise PlanStatusConflict(pid, "consumed", "withdraw", "its execution started: stop it instead (PLN-11)")
         if status not in ("draft", "pending", "approved"):
@@ -432,6 +431,13 @@ class PlanProtocol:
             guard=self._unstarted(pid),
             reason="cancelled",
         )
+
+    def _started(self, plan: Stored) -> bool:
+        """PLN-7: an approved plan beside its executed marker is a start that committed, its
+        consumption still to be written by its process (or reconciliation): neither expired nor
+        withdrawn."""
+        started = plan.doc["status"] == "approved" and self.h.storage.read(RUN, plan.key) is not None
+        return started and not broken("expiry_ignores_marker")
 
     @staticmethod
     def _unstarted(pid: str) -> Guard:
@@ -668,9 +674,7 @@ class PlanProtocol:
         compare-and-set to another process (STO-4: a decision or a start won), it judges the plan
         as the winner left it."""
         row = self.require(key)
-        started = row.doc["status"] == "approved" and self.h.storage.read(RUN, key) is not None
-        started = started and not broken("expiry_ignores_marker")
-        if row.doc["status"] in ("pending", "approved") and now > row.doc["deadline"] and not started:
+        if row.doc["status"] in ("pending", "approved") and now > row.doc["deadline"] and not self._started(row):
             if row.doc["status"] == "pending" and broken("ttl_approves_plan"):
                 self._move("plan.expire/record", row, "approved", "monitor", audit="plan.expire/audit")
                 return
