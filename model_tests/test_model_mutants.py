@@ -47,6 +47,10 @@ SHORTEST = {
     "reconcile_wrong_decision_phase": 6,
     "review_after_deadline": 6,
     "start_before_delivery": 5,
+    "review_refused_at_deadline": 3,  # the trace ends with the review taken before the deadline
+    "begin_drain_refused_at_deadline": 2,
+    "start_refused_at_deadline": 6,
+    "request_message_expires_late": 8,  # requested, three ticks and passes, the late expiry last
     "start_after_deadline": 9,  # approved and delivered, then the clock past the deadline, then the start
     "claim_drops_checkpoint": 5,
     "withdraw_without_reason": 3,

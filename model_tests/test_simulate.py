@@ -22,6 +22,16 @@ NARROW = {
     "inspect_treats_draining_as_lost": "a crash right after force_terminate's task step, past the deadline",
     "suspended_task_stuck": "caught by the liveness check, which needs the whole graph: walks have none",
     "monitor_fails_run_at_deadline": "caught by the last-instant check, which needs the whole graph too",
+    **{
+        name: "caught by the boundary check, which needs a complete search: a walk cannot tell a boundary never "
+        "reached from one it missed"
+        for name in (
+            "review_refused_at_deadline",
+            "begin_drain_refused_at_deadline",
+            "start_refused_at_deadline",
+            "request_message_expires_late",
+        )
+    },
     "reconcile_ignores_incarnation": "a drain finished, a restart, a second request drained, a crash, a restart",
     "release_while_cancel_requested": "a job asked to cancel, then the release before it exits, before any crash",
     "draining_member_runs_steps": "a drain that begins after the plan started and before its step, within the ttl",

@@ -52,7 +52,17 @@ from typing import Any
 from . import invariants
 from ._records import Report, Violation
 from ._tables import IllegalTransition
-from .explore import POLL_EVERY, _Fingerprints, check_saved, hash_probe, note_first, poll, stop, witness
+from .explore import (
+    POLL_EVERY,
+    _Fingerprints,
+    check_boundaries,
+    check_saved,
+    hash_probe,
+    note_first,
+    poll,
+    stop,
+    witness,
+)
 from .model import _model
 from .model._action import Action
 from .model._dead import _FINAL_JOBS, _FINAL_TASKS, FINAL_JOB, FINAL_TASK
@@ -1015,6 +1025,8 @@ def search_flat(
     report.edges_taken |= edges
     report.states = search.count
     finish(report, search.depth, search.first, search.witness, search.count - 1)
+    if report.complete and not search.stopped():
+        check_boundaries(model, report, search.first, search.trace)
     return search
 
 

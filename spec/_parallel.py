@@ -40,7 +40,7 @@ from typing import Any
 from ._flat_explore import TRIM_EVERY, FlatSearch, _check_state, _expand, _View, finish, replay
 from ._records import Report, Violation
 from .errors import ProtocolError
-from .explore import POLL_EVERY, flat_engine
+from .explore import POLL_EVERY, check_boundaries, flat_engine
 from .model import _model
 from .model._action import Action
 from .model._bounds import unreached_bounds
@@ -366,6 +366,8 @@ def _join(
     # process), as a one-process search's is the last it found
     last = max(((len(depths) - 1) * processes + who for who, depths in enumerate(joined.depths) if depths), default=0)
     finish(report, [d for depth in joined.depths for d in depth], first, joined.witness, last)
+    if report.complete:
+        check_boundaries(model, report, first, lambda n: replay(flat, joined.actions_to(n)))
     if bounds_reached and report.complete and not fingerprints and model.mutant is None:
         lists = [p["unreached"] for p in parts if p["unreached"] is not None]
         if len(lists) == processes:  # a bound is unreached when no process's states reach it

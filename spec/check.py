@@ -39,6 +39,7 @@ EXTRA_CHECKS = {  # reported beside the invariants (an illegal edge is INV-3's o
     "INV-7": ["reconcile_is_idempotent"],
     "INV-12": ["no_deadlock", "every_request_can_finish", "no_cycle_avoids_finish"],
     "PLN-9": ["deadline_is_the_last_instant"],  # and APR-5, PLN-5, SHD-6: one check for every deadline
+    "SHD-2": ["deadline_boundaries_reached"],  # and APR-4, APR-5, PLN-5, SHD-6: every deadline guard's boundary
 }
 
 

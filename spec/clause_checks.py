@@ -23,6 +23,7 @@ EXPLORER_CHECKS: Final = frozenset(
         "every_request_can_finish",
         "no_cycle_avoids_finish",
         "deadline_is_the_last_instant",
+        "deadline_boundaries_reached",
     }
 )
 """Checks the explorer runs besides the invariants (see :mod:`spec.explore`)."""
@@ -47,13 +48,14 @@ _CHECKS: dict[str, Checked] = {
     "MSG-5": _C(("retry_creates_no_duplicate", "messages_agree_with_records")),
     "MSG-6": _C(("messages_agree_with_records", "owed_messages_present")),
     "APR-1": _C(("approval_consumed_at_most_once",)),
-    "APR-4": _C(("decisions_only_before_deadline", "no_secret_stored")),
+    "APR-4": _C(("decisions_only_before_deadline", "no_secret_stored", "deadline_boundaries_reached")),
     "APR-5": _C(
         (
             "approval_consumed_at_most_once",
             "approval_grants_no_capability",
             "expiry_only_after_deadline",
             "stopped_member_acts_not",
+            "deadline_boundaries_reached",
         )
     ),
     "APR-6": _C(("approval_consumed_at_most_once",)),
@@ -69,6 +71,7 @@ _CHECKS: dict[str, Checked] = {
             "requests_final_by_deadline",
             "expiry_only_after_deadline",
             "plan_starts_only_before_deadline",
+            "deadline_boundaries_reached",
         )
     ),
     "PLN-6": _C(("retraction_only_before_delivery", "messages_agree_with_records")),
@@ -86,12 +89,20 @@ _CHECKS: dict[str, Checked] = {
             "draining_member_accepts_nothing",
             "decisions_only_before_deadline",
             "stale_incarnation_changes_nothing",
+            "deadline_boundaries_reached",
         )
     ),
     "SHD-3": _C(("release_only_after_jobs_settle", "task_leaves_owner_after_jobs_settle")),
     "SHD-4": _C(("task_leaves_owner_after_jobs_settle", "non_cancellable_job_never_signalled")),
     "SHD-5": _C(("shutdown_completed_iff_member_stopped", "owed_messages_present", "messages_agree_with_records")),
-    "SHD-6": _C(("requests_final_by_deadline", "expiry_only_after_deadline", "deadline_is_the_last_instant")),
+    "SHD-6": _C(
+        (
+            "requests_final_by_deadline",
+            "expiry_only_after_deadline",
+            "deadline_is_the_last_instant",
+            "deadline_boundaries_reached",
+        )
+    ),
     "SHD-7": _C(
         ("task_flagged_only_for_its_lost_owner", "shutdown_completed_iff_member_stopped", "every_request_can_finish")
     ),

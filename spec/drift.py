@@ -16,14 +16,26 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .model._model import DEADLINE_EDGES, REQUEST_EXPIRY, deadline_edge
+
 GROWTH = 2
 """A configuration's search stops at this many times its pinned state count: past it, the growth is
 reported as a finding (with the actions to the last state found) instead of running on."""
 
 
+BOUNDARY_KEYS = frozenset(
+    f"edge {m} {s} -> {t}" for m, s, t in (*(deadline_edge(*e) for e in DEADLINE_EDGES), REQUEST_EXPIRY)
+)
+"""The witness keys of deadline edges taken on their boundary, and of the monitor's expiry of an
+unread request message (no machine edge of its own): not pinned as behaviour. Their own verdict
+(``deadline_boundaries_reached``: every such edge a run takes, it takes on its boundary too)
+already ties each boundary to its edge, which is pinned; the unread expiry is the message edge
+``pending -> expired``, pinned."""
+
+
 def behaviour(report: Any) -> list[str]:
     """The sorted behaviour keys a finished search showed (``report.witnesses`` holds one per key)."""
-    return sorted(report.witnesses)
+    return sorted(key for key in report.witnesses if key not in BOUNDARY_KEYS)
 
 
 def pin(report: Any) -> dict[str, Any]:
@@ -77,7 +89,7 @@ class Drift:
 def explain(config: str, pinned: Mapping[str, Any], report: Any) -> Drift:
     """Compare a complete search of ``config`` with its manifest entry ``pinned``."""
     reachable = pinned.get("reachable")
-    found = set(report.witnesses)
+    found = set(behaviour(report))
     drift = Drift(
         config,
         (pinned["states"], report.states),
@@ -119,7 +131,7 @@ def outgrown(config: str, pinned: Mapping[str, Any], report: Any) -> str | None:
         f"makes its search infinite?); the last state found, at depth {report.depth}: "
         f"{' ; '.join(report.frontier)}"
     )
-    gained = sorted(set(report.witnesses) - set(pinned.get("reachable", report.witnesses)))
+    gained = sorted(set(behaviour(report)) - set(pinned.get("reachable", behaviour(report))))
     for key in gained:
         text += f"\n  newly reachable: {key}\n    shortest witness: {' ; '.join(report.witnesses[key])}"
     return text

@@ -836,6 +836,8 @@ def _search(
     if model.config.liveness and search.report.complete and not search.stopped():
         _liveness(search)
         _last_instants(search)
+    if search.report.complete and not search.stopped():
+        check_boundaries(model, search.report, search.first, search.trace)
     search.report.states = search.count
     search.report.depth = max(search.depth, default=0)
     search.report.states_by_depth = [0] * (search.report.depth + 1)
@@ -1036,6 +1038,56 @@ LAST_INSTANT = (
     ("shutdowns", ("requested", "draining"), "SHD-6", "a shutdown request"),
 )
 """The records the deadline monitor ends, the statuses it ends them from, and the clause of each."""
+
+
+BOUNDARY_CHECK = "deadline_boundaries_reached"
+
+
+def unreached_boundaries(edges_taken: set[tuple[str, str, str]], config: Config) -> list[tuple[str, str, str]]:
+    """The deadline edges (:data:`spec.model._model.DEADLINE_EDGES`) a search took, but never at
+    their boundary — in a configuration where time passes (``max_ticks`` not 0: a frozen clock
+    reaches no deadline, so no boundary)."""
+    if config.max_ticks == 0:
+        return []
+    return sorted(e for e in _model.DEADLINE_EDGES if e in edges_taken and _model.deadline_edge(*e) not in edges_taken)
+
+
+def check_boundaries(
+    model: Model,
+    report: Report,
+    first: dict[str, tuple[int, Action]],
+    path_to: Callable[[int], list[tuple[Action | None, Any]]],
+) -> None:
+    """APR-4, APR-5, PLN-5, SHD-2, SHD-6: every deadline guard is seen open on its boundary. A
+    request is decided, consumed, started or drained *at* its deadline, and expired or timed out
+    *just past* it; the safety checks bound each guard from the other side (nothing decided after
+    the deadline, nothing expired before it), so a guard one tick too strict breaks no predicate
+    and only removes states. Existential over a complete search, as edge coverage is, but a
+    verdict of every run where time passes: each deadline edge the run takes, it takes at its
+    boundary too (``first`` holds each edge's first move, from the search's ``note_first``;
+    ``path_to(n)`` is the path to state ``n`` as the model's states). The trace ends with the
+    edge's first move, taken off its boundary."""
+    missing = unreached_boundaries(report.edges_taken, model.config)
+    if not missing or BOUNDARY_CHECK in report.violations:
+        return
+    machine, source, target = missing[0]
+    offset, clause = _model.DEADLINE_EDGES[missing[0]]
+    number, action = first[f"edge {machine} {source} -> {target}"]
+    path = path_to(number)
+    taken: list[tuple[Action | None, Any]] = [
+        (a, s) for a, s in model.successors(path[-1][1]) if a == action and isinstance(s, State)
+    ]
+    others = f" (likewise: {', '.join(f'{m} {s} -> {t}' for m, s, t in missing[1:])})" if missing[1:] else ""
+    if offset == 0:
+        how = "before its deadline (below), but never at it: its guard refuses the last instant"
+    else:
+        how = "after its deadline (below), but never just past it: its guard acts late, past the first instant"
+    report.violations[BOUNDARY_CHECK] = Violation(
+        clause,
+        BOUNDARY_CHECK,
+        f"{machine} {source} -> {target} is taken {how} {clause} allows{others}",
+        path + taken[:1],
+    )
 
 
 def _last_instants(search: _Search) -> None:

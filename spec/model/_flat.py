@@ -190,6 +190,10 @@ def _check(machine: str, source: str, target: str) -> None:
         log[-1].add((machine, source, target))
 
 
+_note_deadline = _model.note_deadline
+_note_unread_expiry = _model.note_unread_expiry
+
+
 def _set(record: tuple[Any, ...], changes: dict[int, Any]) -> tuple[Any, ...]:
     out = list(record)
     for position, value in changes.items():
@@ -332,10 +336,14 @@ def _job(f: Flat, m: int, target: str) -> Flat:
 
 
 def _shutdown(f: Flat, slot: int, target: str, changes: dict[int, Any] | None = None) -> Flat:
+    record = f[SHUTDOWNS][slot]
+    _note_deadline("shutdown_request", record[0], target, record[S_DEADLINE], f[CLOCK])
     return _move(f, SHUTDOWNS, "shutdown_request", slot, target, changes)
 
 
 def _plan(f: Flat, p: int, target: str, changes: dict[int, Any] | None = None) -> Flat:
+    record = f[PLANS][p]
+    _note_deadline("plan_approval", record[0], target, record[P_DEADLINE], f[CLOCK])
     return _move(f, PLANS, "plan_approval", p, target, changes)
 
 
@@ -344,6 +352,8 @@ def _run(f: Flat, p: int, target: str) -> Flat:
 
 
 def _approval(f: Flat, a: int, target: str, changes: dict[int, Any] | None = None) -> Flat:
+    record = f[APPROVALS][a]
+    _note_deadline("operation_approval", record[0], target, record[A_DEADLINE], f[CLOCK])
     return _move(f, APPROVALS, "operation_approval", a, target, changes)
 
 
@@ -701,8 +711,10 @@ class FlatModel:
             out.append((_TICK, [("tick/clock", _tick)]))
 
     def monitor_is_idle(self, f: Flat) -> bool:
-        """``_ops.monitor_is_idle``: the pass would change nothing but ``monitor_done``."""
-        return monitor_pass(f) == _with(f, MONITOR_DONE, True)
+        """``_ops.monitor_is_idle``: the pass would change nothing but ``monitor_done`` (a probe,
+        as there: nothing it moves is logged)."""
+        with _model.probing():
+            return monitor_pass(f) == _with(f, MONITOR_DONE, True)
 
     def tick_matters(self, f: Flat) -> bool:
         """``_time.tick_matters``: some kept offset is above the floor, or the monitor pass after
@@ -849,7 +861,8 @@ def monitor_pass(f: Flat) -> Flat:
             f = _shutdown(f, slot, "timed_out", {S_REASON: "timed_out"})
     for message in f[BUS]:
         key = message[0]
-        if message[1] == "pending" and message[2] == 0 and _request_deadline(f, key[0], key[1]) < now:
+        if message[1] == "pending" and message[2] == 0 and (deadline := _request_deadline(f, key[0], key[1])) < now:
+            _note_unread_expiry(deadline, now)
             f = set_message(f, key, "expired")
     return _with(f, MONITOR_DONE, True)
 

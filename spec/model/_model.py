@@ -23,6 +23,7 @@ What the model abstracts away (and where it is checked instead):
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from .._tables import IllegalTransition, ensure_transition, initial_state
@@ -53,6 +54,77 @@ def crashed(action: Action, step_name: str, state: State) -> tuple[Action, State
 
 EDGE_LOG: list[set[tuple[str, str, str]]] = []
 """While the explorer runs, the innermost list records every edge taken (machine, source, target)."""
+
+
+DEADLINE_EDGES: dict[tuple[str, str, str], tuple[int, str]] = {
+    ("operation_approval", "requested", "approved"): (0, "APR-4"),
+    ("operation_approval", "requested", "rejected"): (0, "APR-4"),
+    ("operation_approval", "approved", "consumed"): (0, "APR-5"),
+    ("plan_approval", "pending", "approved"): (0, "PLN-5"),
+    ("plan_approval", "pending", "rejected"): (0, "PLN-5"),
+    ("plan_approval", "pending", "needs_revision"): (0, "PLN-5"),
+    ("plan_approval", "approved", "consumed"): (0, "PLN-5"),
+    ("shutdown_request", "requested", "draining"): (0, "SHD-2"),
+    ("operation_approval", "requested", "expired"): (-1, "APR-5"),
+    ("operation_approval", "approved", "expired"): (-1, "APR-5"),
+    ("plan_approval", "pending", "expired"): (-1, "PLN-5"),
+    ("plan_approval", "approved", "expired"): (-1, "PLN-5"),
+    ("shutdown_request", "requested", "expired"): (-1, "SHD-6"),
+    ("shutdown_request", "draining", "timed_out"): (-1, "SHD-6"),
+    ("message", "pending", "expired unread"): (-1, "MSG-1"),
+}
+"""The edges a guard opens or closes by comparing the clock with the record's deadline, each with
+the offset ``deadline - clock`` at the guard's boundary and the clause that sets it: a request
+is still decided, consumed, started or drained *at* its deadline (offset 0, the last instant the
+guard allows), and expires or times out *just past* it (offset -1, the first instant the
+monitor acts). The safety checks see one side of each boundary (nothing decided after the
+deadline, APR-4; nothing expired before it, APR-5); a guard one tick too strict on the other
+side removes no edge and breaks no check, it only removes states. So the explorer also records
+each of these edges taken exactly at its boundary (:func:`deadline_edge`) and every run that
+takes one of them must take it there too (:func:`spec.explore.check_boundaries`). The last is not
+a machine edge but the monitor's expiry of a request's message (MSG-1: a request message, still
+pending, expires once its request's deadline passed), which :func:`note_unread_expiry` logs; a
+message also expires when a plan decision is retracted (PLN-6), at no deadline."""
+
+REQUEST_EXPIRY = ("message", "pending", "expired unread")
+"""The edge-log entry of the monitor's expiry of a request message, at whatever offset."""
+
+
+def deadline_edge(machine: str, source: str, target: str) -> tuple[str, str, str]:
+    """The edge-log entry of a deadline edge taken at its boundary: the target reads
+    ``"approved at the deadline"`` or ``"expired just past the deadline"``."""
+    offset, _ = DEADLINE_EDGES[(machine, source, target)]
+    return machine, source, f"{target} {'at' if offset == 0 else 'just past'} the deadline"
+
+
+def note_deadline(machine: str, source: str, target: str, deadline: int, clock: int) -> None:
+    """Log the edge at its boundary when it is taken there (the record helpers of the model and
+    of its flat form call this with the record's deadline before the move and the step's clock)."""
+    boundary = DEADLINE_EDGES.get((machine, source, target))
+    if boundary is not None and EDGE_LOG and deadline - clock == boundary[0]:
+        EDGE_LOG[-1].add(deadline_edge(machine, source, target))
+
+
+@contextmanager
+def probing() -> Iterator[None]:
+    """While a guard computes a step only to compare its result (the monitor's idle test), what
+    the step moves goes to a throwaway log, not the explorer's."""
+    if not EDGE_LOG:
+        yield
+        return
+    EDGE_LOG.append(set())
+    try:
+        yield
+    finally:
+        EDGE_LOG.pop()
+
+
+def note_unread_expiry(deadline: int, clock: int) -> None:
+    """The monitor expires a request message whose request has ``deadline``: log it, and log it
+    on its boundary when that is just past the deadline."""
+    if EDGE_LOG:
+        EDGE_LOG[-1].add(REQUEST_EXPIRY)
+    note_deadline(*REQUEST_EXPIRY, deadline, clock)
 
 
 def move(machine: str, record: Any, target: str, **changes: Any) -> Any:

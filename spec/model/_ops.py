@@ -10,7 +10,21 @@ from collections.abc import Iterator
 
 from ..redaction import redact
 from ..secret_corpus import carrier
-from ._model import Action, Model, Operation, Step, create, message_status, move, owe, post, set_message
+from ._model import (
+    Action,
+    Model,
+    Operation,
+    Step,
+    create,
+    message_status,
+    move,
+    note_deadline,
+    note_unread_expiry,
+    owe,
+    post,
+    probing,
+    set_message,
+)
 from ._state import NONE, Message, State, put, replace
 from ._time import tick_matters
 
@@ -220,7 +234,9 @@ def _inspect_steps(model: Model, m: int) -> list[Step]:
 
 
 def _shutdown(s: State, slot: int, target: str, **changes: object) -> State:
-    return replace(s, shutdowns=put(s.shutdowns, slot, move("shutdown_request", s.shutdowns[slot], target, **changes)))
+    record = s.shutdowns[slot]
+    note_deadline("shutdown_request", record.status, target, record.deadline, s.clock)
+    return replace(s, shutdowns=put(s.shutdowns, slot, move("shutdown_request", record, target, **changes)))
 
 
 def shutdown_ops(model: Model, s: State) -> Iterator[Operation]:
@@ -268,7 +284,8 @@ def _begin_drain_steps(model: Model, s: State, slot: int) -> list[Step]:
     m = sd.target
     member = s.members[m]
     fenced = sd.target_incarnation == member.incarnation or model.broken("stale_incarnation_accepted")
-    fresh = sd.status == "requested" and s.clock <= sd.deadline and member.status == "running"
+    late = 1 if model.broken("begin_drain_refused_at_deadline") else 0  # refused at the deadline itself
+    fresh = sd.status == "requested" and s.clock + late <= sd.deadline and member.status == "running"
     resuming = sd.status == "draining" and member.shutdown in (NONE, slot)
     deliver = ("shutdown.begin_drain/message", lambda x: set_message(x, ("shutdown_request", slot, 0), "delivered"))
     if not (fenced and (fresh or resuming)):
@@ -384,7 +401,9 @@ def _force_steps(m: int) -> list[Step]:
 
 
 def _approval(s: State, a: int, target: str, **changes: object) -> State:
-    return replace(s, approvals=put(s.approvals, a, move("operation_approval", s.approvals[a], target, **changes)))
+    record = s.approvals[a]
+    note_deadline("operation_approval", record.status, target, record.deadline, s.clock)
+    return replace(s, approvals=put(s.approvals, a, move("operation_approval", record, target, **changes)))
 
 
 def approval_ops(model: Model, s: State) -> Iterator[Operation]:
@@ -394,8 +413,9 @@ def approval_ops(model: Model, s: State) -> Iterator[Operation]:
         if free and t != NONE and member.status == "running" and member.has_tool:
             raw = model.broken("secret_not_redacted")
             yield A("approval.request", member=m), _request_approval_steps(free[0], m, t, model.config.ttl_ticks, raw)
+    late = 1 if model.broken("review_refused_at_deadline") else 0  # refused at the deadline itself
     for a, ap in enumerate(s.approvals):
-        if ap.status == "requested" and (s.clock <= ap.deadline or model.broken("review_after_deadline")):
+        if ap.status == "requested" and (s.clock + late <= ap.deadline or model.broken("review_after_deadline")):
             for decision in ("approved", "rejected"):
                 steps: list[Step] = [
                     ("approval.review/record", lambda x, a=a, d=decision: _review(x, a, d)),
@@ -523,7 +543,9 @@ def _consume_steps(a: int, m: int, changed: bool) -> list[Step]:
 
 
 def _plan(s: State, p: int, target: str, **changes: object) -> State:
-    return replace(s, plans=put(s.plans, p, move("plan_approval", s.plans[p], target, **changes)))
+    record = s.plans[p]
+    note_deadline("plan_approval", record.status, target, record.deadline, s.clock)
+    return replace(s, plans=put(s.plans, p, move("plan_approval", record, target, **changes)))
 
 
 def _run(s: State, p: int, target: str, **changes: object) -> State:
@@ -646,7 +668,8 @@ def _plan_requester(model: Model, s: State, p: int) -> Iterator[Operation]:
     # restarted since) is not started by the new one; it expires, or the new one withdraws it.
     same = plan.incarnation == s.members[plan.requester].incarnation
     current = plan.status != "" and (same or model.broken("plan_start_ignores_incarnation"))
-    in_time = s.clock <= plan.deadline or model.broken("start_after_deadline")
+    late = 1 if model.broken("start_refused_at_deadline") else 0  # refused at the deadline itself
+    in_time = s.clock + late <= plan.deadline or model.broken("start_after_deadline")
     startable = plan.status == "approved" and delivered and in_time and run.status == "" and current
     duplicate = (
         model.broken("execute_plan_twice") and plan.status == "consumed" and run.status == "running" and run.starts < 2
@@ -766,15 +789,21 @@ def monitor_pass(model: Model, s: State) -> State:
     for message in s.bus:
         kind, ref, _ = message.key
         early = 1 if model.broken("request_message_expires_at_deadline") else 0  # at the deadline itself
-        deadline = _request_deadline(s, kind, ref) - early
-        if message.status == "pending" and message.copy == 0 and deadline < now:
+        late = 1 if model.broken("request_message_expires_late") else 0  # a tick after the first instant
+        deadline = _request_deadline(s, kind, ref)
+        if message.status == "pending" and message.copy == 0 and deadline - early + late < now:
+            note_unread_expiry(deadline, now)
             s = set_message(s, message.key, "expired")
     return replace(s, monitor_done=True)
 
 
 def monitor_is_idle(model: Model, s: State) -> bool:
-    """The monitor pass would change nothing but ``monitor_done`` (nothing is past its deadline)."""
-    return monitor_pass(model, s) == replace(s, monitor_done=True)
+    """The monitor pass would change nothing but ``monitor_done`` (nothing is past its deadline).
+    A probe: the edges the pass would take are not logged as taken — the pass logs them when it
+    is taken, so that each edge's first move (its witness) is the pass, not whatever move the
+    explorer notes next."""
+    with probing():
+        return monitor_pass(model, s) == replace(s, monitor_done=True)
 
 
 def _request_deadline(s: State, kind: str, ref: int) -> int:

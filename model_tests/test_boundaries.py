@@ -1,0 +1,89 @@
+"""Every deadline guard is seen open on its boundary (``deadline_boundaries_reached``).
+
+The safety checks bound each deadline guard from one side: nothing is decided after its deadline
+(APR-4), nothing expires before it (APR-5, SHD-6). A guard one tick too strict on the other side
+— a drain refused at the very deadline, a review refused at its last instant — breaks none of
+them: it only removes states, which an outside review saw move the pinned counts and nothing
+else. These tests pin the check that closes that side: the explorer notes each deadline edge
+taken exactly on its boundary, and a run that takes such an edge only off its boundary fails.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from spec import MACHINES, edges
+from spec.clauses import CLAUSES
+from spec.explore import BOUNDARY_CHECK, explore, unreached_boundaries
+from spec.model import MUTANTS, Model, load_config
+from spec.model._model import DEADLINE_EDGES, REQUEST_EXPIRY, deadline_edge
+
+BOUNDARY_MUTANTS = sorted(name for name, m in MUTANTS.items() if m.caught_by == BOUNDARY_CHECK)
+
+
+def test_each_deadline_edge_is_a_machine_edge_with_its_clause_and_boundary() -> None:
+    machine_edges = {(name, e.source, e.target) for name in MACHINES for e in edges(name)}
+    assert set(DEADLINE_EDGES) - {REQUEST_EXPIRY} <= machine_edges
+    assert REQUEST_EXPIRY not in machine_edges  # the monitor's expiry of a request message (MSG-1)
+    for (machine, source, target), (offset, clause) in DEADLINE_EDGES.items():
+        assert clause in CLAUSES
+        assert offset in (0, -1), "decided at the deadline (0) or expired just past it (-1)"
+        assert deadline_edge(machine, source, target) not in machine_edges
+    # every expiry and timeout the monitor makes is one of them (SHD-6, APR-5, PLN-5)
+    expiries = {e for e in machine_edges if e[2] in ("expired", "timed_out") and e[0] != "message"}
+    assert expiries | {REQUEST_EXPIRY} == {e for e, (offset, _) in DEADLINE_EDGES.items() if offset == -1}
+
+
+@pytest.mark.clause("APR-4", "APR-5", "PLN-5", "SHD-2", "SHD-6")
+def test_the_healthy_model_takes_every_deadline_edge_on_its_boundary() -> None:
+    """Three small configurations with time in deadline regions take each of the fifteen edges
+    at its boundary, and hold the check."""
+    taken: set[tuple[str, str, str]] = set()
+    for name in ("tiny", "plan", "monitor"):
+        report = explore(Model(load_config(name)))
+        assert BOUNDARY_CHECK not in report.violations, report.violations
+        taken |= report.edges_taken
+    assert {deadline_edge(*e) for e in DEADLINE_EDGES} <= taken
+
+
+@pytest.mark.clause("SHD-2")
+def test_a_frozen_clock_has_no_boundary_to_reach() -> None:
+    """``max_ticks`` 0: no deadline can come, so an edge taken before it is no finding; the same
+    edges under a clock that moves are."""
+    base = {("shutdown_request", "requested", "draining")}
+    assert unreached_boundaries(base, load_config("pair")) == []
+    assert unreached_boundaries(base, load_config("monitor")) == sorted(base)
+    assert unreached_boundaries(base | {deadline_edge(*next(iter(base)))}, load_config("monitor")) == []
+
+
+@pytest.mark.clause("APR-4", "PLN-5", "SHD-2", "MSG-1")
+@pytest.mark.parametrize("name", BOUNDARY_MUTANTS)
+def test_a_guard_one_tick_off_is_caught_with_the_edge_it_took_off_its_boundary(name: str) -> None:
+    """The counterexample ends with the deadline edge's first move, off its boundary (before the
+    deadline for a decision, more than a tick past it for an expiry), and names the clause; nothing
+    else trips."""
+    mutant = MUTANTS[name]
+    report = explore(Model(load_config(mutant.config), name))
+    assert set(report.violations) == {BOUNDARY_CHECK}
+    violation = report.violations[BOUNDARY_CHECK]
+    assert violation.clause == mutant.breaks
+    edge = next(e for e in DEADLINE_EDGES if violation.message.startswith("{} {} -> {} ".format(*e)))
+    offset, clause = DEADLINE_EDGES[edge]
+    assert clause == mutant.breaks
+    before, last = violation.trace[-2][1], violation.trace[-1][1]
+    if offset == 0:
+        assert f"refuses the last instant {clause} allows" in violation.message
+        field = {"operation_approval": "approvals", "plan_approval": "plans"}.get(edge[0], "shutdowns")
+        record = next(r for r in getattr(last, field) if r.status == edge[2])
+        assert record.deadline > last.clock  # taken while the deadline was still ahead
+    else:
+        assert "acts late" in violation.message
+        expired = [m.key for m in last.bus if m.status == "expired"]
+        assert expired and all(m.status == "pending" for m in before.bus if m.key in expired)
+        assert last.approvals[0].deadline < last.clock - 1  # two ticks and more past it
+
+
+def test_the_boundary_mutants_are_one_per_guard_kind() -> None:
+    """A decision's, a drain's and a start's guard refusing the deadline itself; the monitor's
+    expiry of an unread request message a tick late."""
+    assert {MUTANTS[n].breaks for n in BOUNDARY_MUTANTS} == {"APR-4", "PLN-5", "SHD-2", "MSG-1"}
