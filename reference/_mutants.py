@@ -36,6 +36,8 @@ MUTANTS: dict[str, str] = {
     "(another process began its drain between the crash and the restart)",
     "audit_clears_later_mark": "AUD-5, REC-4: an audit entry clears its record's unlogged mark though the record "
     "holds events the log does not (another instance's later write; memory backend)",
+    "audit_clears_mark_one_early": "AUD-5, REC-4: an audit entry clears its record's unlogged mark while the "
+    "log still misses one of the record's events (memory backend)",
     "claim_while_draining": "MEM-1: a member that is not running or not accepting may claim",
     "claim_ignores_shutdown_request": "MEM-1: a claim ignores an active shutdown request (the window "
     "between persisting the request and updating the member)",

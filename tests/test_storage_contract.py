@@ -313,3 +313,37 @@ def test_every_read_path_reports_a_corrupt_row_by_table_and_key(
         RECORD_READS[path](storage)
     assert (caught.value.table, caught.value.key) == (table, key)
     assert (reason if table == "task" else ("not JSON" if "own" in text else "$")) in str(caught.value)
+
+
+@pytest.mark.clause("AUD-5", "REC-4", "STO-1")
+def test_an_audit_entry_clears_its_records_mark_only_once_the_log_holds_every_event(storage: Storage) -> None:
+    """An audited record written with three events the log misses stays marked unlogged through
+    its first and second entries, and is cleared by the third: reconciliation that appends the
+    missing events one by one and crashes between two of them finds the record marked again
+    (both backends; an outside review planted an off-by-one in SQLite's trigger that only a
+    crash interleaving of two instances caught). A later write marks it again; an entry about
+    another subject clears nothing."""
+    pid = "970a92d0-9f6d-59e6-8a17-837684dcbb6f"
+    request = example_record("shutdown_request")
+    events = [
+        {"actor": "lead", "event": "requested", "summary": "scale down", "at": 1.0},
+        {"actor": "backend", "event": "draining", "summary": "", "at": 2.0},
+        {"actor": "lead", "event": "timed_out", "summary": "", "at": 3.0},
+    ]
+    storage.insert("test/insert", "shutdown_request", pid, {**request, "events": events})
+
+    def entry(n: int, subject: str = pid) -> dict[str, Any]:
+        return {**AUDIT, "sequence": n, "subject_id": subject, "event": f"shutdown.{events[n % 3]['event']}"}
+
+    storage.insert("test/audit", "audit_entry", "0", entry(0, "6e98ea4a-20b5-554a-ab1b-3d6a719a38f0"))
+    assert storage.unlogged("shutdown_request") == [pid]
+    for n in (1, 2):
+        storage.insert("test/audit", "audit_entry", str(n), entry(n))
+        assert storage.unlogged("shutdown_request") == [pid], f"cleared after {n} of 3 entries"
+    storage.insert("test/audit", "audit_entry", "3", entry(3))
+    assert storage.unlogged("shutdown_request") == []
+    more = [*events, {"actor": "backend", "event": "completed", "summary": "", "at": 4.0}]
+    storage.update("test/update", "shutdown_request", pid, {**request, "events": more}, 1)
+    assert storage.unlogged("shutdown_request") == [pid]
+    storage.insert("test/audit", "audit_entry", "4", entry(4))
+    assert storage.unlogged("shutdown_request") == []
