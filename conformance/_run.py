@@ -17,6 +17,7 @@ from ._client import Crashed, Implementation, Undecided
 from ._random import DEVIATIONS, run_deviation, run_program
 from ._replay import run_vector, vector_clauses
 from ._report import summary
+from ._status import run_status
 from ._translate import clauses_of
 from ._vectors import VECTORS, load
 
@@ -72,6 +73,8 @@ def jobs(options: Options, caps: dict[str, Any], root: Path) -> list[Job]:
         out.append((list(bad.clauses), partial(run_bad, options.driver, bad, caps, root)))
     for kind in DEVIATIONS if "bad input" in options.sections else ():
         out.append((["PLN-4", "PLN-11"], partial(run_deviation, options.driver, caps, root, kind)))
+    if "bad input" in options.sections:
+        out.append((["AUD-4"], partial(run_status, options.driver, caps, root)))
     random_clauses = sorted({c for op in caps["operations"] for c in clauses_of(op)} | {"REC-2"})
     for number in range(options.programs if "random programs" in options.sections else 0):
         program = partial(run_program, options.driver, caps, root, options.seed, number, options.depth)

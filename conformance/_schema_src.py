@@ -133,6 +133,7 @@ REQUESTS: dict[str, Schema] = {
     "approval.cancel": _request("approval.cancel", {**CALL, "protocol_id": ID}),
     "approval.consume": _request("approval.consume", {**CALL, "protocol_id": ID, "tool": ID, "arguments": ARGUMENTS}),
     "message.deliver": _request("message.deliver", {"message_id": ID, "correlation_id": ID}),
+    "protocol.status": _request("protocol.status", {"actor": ACTOR}, {"protocol_id": ID}),
     **{name: _request(name, fields) for name, fields in TEAM_REQUESTS.items()},
     **{
         name: _request(name, fields, None if name == "plan.draft" else {"task_id": ID})
@@ -140,7 +141,10 @@ REQUESTS: dict[str, Schema] = {
     },
 }
 """Request type → schema. Operations of the model not listed here (added as the reference grows)
-take the generic form ``{"type": <operation>, "msg_id": n, "args": {...}}``."""
+take the generic form ``{"type": <operation>, "msg_id": n, "args": {...}}``. ``protocol.status``
+is no operation of the model but the agent-facing read ``team_protocol_status`` (AUD-4): the
+records ``actor`` takes part in (only the one ``protocol_id`` names, if given), as
+``{"records": [...]}``; a driver lists it in its capabilities' ``reads``."""
 
 GENERIC: Schema = _obj(
     {"type": {"type": "string", "pattern": r"^[a-z_]+\.[a-z_]+$"}, "msg_id": {"type": "integer", "minimum": 0}},

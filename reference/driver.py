@@ -24,7 +24,7 @@ from conformance._schema_src import ERROR_CODES, MAX_ARGUMENTS_BYTES, MAX_LINE_B
 from spec.ids import canonical_json, message_id
 from spec.model import WRITE_STEPS
 
-from ._agent_tools import INJECTED
+from ._agent_tools import AGENT_TOOLS, INJECTED
 from ._approval import APPROVAL_STEPS
 from ._clock import ManualClock
 from ._errors import Crash, UnknownApproval
@@ -121,7 +121,20 @@ class Driver:
     def capabilities(self, req: Message) -> dict[str, Any]:
         steps = sorted(set(WRITE_STEPS) | set(APPROVAL_STEPS))
         limits = {"max_line_bytes": MAX_LINE_BYTES, "max_arguments_bytes": MAX_ARGUMENTS_BYTES}
-        return {"operations": list(OPERATIONS), "write_steps": steps, "limits": limits, "name": "reference"}
+        return {
+            "operations": list(OPERATIONS),
+            "reads": list(READS),
+            "write_steps": steps,
+            "limits": limits,
+            "name": "reference",
+        }
+
+    def protocol_status(self, req: Message) -> dict[str, Any]:
+        """AUD-4: the agent-facing ``team_protocol_status``, as the caller ``actor`` asks it."""
+        actor = req["actor"]
+        ctx = CallContext(actor["member_id"], actor.get("incarnation", 1), "protocol-status")
+        args = {"protocol_id": req["protocol_id"]} if "protocol_id" in req else {}
+        return AGENT_TOOLS["team_protocol_status"](self.h, ctx, args)
 
     def snapshot(self, req: Message) -> dict[str, Any]:
         return {"snapshot": self.h.snapshot()}
@@ -329,7 +342,7 @@ class Driver:
     # ---- dispatch ----------------------------------------------------------------------------
     def handle(self, req: Message) -> Message:
         name = req["type"]
-        method = OPERATIONS.get(name) or CONTROL.get(name)
+        method = OPERATIONS.get(name) or CONTROL.get(name) or READS.get(name)
         if method is None:
             raise DriverError("unimplemented", f"this driver does not implement {name!r}; see capabilities")
         try:
@@ -349,6 +362,9 @@ CONTROL: dict[str, Handler] = {
     "arm_crash": Driver.arm_crash,
 }
 """The driver protocol's own requests (not operations of the model)."""
+
+READS: dict[str, Handler] = {"protocol.status": Driver.protocol_status}
+"""Reads an agent may make, no operation of the model (what ``capabilities`` lists as ``reads``)."""
 
 OPERATIONS: dict[str, Handler] = {
     "task.claim": Driver.task_claim,

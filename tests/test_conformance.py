@@ -128,6 +128,7 @@ def test_a_refusal_after_a_partial_write_fails_the_bad_input() -> None:
 
     refusals = {f"bad-{bad.name}" for bad in CASES if bad.codes}
     answered = {f"bad-{bad.name}" for bad in CASES if not bad.codes} | {f"bad-deviation-{k}" for k in DEVIATIONS}
+    answered.add("status-scope")  # reads, never refused (a stranger's may be): nothing written
     cases, result = suite(PARTIAL_WRITE, sections=("bad input",))
     verdicts = {c.id: c.verdict for c in cases}
     assert {k for k, v in verdicts.items() if v == "FAILED"} == refusals, verdicts
@@ -177,11 +178,14 @@ MUTANTS = [
     ("approval_request_never_expires", "INV-12", {"sections": ("vectors",), "configs": ("tiny",)}),
     # a message's phase in the vectors' coverage: the start after a retraction acknowledges decision-1
     ("start_acknowledges_first_decision", "PLN-7", {"sections": ("vectors",), "configs": ("plan",)}),
+    # a status read, asked by id, that hands any record to anyone (an outside review's R8, AUD-4)
+    ("status_by_id_unscoped", "AUD-4", {"sections": ("bad input",), "clauses": ("AUD-4",)}),
 ]
 
 
 @pytest.mark.clause(
-    "APR-5", "APR-6", "MSG-5", "REC-2", "SHD-6", "SHD-1", "PLN-4", "PLN-6", "PLN-7", "AUD-5", "SHD-7", "MSG-1", "INV-12"
+    "APR-5", "APR-6", "MSG-5", "REC-2", "SHD-6", "SHD-1", "PLN-4", "PLN-6", "PLN-7", "AUD-5", "SHD-7", "MSG-1",
+    "INV-12", "AUD-4",
 )  # fmt: skip
 @pytest.mark.parametrize(("mutant", "clause", "options"), MUTANTS, ids=[m[0] for m in MUTANTS])
 def test_a_reference_mutant_is_caught_through_the_driver(

@@ -49,6 +49,8 @@ const REQUIRED = {
   "shutdown.cancel": ["actor", "protocol_id"], "shutdown.begin_drain": ["member_id", "protocol_id"],
 };
 REQUIRED["approval.retry"] = REQUIRED["approval.request"];
+REQUIRED["protocol.status"] = ["actor"];
+const PARTIES = { operation_approval: ["requester_id", "responder_id"], shutdown_request: ["requester_id", "target_id"] };
 
 class Refusal extends Error {
   constructor(code, message) { super(message); this.code = code; }
@@ -460,7 +462,20 @@ function deliver(req) {
 const HANDLERS = {
   init,
   capabilities: () => ({ name: "sample (deliberately non-conforming)", operations: OPERATIONS, write_steps: STEPS,
-    limits: { max_line_bytes: MAX_LINE, max_arguments_bytes: MAX_ARGS } }),
+    reads: ["protocol.status"], limits: { max_line_bytes: MAX_LINE, max_arguments_bytes: MAX_ARGS } }),
+  "protocol.status": (req) => { // AUD-4: only the records the caller takes part in
+    const who = req.actor.member_id;
+    const records = [];
+    for (const [kind, parties] of Object.entries(PARTIES)) {
+      for (const key of Object.keys(db[kind]).sort()) {
+        const r = db[kind][key];
+        if (parties.some((p) => r[p] === who) && (req.protocol_id === undefined || req.protocol_id === r.protocol_id)) {
+          records.push({ protocol_id: r.protocol_id, kind: r.kind, status: r.status, deadline: r.deadline });
+        }
+      }
+    }
+    return { records };
+  },
   snapshot: () => {
     const snap = { clock };
     for (const k of KINDS) snap[k] = Object.keys(db[k]).sort().map((key) => db[k][key]);
