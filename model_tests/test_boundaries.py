@@ -87,3 +87,17 @@ def test_the_boundary_mutants_are_one_per_guard_kind() -> None:
     """A decision's, a drain's and a start's guard refusing the deadline itself; the monitor's
     expiry of an unread request message a tick late."""
     assert {MUTANTS[n].breaks for n in BOUNDARY_MUTANTS} == {"APR-4", "PLN-5", "SHD-2", "MSG-1"}
+
+
+def test_the_verdict_needs_no_witness_of_the_edge() -> None:
+    """A caller's own search that noted no first moves still gets the verdict (its trace then
+    starts and ends at the initial state); a second call adds nothing."""
+    from spec.explore import Report, check_boundaries
+
+    model = Model(load_config("monitor"))
+    report = Report("monitor", None, edges_taken={("shutdown_request", "requested", "draining")})
+    check_boundaries(model, report, {}, lambda n: [(None, model.initial())])
+    violation = report.violations[BOUNDARY_CHECK]
+    assert violation.clause == "SHD-2" and [s for _, s in violation.trace] == [model.initial()]
+    check_boundaries(model, report, {}, lambda n: [])
+    assert list(report.violations) == [BOUNDARY_CHECK]

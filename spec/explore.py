@@ -1072,10 +1072,10 @@ def check_boundaries(
         return
     machine, source, target = missing[0]
     offset, clause = _model.DEADLINE_EDGES[missing[0]]
-    number, action = first[f"edge {machine} {source} -> {target}"]
-    path = path_to(number)
+    witness = first.get(f"edge {machine} {source} -> {target}")  # a caller's own search may note none
+    path = path_to(witness[0] if witness else 0)
     taken: list[tuple[Action | None, Any]] = [
-        (a, s) for a, s in model.successors(path[-1][1]) if a == action and isinstance(s, State)
+        (a, s) for a, s in model.successors(path[-1][1]) if witness and a == witness[1] and isinstance(s, State)
     ]
     others = f" (likewise: {', '.join(f'{m} {s} -> {t}' for m, s, t in missing[1:])})" if missing[1:] else ""
     if offset == 0:
