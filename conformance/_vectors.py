@@ -1,7 +1,8 @@
 """Test vectors: for every pinned configuration, explorer traces that together take every machine
-edge the configuration reaches by every operation that takes it, and crash at every crash point it
-reaches, as JSON the suite replays step by step (``conformance/vectors/<config>.json``; rebuilt by
-``teamproto conformance --write-vectors``, checked by ``--check-vectors``)."""
+edge the configuration reaches by every operation that takes it (every deadline edge on its
+boundary too), and crash at every crash point it reaches, as JSON the suite replays step by step
+(``conformance/vectors/<config>.json``; rebuilt by ``teamproto conformance --write-vectors``,
+checked by ``--check-vectors``)."""
 
 from __future__ import annotations
 
@@ -14,13 +15,16 @@ from typing import Any
 
 from spec.explore import _bfs, _Search
 from spec.model import Config, Model, _model, load_config, snapshot
-from spec.model._model import Action
+from spec.model._model import DEADLINE_EDGES, REQUEST_EXPIRY, Action
+from spec.model._ops import _request_deadline
 from spec.model._state import State
 
 from ._abstract import abstract
 from ._translate import init_request, request_for
 
 VECTORS = Path(__file__).parent / "vectors"
+REQUEST_KINDS = frozenset({"approval_request", "plan_request", "shutdown_request"})
+"""The messages a request's deadline expires (the monitor's pass, MSG-1)."""
 TOO_LARGE = frozenset({"pair_crashes", "pair_plan"})
 """Pinned configurations whose full search takes minutes here: their vectors would add nothing
 the smaller ones do not already take, edge for edge (``covers`` in each file says what is taken)."""
@@ -52,8 +56,33 @@ def _edges(before: State, after: State) -> set[str]:
             was = previous.get(row.key if keyed else i, "")
             if row.status != was:
                 which = f"[{row.key[0]}/{min(row.key[2], 2)}]" if keyed else ""
-                out.add(f"{field.name}{which}:{was or '-'}->{row.status or '-'}")
+                edge = f"{field.name}{which}:{was or '-'}->{row.status or '-'}"
+                out.add(edge)
+                if _on_boundary(field.name, old, i, row, before.clock, after):
+                    out.add(f"{edge} on its deadline's boundary")
     return out
+
+
+_DEADLINED = {"approvals": "operation_approval", "plans": "plan_approval", "shutdowns": "shutdown_request"}
+
+
+def _on_boundary(field: str, old: Any, i: int, row: Any, clock: int, after: State) -> bool:
+    """Whether a record's move is a deadline edge taken exactly on its boundary (the explorer's
+    ``deadline_boundaries_reached``, ``spec.model._model.DEADLINE_EDGES``): decided at the
+    deadline, expired just past it — or a request's message expired unread just past its
+    request's deadline. Each is a behaviour of its own, so a vector takes it: an implementation
+    whose guard is one tick off there conformed while only off-boundary moves were replayed."""
+    if field == "bus":
+        kind, ref, _ = row.key
+        if row.status != "expired" or kind not in REQUEST_KINDS:
+            return False
+        offset, _ = DEADLINE_EDGES[REQUEST_EXPIRY]
+        return bool(_request_deadline(after, kind, ref) - clock == offset)
+    machine = _DEADLINED.get(field)
+    if machine is None or i >= len(old):
+        return False
+    boundary = DEADLINE_EDGES.get((machine, old[i].status, row.status))
+    return boundary is not None and old[i].deadline - clock == boundary[0]
 
 
 class _Covering(_Search):

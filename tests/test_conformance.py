@@ -178,6 +178,9 @@ MUTANTS = [
     ("approval_request_never_expires", "INV-12", {"sections": ("vectors",), "configs": ("tiny",)}),
     # a message's phase in the vectors' coverage: the start after a retraction acknowledges decision-1
     ("start_acknowledges_first_decision", "PLN-7", {"sections": ("vectors",), "configs": ("plan",)}),
+    # a guard one tick too strict: only the vectors that take a deadline edge on its boundary see it
+    ("review_closed_at_deadline", "APR-4", {"sections": ("vectors",), "configs": ("approval_drain",)}),
+    ("consume_closed_at_deadline", "APR-5", {"sections": ("vectors",), "configs": ("approval_drain",)}),
     # a status read, asked by id, that hands any record to anyone (an outside review's R8, AUD-4)
     ("status_by_id_unscoped", "AUD-4", {"sections": ("bad input",), "clauses": ("AUD-4",)}),
 ]
@@ -185,7 +188,7 @@ MUTANTS = [
 
 @pytest.mark.clause(
     "APR-5", "APR-6", "MSG-5", "REC-2", "SHD-6", "SHD-1", "PLN-4", "PLN-6", "PLN-7", "AUD-5", "SHD-7", "MSG-1",
-    "INV-12", "AUD-4",
+    "INV-12", "AUD-4", "APR-4",
 )  # fmt: skip
 @pytest.mark.parametrize(("mutant", "clause", "options"), MUTANTS, ids=[m[0] for m in MUTANTS])
 def test_a_reference_mutant_is_caught_through_the_driver(
