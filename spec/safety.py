@@ -651,11 +651,22 @@ REASONS = frozenset(REASON_CODES)  # XPR-5's one taxonomy, from the schemas (one
 _NEEDS_REASON = frozenset({"rejected", "cancelled", "expired", "withdrawn", "timed_out"})
 
 
+_NAMED = frozenset({"rejected", "expired", "timed_out"})
+"""The outcomes the taxonomy names by themselves: such a record's reason is its status (a timed-out
+drain recorded as ``expired`` tells the Lead its request was never taken up)."""
+
+
 def terminal_outcomes_carry_reasons(snap: Snapshot) -> list[str]:
-    """XPR-5: every request that ended other than by success carries a reason from the one taxonomy."""
-    return [
-        f"{kind}/{record['protocol_id']}: {record['status']} with reason {record['reason']!r}, not one of the taxonomy"
-        for kind in _DECIDED
-        for record in snap[kind]
-        if record["status"] in _NEEDS_REASON and record["reason"] not in REASONS
-    ]
+    """XPR-5: every request that ended other than by success carries a reason from the one taxonomy,
+    and an outcome the taxonomy names (rejected, expired, timed out) carries that very reason."""
+    problems = []
+    for kind in _DECIDED:
+        for record in snap[kind]:
+            status, reason = record["status"], record["reason"]
+            if status in _NEEDS_REASON and reason not in REASONS:
+                problems.append(
+                    f"{kind}/{record['protocol_id']}: {status} with reason {reason!r}, not one of the taxonomy"
+                )
+            elif status in _NAMED and reason != status:
+                problems.append(f"{kind}/{record['protocol_id']}: {status} with reason {reason!r}, not {status!r}")
+    return problems

@@ -290,6 +290,13 @@ MUTANTS: dict[str, Mutant] = {
             "the monitor expires a request's unread message a tick after its request's deadline passed, not at once",
         ),
         Mutant(
+            "timeout_recorded_as_expired",
+            "XPR-5",
+            "terminal_outcomes_carry_reasons",
+            "monitor",
+            "the monitor times a drain out with reason expired, the code of a request never taken up",
+        ),
+        Mutant(
             "start_before_delivery",
             "PLN-3",
             "plan_starts_only_after_delivery",

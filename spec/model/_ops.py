@@ -785,7 +785,8 @@ def monitor_pass(model: Model, s: State) -> State:
         if sd.status == "requested":
             s = _shutdown(s, slot, "expired", reason="expired")
         elif sd.status == "draining":
-            s = _shutdown(s, slot, "timed_out", reason="timed_out")
+            reason = "expired" if model.broken("timeout_recorded_as_expired") else "timed_out"
+            s = _shutdown(s, slot, "timed_out", reason=reason)
     for message in s.bus:
         kind, ref, _ = message.key
         early = 1 if model.broken("request_message_expires_at_deadline") else 0  # at the deadline itself
