@@ -26,6 +26,7 @@ SAMPLE = f"node {ROOT / 'conformance/examples/sample_driver.js'}"
 PARTIAL_WRITE = f"{sys.executable} {ROOT / 'tests/fixtures_conformance/partial_write_driver.py'}"
 """The reference behind a proxy whose snapshots show one write more after each refusal."""
 INDEFINITE = f"{sys.executable} {ROOT / 'tests/fixtures_conformance/indefinite_driver.py'}"
+NARROW_STATUS = f"{sys.executable} {ROOT / 'tests/fixtures_conformance/narrow_status_driver.py'}"
 """The reference behind a proxy whose refusals all say they may have changed something."""
 LOSSY_RESTART = f"{sys.executable} {ROOT / 'tests/fixtures_conformance/lossy_restart_driver.py'}"
 """The reference behind a proxy that loses a task record when it is restarted after a SIGKILL."""
@@ -437,3 +438,16 @@ def test_a_run_with_no_case_to_run_is_undecided_and_says_why() -> None:
     cases, result = suite(REFERENCE, sections=(), clauses=("APR",))
     assert cases == [] and result["exit"] == 2 and not result["conforming"]
     assert result["undecided"] == "no case of the suite checks the clauses asked (APR) with this driver's capabilities"
+
+
+@pytest.mark.clause("AUD-4")
+@pytest.mark.parametrize("mode", ["drop", "refuse"])
+def test_a_status_read_that_shows_too_little_fails_the_scope_case(mode: str) -> None:
+    """AUD-4 is exact: a status read that leaves out one of the caller's own records, or refuses a
+    member's read outright, fails ``status-scope`` though it leaks nothing (an outside review
+    weakened the judge to a subset check, and to any definite refusal, and nothing failed)."""
+    cases, result = suite(f"{NARROW_STATUS} {mode}", sections=("bad input",), clauses=("AUD-4",))
+    verdicts = {c.id: c.verdict for c in cases}
+    assert verdicts["status-scope"] == "FAILED" and "AUD-4" in result["failed_clauses"], verdicts
+    case = next(c for c in cases if c.id == "status-scope")
+    assert case.message.startswith("m0 asking for everything"), case.message
