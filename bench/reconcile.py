@@ -21,10 +21,21 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from conformance._translate import plan_document
-from reference import CallContext, Harness, ManualClock, MemoryStorage, RecordingTool, SQLiteStorage, Storage
-from reference._recovery import reconcile_team
-from spec.ids import message_id
+# bench/conformance.py's name is the package's: run as a script, this folder must not shadow it.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+
+from conformance._translate import plan_document  # noqa: E402
+from reference import (  # noqa: E402
+    CallContext,
+    Harness,
+    ManualClock,
+    MemoryStorage,
+    RecordingTool,
+    SQLiteStorage,
+    Storage,
+)
+from reference._recovery import reconcile_team  # noqa: E402
+from spec.ids import message_id  # noqa: E402
 
 ACTIVE = 100
 ARGS = {"path": "srv/app"}

@@ -81,9 +81,13 @@ def append_events(storage: Storage, step: str, subject_id: str, prefix: str, eve
         entry = _entry(last, event["actor"], f"{prefix}.{event['event']}", subject_id, event["summary"], event["at"])
         try:
             storage.insert(step, TABLE, _key(entry["sequence"]), entry)
-            appended += 1
         except AlreadyExists:
             continue
+        appended += 1
+        if held + 1 >= len(events):
+            # The slot after the tail was free, so nothing was appended since the tail was read:
+            # ``held`` was exact, and the log now holds every event (no read to confirm it).
+            return appended
     raise StorageUnavailable(f"audit log: {APPEND_ATTEMPTS} appends in a row for {subject_id} did not catch up")
 
 

@@ -240,7 +240,7 @@ class Harness:
 
     def _cancel_requests(self, step: str, member: Document, reason: str, cancelled: list[str]) -> None:
         member_id = member["member_id"]
-        for row in self.storage.scan("operation_approval"):
+        for row in self.storage.scan_status("operation_approval", ("requested",)):  # the open ones, not the history
             ap = row.doc
             mine = ap["requester_id"] == member_id and ap["requester_incarnation"] == member["incarnation"]
             if ap["status"] == "requested" and mine:

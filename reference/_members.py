@@ -88,14 +88,14 @@ class Members:
         member = self.h.member(member_id)
         flagged = []
         with self.h.step(step):
-            for row in self.h.storage.scan("task"):
+            for row in self.h.storage.scan_status("task", ("claimed",)):  # the open ones, not the history
                 task = row.doc
                 mine = task["owner_id"] == member_id and task["owner_incarnation"] == member["incarnation"]
                 if task["status"] == "claimed" and mine:
                     history = [*task["history"], self.h.event("lead", "needs_inspection")]
                     moved = {**task, "status": "needs_inspection", "history": history}
                     self.h.storage.update(step, "task", row.key, moved, row.version)
-        for row in self.h.storage.scan("task"):
+        for row in self.h.storage.scan_status("task", ("needs_inspection",)):
             if row.doc["status"] == "needs_inspection" and row.doc["owner_id"] == member_id:
                 flagged.append(row.key)
         return flagged

@@ -23,6 +23,8 @@ RECOVERY_CAUGHT_BY: dict[str, list[str]] = {
     "reconcile_reowes_sent_outbox": ["tests/test_convergence.py"],
     "shutdown_not_audited": ["tests/test_recovery_rows.py"],
     "monitor_reads_history": ["tests/test_deadlines.py::test_the_monitor_reads_the_open_records_not_the_history"],
+    "sqlite_reads_walk_history": ["tests/test_history_cost.py"],
+    "sqlite_log_count_walks_log": ["tests/test_history_cost.py"],
     "status_by_id_unscoped": ["tests/test_status_scope.py"],
     "drain_resumes_any_request": [
         "tests/test_shutdown_details.py::"

@@ -97,6 +97,10 @@ MUTANTS: dict[str, str] = {
     "shutdown_by_anyone": "SHD-1: any member may request another member's shutdown, not only the Lead",
     "monitor_reads_history": "INV-12, REC-3: the deadline monitor and the outbox read every record ever written, "
     "not the open ones (their cost follows history)",
+    "sqlite_reads_walk_history": "REC, AUD-5: SQLite answers a read by status or by log subject with one OR over "
+    "the index, which walks every row of the table (every operation's cost follows the history)",
+    "sqlite_log_count_walks_log": "AUD-5, REC-4: the trigger that clears an unlogged mark counts the subject's "
+    "log entries by the primary key, walking the whole log at every audited decision",
     "free_text_not_redacted": "AUD-3, INV-10: a shutdown's reason and a plan's goal, rollback and risks are "
     "stored and sent as written",
     "receive_keeps_article_layout": "MSG-1, PLN-1: a message received in the source article's layout is "

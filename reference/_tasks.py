@@ -110,7 +110,7 @@ class Tasks:
     def _active_shutdowns(self, member: Document) -> list[str]:
         return [
             row.key
-            for row in self.h.storage.scan("shutdown_request")
+            for row in self.h.storage.scan_status("shutdown_request", ACTIVE_SHUTDOWN)  # not the history
             if row.doc["status"] in ACTIVE_SHUTDOWN
             and row.doc["target_id"] == member["member_id"]
             and row.doc["target_incarnation"] == member["incarnation"]
