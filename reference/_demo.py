@@ -117,7 +117,7 @@ class Demo:
         return self.h.task_row(task_id).doc
 
     def job_running(self, member_id: str) -> bool:
-        return any(job.doc["status"] == "running" for job in self.h.jobs.of(member_id))
+        return any(job.doc["status"] == "running" for job in self.h.jobs.busy_rows(member_id))
 
     def messages(self, message_type: str) -> list[dict[str, Any]]:
         rows = self.h.storage.scan("message")

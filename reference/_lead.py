@@ -58,7 +58,9 @@ def escalate(harness: Harness, shutdown_id: str, grace_seconds: float = 2.0) -> 
     )
     ladder.rung("wake: nothing to send; a member process reads its records at every safe point (deadline kept)")
     cancellable = [
-        job.key for job in harness.jobs.of(member_id) if job.doc["status"] == "running" and job.doc["cancellable"]
+        job.key
+        for job in harness.jobs.busy_rows(member_id)
+        if job.doc["status"] == "running" and job.doc["cancellable"]
     ]
     if cancellable and member["status"] == "draining" and member["shutdown_request_id"] == shutdown_id:
         harness.shutdowns.drain_jobs(member_id)  # JOB-2: only cancellable jobs are asked

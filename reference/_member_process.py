@@ -312,7 +312,7 @@ class MemberProcess:
     def settle_jobs(self, why: str) -> None:
         """Ask every own cancellable running job to stop, then wait (bounded) for every own job's
         exit. A non-cancellable job is never signalled; it is waited for (JOB-2, SHD-4)."""
-        for job in self.h.jobs.of(self.member_id):
+        for job in self.h.jobs.busy_rows(self.member_id):
             cancellable = job.doc["cancellable"] or broken("signal_exit_cancels_any_job")
             if job.doc["status"] == "running" and cancellable:
                 spec.ensure_transition("job", "running", "cancel_requested")

@@ -25,6 +25,7 @@ RECOVERY_CAUGHT_BY: dict[str, list[str]] = {
     "monitor_reads_history": ["tests/test_deadlines.py::test_the_monitor_reads_the_open_records_not_the_history"],
     "sqlite_reads_walk_history": ["tests/test_history_cost.py"],
     "sqlite_log_count_walks_log": ["tests/test_history_cost.py"],
+    "busy_jobs_read_history": ["tests/test_history_cost.py"],
     "status_by_id_unscoped": ["tests/test_status_scope.py"],
     "drain_resumes_any_request": [
         "tests/test_shutdown_details.py::"

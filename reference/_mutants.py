@@ -99,6 +99,8 @@ MUTANTS: dict[str, str] = {
     "not the open ones (their cost follows history)",
     "sqlite_reads_walk_history": "REC, AUD-5: SQLite answers a read by status or by log subject with one OR over "
     "the index, which walks every row of the table (every operation's cost follows the history)",
+    "busy_jobs_read_history": "SHD-3, JOB-1: a member's busy jobs are found by reading every job ever started "
+    "(a drain pass, a release, a finish and a claim cost more with every job of the team's history)",
     "sqlite_log_count_walks_log": "AUD-5, REC-4: the trigger that clears an unlogged mark counts the subject's "
     "log entries by the primary key, walking the whole log at every audited decision",
     "free_text_not_redacted": "AUD-3, INV-10: a shutdown's reason and a plan's goal, rollback and risks are "

@@ -223,7 +223,7 @@ class ShutdownProtocol:
         with self.h.assignment_lock:
             _, sd = self.draining_for(member_id, incarnation)
             asked = []
-            for job in self.h.jobs.of(member_id):
+            for job in self.h.jobs.busy_rows(member_id):
                 signal = job.doc["cancellable"] or broken("signal_non_cancellable")
                 if job.doc["status"] == "running" and signal:
                     self._cancel_job(job, sd.key)
@@ -376,7 +376,7 @@ class ShutdownProtocol:
                 raise ShutdownRefused(f"force termination for {pid}", "only a timed-out drain is force-terminated")
             killable = ("running",) if broken("force_terminate_spares_cancelling_jobs") else BUSY
             with self.h.step("shutdown.force_terminate/jobs"):
-                for job in self.h.jobs.of(member_id):
+                for job in self.h.jobs.busy_rows(member_id):
                     if job.doc["status"] in killable:
                         self.h.jobs.runner.kill(job.key)
                         killed = {**job.doc, "status": "cancelled", "exit_code": -9}

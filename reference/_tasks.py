@@ -231,7 +231,7 @@ class Tasks:
             raise TaskNotDue(task_id, "needs_inspection", f"inspect it while {task['owner_id']} still runs")
         running = [
             row.key
-            for row in self.h.storage.scan("job")
+            for row in self.h.storage.scan_status("job", ("running", "cancel_requested"))  # not the history
             if row.doc["task_id"] == task_id and row.doc["status"] in ("running", "cancel_requested")
         ]
         if task["status"] == "needs_inspection" and running:  # SHD-7: a lapse does not stop its jobs

@@ -37,8 +37,8 @@ ARGS = {"path": "srv/app"}
 
 def one_round(harness: Harness, n: int, count: Callable[[str, Callable[[], Any]], Any]) -> None:
     """One of each operation, with ids new to round ``n``: two tasks, an approval round trip and a
-    cancelled approval, a plan from draft to completion, a shutdown from request to its
-    acknowledgement, a finished task, a lost member inspected and restarted, the monitor's pass and
+    cancelled approval, a plan from draft to completion, a job and a shutdown that waits for it,
+    from request to its acknowledgement, a finished task, a lost member inspected and restarted, the monitor's pass and
     a restart's reconciliation. The team is the same two members every round (each round starts
     them again where they stopped): its roster is not history. Every message is read at the end, as
     its readers would."""
@@ -67,8 +67,14 @@ def one_round(harness: Harness, n: int, count: Callable[[str, Callable[[], Any]]
     count("plan.start", lambda: harness.plans.start(ctx, plan_id))
     count("plan.step", lambda: harness.plans.step(ctx, plan_id, plan["steps"][0]))
     count("plan.complete", lambda: harness.plans.complete(ctx, plan_id))
+    job = f"job-{n}"
+    count("job.start", lambda: harness.jobs.start(a, job, "make deploy"))
     stop = count("shutdown.request", lambda: harness.shutdowns.request("lead", a, f"stop-{n}"))
     count("shutdown.begin_drain", lambda: harness.shutdowns.begin_drain(a, message_id(stop, "request")))
+    count("shutdown.drain_jobs", lambda: harness.shutdowns.drain_jobs(a))
+    count("shutdown.drain_pass", lambda: harness.shutdowns.drain_pass(a))  # waits for the job
+    harness.jobs.runner.finish(job, -15)  # type: ignore[attr-defined]
+    count("job.exit", lambda: harness.jobs.poll())
     count("shutdown.release_task", lambda: harness.shutdowns.release_task(a))
     count("shutdown.finish", lambda: harness.shutdowns.finish(a))
     count("outbox.send", lambda: harness.outbox.send_owed())
@@ -132,7 +138,11 @@ OPERATIONS = [
     "plan.step",
     "plan.complete",
     "shutdown.request",
+    "job.start",
     "shutdown.begin_drain",
+    "shutdown.drain_jobs",
+    "shutdown.drain_pass",
+    "job.exit",
     "shutdown.release_task",
     "shutdown.finish",
     "outbox.send",

@@ -65,7 +65,7 @@ class Lead:
         return "\n".join(p.read_text() for p in sorted(self.workdir.glob("m*.log")))
 
     def job(self, member_id: str) -> dict[str, Any]:
-        jobs = self.h.jobs.of(member_id)
+        jobs = [row for row in self.h.storage.scan("job") if row.doc["owner_id"] == member_id]
         assert len(jobs) == 1, jobs
         return jobs[0].doc
 
@@ -75,7 +75,8 @@ class Lead:
     def job_running(self, member_id: str) -> bool:
         """Recorded ``running`` and its process started: the record is written before the process
         starts (JOB-1), so a member killed in between leaves a running job with no process."""
-        return any(job.doc["status"] == "running" and self.job_processes(job.key) for job in self.h.jobs.of(member_id))
+        jobs = self.h.jobs.busy_rows(member_id)
+        return any(job.doc["status"] == "running" and self.job_processes(job.key) for job in jobs)
 
     def messages(self, message_type: str) -> list[dict[str, Any]]:
         rows = self.h.storage.scan("message")
