@@ -505,7 +505,8 @@ class ApprovalProtocol:
             repeated = {**stored.doc, "status": "succeeded", "attempts": stored.doc["attempts"] + 1, "result": result}
             self.h.storage.update("approval.reconcile/outcome", "tool_execution", key, repeated, stored.version)
         elif stored.doc["status"] == "started":
-            status = "failed" if outcome is None or not outcome.get("ok") else "succeeded"
+            failed = outcome is None or (not outcome.get("ok") and not broken("recovered_failure_succeeds"))
+            status = "failed" if failed else "succeeded"
             result = outcome or {"ok": False, "error": "the call never happened (crashed before it)"}
             result = result if broken("result_not_redacted") else redact_json(result)
             self.h.storage.update(

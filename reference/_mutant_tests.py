@@ -26,6 +26,8 @@ RECOVERY_CAUGHT_BY: dict[str, list[str]] = {
     "sqlite_reads_walk_history": ["tests/test_history_cost.py"],
     "sqlite_log_count_walks_log": ["tests/test_history_cost.py"],
     "busy_jobs_read_history": ["tests/test_history_cost.py"],
+    "waited_keeps_last_job": ["tests/test_many_jobs.py"],
+    "recovered_failure_succeeds": ["tests/test_approval_crashes.py::test_crash_at_every_write_step_converges"],
     "status_by_id_unscoped": ["tests/test_status_scope.py"],
     "drain_resumes_any_request": [
         "tests/test_shutdown_details.py::"

@@ -101,6 +101,9 @@ MUTANTS: dict[str, str] = {
     "the index, which walks every row of the table (every operation's cost follows the history)",
     "busy_jobs_read_history": "SHD-3, JOB-1: a member's busy jobs are found by reading every job ever started "
     "(a drain pass, a release, a finish and a claim cost more with every job of the team's history)",
+    "recovered_failure_succeeds": "APR-8: recovery records every call the tool remembers as succeeded, a failed "
+    "one too",
+    "waited_keeps_last_job": "AUD-2, SHD-3: a drain's request names only the last job it asked to stop",
     "sqlite_log_count_walks_log": "AUD-5, REC-4: the trigger that clears an unlogged mark counts the subject's "
     "log entries by the primary key, walking the whole log at every audited decision",
     "free_text_not_redacted": "AUD-3, INV-10: a shutdown's reason and a plan's goal, rollback and risks are "

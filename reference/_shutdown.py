@@ -239,7 +239,7 @@ class ShutdownProtocol:
         self.h.storage.update("shutdown.drain_jobs/jobs", "job", job.key, asked, job.version)
         self.h.jobs.runner.signal_cancel(job.key)  # after the state is persisted (MEM-2)
         sd = self.require(pid)
-        waited = sorted({*sd.doc["waited_job_ids"], job.key})
+        waited = [job.key] if broken("waited_keeps_last_job") else sorted({*sd.doc["waited_job_ids"], job.key})
         self.h.storage.update("shutdown.drain_jobs/record", KIND, pid, {**sd.doc, "waited_job_ids": waited}, sd.version)
 
     def release_task(self, member_id: str, state: Any = None, incarnation: int | None = None) -> str:

@@ -39,10 +39,16 @@ def finish_cancel(team: Team) -> str:
 
 
 @pytest.mark.clause("STO-1", "REC-1", "REC-2", "REC-3", "APR-8", "MSG-6", "INV-1", "INV-6", "INV-7")
+@pytest.mark.parametrize("tool_fails", [False, True], ids=["tool-succeeds", "tool-fails"])
 @pytest.mark.parametrize("when", ["before", "after"])
 @pytest.mark.parametrize("step", r.APPROVAL_STEPS)
-def test_crash_at_every_write_step_converges(team: Team, step: str, when: str) -> None:
+def test_crash_at_every_write_step_converges(team: Team, step: str, when: str, tool_fails: bool) -> None:
+    """Crashed at a write step, restarted, the operation finished: at most one call, and the
+    recorded outcome is the call's own — a failed call is never recovered as succeeded (APR-8:
+    the outcome is looked up by key; an outside review's plant that recovered every call the tool
+    remembered as succeeded passed when every tool here succeeded)."""
     scenario = finish_cancel if step.startswith("approval.cancel") else finish_call
+    team.world.fail = tool_fails
     (team.storage.faults.crash_before if when == "before" else team.storage.faults.crash_after).add(step)
     with pytest.raises(r.Crash):
         scenario(team)
@@ -57,7 +63,8 @@ def test_crash_at_every_write_step_converges(team: Team, step: str, when: str) -
         assert record["status"] == "consumed"
         execution = team.harness.read("tool_execution", pid).doc
         ran = len(team.world.calls) == 1
-        assert execution["status"] == ("succeeded" if ran else "failed")
+        assert execution["status"] == ("succeeded" if ran and not tool_fails else "failed")
+        assert execution["result"]["ok"] is (ran and not tool_fails)
     else:
         assert record["status"] == "cancelled" and team.world.calls == []
     snap = team.harness.snapshot()
