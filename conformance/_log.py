@@ -16,8 +16,9 @@ the reference's audit log, a real clock's times put on whole ticks):
   ``at`` is the virtual time in seconds (whole ticks); ``ttl_seconds`` is on ``requested`` only;
   ``actor`` is who acted: the requester for ``requested``, ``consumed`` and ``cancelled`` (APR-3,
   APR-5, APR-9), the header's ``lead`` for ``approved`` and ``rejected`` (APR-4), ``monitor`` for
-  ``expired`` (INV-12). An event by anyone else is no behaviour of the model: a member approving
-  its own request, or consuming another's approval, is refused naming the event.
+  ``expired`` (INV-12); a requester is one of the header's ``members``. An event by anyone else is
+  no behaviour of the model: a member approving its own request, a request by a name the header
+  does not list, or a member consuming or cancelling another's approval, is refused naming the event.
 """
 
 from __future__ import annotations
@@ -89,8 +90,10 @@ def _expected(event: dict[str, Any], slots: dict[str, int], members: dict[str, i
     if event["event"] not in {f"approval.{e}" for e in EVENTS}:
         return None
     slot = slots.setdefault(event["subject"], len(slots))
-    requester = members.get(event["actor"], -1) if event["event"] == "approval.requested" else None
-    return (event["event"], slot, -1 if requester is None else requester)
+    # A request's requester is its actor (a name outside the header is refused before this is
+    # matched); -1, for the other events, matches any requester.
+    requester = members.get(event.get("actor"), -2) if event["event"] == "approval.requested" else -1
+    return (event["event"], slot, requester)
 
 
 def _matches(shown: list[tuple[str, int, int]], want: tuple[str, int, int]) -> bool:
@@ -140,6 +143,10 @@ def validate(header: dict[str, Any], events: list[dict[str, Any]]) -> dict[str, 
         if want is None:
             return _unexplained(number, event, before, f"unknown event {event['event']!r}", config)
         if event["event"] == "approval.requested":
+            if event.get("actor") not in members:  # no wildcard: a name the header does not know requests nothing
+                known = ", ".join(map(repr, header["members"]))
+                why = f"event {number} is by {event.get('actor')!r}; only a member of the header ({known}) requests"
+                return _unexplained(number, event, before, why, config)
             requesters.setdefault(event["subject"], event["actor"])
         actor = _actor(event, header, requesters)
         if actor is not None and event.get("actor") != actor:

@@ -151,3 +151,40 @@ def test_a_log_whose_actor_or_time_no_behaviour_has_is_refused_naming_the_event(
     log = [*GOOD[:index], event, *GOOD[index + 1 :]]
     verdict = validate(HEADER, log)
     assert not verdict["ok"] and verdict["index"] == index + 1, verdict
+
+
+GOOD_LOGS = {
+    "consumed": GOOD,
+    "rejected": [_event("requested", "m1", 0.0, ttl_seconds=1), _event("rejected", "lead", 0.0)],
+    "cancelled": [_event("requested", "m1", 0.0, ttl_seconds=1), _event("cancelled", "m1", 1.0)],
+    "expired": [_event("requested", "m0", 0.0, ttl_seconds=1), _event("expired", "monitor", 2.0)],
+}
+"""Good logs that between them hold every event kind of the format once at least."""
+ACTORS = ["m0", "m1", "lead", "monitor", "ghost"]
+"""Every member of the header, its lead, the monitor, and a name the header does not know."""
+
+
+@pytest.mark.clause("APR-3", "APR-4", "APR-5", "APR-9", "INV-12", "AUD-5")
+@pytest.mark.parametrize("actor", ACTORS)
+@pytest.mark.parametrize(
+    ("log", "index"),
+    [(name, index) for name, events in sorted(GOOD_LOGS.items()) for index in range(len(events))],
+)
+def test_every_event_by_anyone_but_its_actor_is_refused_naming_the_event(log: str, index: int, actor: str) -> None:
+    """Each event of each good log, said to be by each other actor, is refused at that event: the
+    request by anyone but a member of the header (a name it does not know is no requester), a
+    review by anyone but the lead, a consumption or cancellation by anyone but the requester, an
+    expiry by anyone but the monitor. By its own actor the log still validates. (An outside
+    review's plant that stopped checking who cancelled, and the healthy validator that took a
+    request by a name outside the header as anyone's, both passed the hand-made cases above.)"""
+    events = GOOD_LOGS[log]
+    own = str(events[index]["actor"])
+    requested_by_another_member = index == 0 and actor in HEADER["members"]
+    edited = [*events[:index], {**events[index], "actor": actor}, *events[index + 1 :]]
+    if requested_by_another_member:  # the whole log by that member: still a behaviour
+        edited = [{**e, "actor": actor} if e["actor"] == own else e for e in events]
+    verdict = validate(HEADER, edited)
+    if actor == own or requested_by_another_member:
+        assert verdict == {"ok": True, "events": len(events)}, verdict
+    else:
+        assert not verdict["ok"] and verdict["index"] == index + 1, verdict
