@@ -92,7 +92,7 @@ def _expected(event: dict[str, Any], slots: dict[str, int], members: dict[str, i
     slot = slots.setdefault(event["subject"], len(slots))
     # A request's requester is its actor (a name outside the header is refused before this is
     # matched); -1, for the other events, matches any requester.
-    requester = members.get(event.get("actor"), -2) if event["event"] == "approval.requested" else -1
+    requester = members.get(str(event.get("actor")), -2) if event["event"] == "approval.requested" else -1
     return (event["event"], slot, requester)
 
 

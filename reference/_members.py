@@ -111,10 +111,15 @@ class Members:
             self.h.set_member(
                 "member.inspect/member", member_id, "stopped", accepting_new_tasks=False, current_task_id=None
             )
-            slot = member["shutdown_request_id"]
             with self.h.step("member.inspect/shutdown"):
-                if slot is not None:
-                    self.h.shutdowns.complete("member.inspect/shutdown", slot, ("draining", "timed_out"))
+                # Every drain of this incarnation, not only the one the member record names: a crash
+                # between begin_drain's record and member writes leaves one it never noted (INV-12).
+                for sd in self.h.storage.scan_status("shutdown_request", ("draining", "timed_out")):
+                    mine = sd.doc["target_id"] == member_id and sd.doc["target_incarnation"] == member["incarnation"]
+                    if broken("inspection_ends_noted_drain_only"):
+                        mine = sd.key == member["shutdown_request_id"]
+                    if mine and sd.doc["status"] in ("draining", "timed_out"):
+                        self.h.shutdowns.complete("member.inspect/shutdown", sd.key, ("draining", "timed_out"))
 
     def restart(self, member_id: str) -> int:
         """A new incarnation of a stopped member (XPR-1); returns it. Its jobs must have settled."""

@@ -104,6 +104,10 @@ MUTANTS: dict[str, str] = {
     "recovered_failure_succeeds": "APR-8: recovery records every call the tool remembers as succeeded, a failed "
     "one too",
     "waited_keeps_last_job": "AUD-2, SHD-3: a drain's request names only the last job it asked to stop",
+    "inspection_ends_noted_drain_only": "SHD-7, INV-12: an inspection completes only the drain its member's "
+    "record names (a drain cut short before that write stays open forever)",
+    "reconcile_leaves_old_drain": "INV-12, REC-2: reconciliation leaves a restarted member's old incarnation's "
+    "drain open forever",
     "sqlite_log_count_walks_log": "AUD-5, REC-4: the trigger that clears an unlogged mark counts the subject's "
     "log entries by the primary key, walking the whole log at every audited decision",
     "free_text_not_redacted": "AUD-3, INV-10: a shutdown's reason and a plan's goal, rollback and risks are "

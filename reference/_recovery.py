@@ -119,6 +119,12 @@ def _shutdown_row(h: Harness, sd: Stored) -> None:
             h.cancel_own_requests("shutdown.reconcile/requests", member["member_id"], "member_draining")
     elif status in ("draining", "timed_out") and current and member["status"] == "stopped":
         _complete(h, pid, ("draining", "timed_out"))
+    elif status in ("draining", "timed_out") and member["incarnation"] > doc["target_incarnation"]:
+        if broken("reconcile_leaves_old_drain"):
+            return
+        # Its incarnation has stopped (a restart needs a stopped member): the drain is over. It never
+        # drains the new incarnation (XPR-1) and must not stay open forever (INV-12).
+        _complete(h, pid, ("draining", "timed_out"))
     elif status == "completed":
         if current and member["status"] == "draining":
             h.set_member(

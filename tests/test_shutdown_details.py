@@ -235,3 +235,64 @@ def test_a_request_whose_drain_was_cut_short_is_refused_while_its_member_drains_
     assert result["outcome"] == "refused" and result["reason"] == "request is draining", result
     after = h.snapshot()
     assert [k for k in after if after[k] != before[k]] == ["message"]
+
+
+def _cut_short_drain(team: Team) -> str:
+    """m0's process dies right after its drain's first write (the request ``draining``, m0 still
+    ``running``, its record naming no request), and the Lead's instance, which does not restart,
+    sees its heartbeat lapse."""
+    h = team.h
+    pid = team.request("m0")
+    team.storage.faults.crash_after.add("shutdown.begin_drain/record")
+    with pytest.raises(r.Crash):
+        h.shutdowns.begin_drain("m0", message_id(pid, "request"))
+    team.storage.faults.crash_after.clear()
+    assert h.shutdowns.require(pid).doc["status"] == "draining" and team.member("m0")["shutdown_request_id"] is None
+    h.members.lapse("m0")
+    return pid
+
+
+@pytest.mark.clause("SHD-7", "SHD-10", "INV-12", "INV-4")
+def test_an_inspection_ends_a_drain_its_member_never_noted(team: Team) -> None:
+    """After a drain cut short at its first write, the lost member's inspection completes that
+    request too (its ``shutdown_ack`` owed), though the member's record names none: nothing else
+    would ever end it once the member runs again (it stayed ``draining``, then ``timed_out``,
+    forever; an outside review found it). The restarted member is untouched by it, and a
+    restart's reconciliation changes nothing of this."""
+    h = team.h
+    pid = _cut_short_drain(team)
+    h.members.inspect("m0")
+    assert h.shutdowns.require(pid).doc["status"] == "completed"
+    messages = [row.doc["message"] for row in h.storage.scan("outbox_entry")]
+    acks = [m["body"]["protocol_id"] for m in messages if m["message_type"] == "shutdown_ack"]
+    assert acks == [pid]
+    incarnation = h.members.restart("m0")
+    h.reconcile()
+    member = team.member("m0")
+    assert (member["status"], member["incarnation"], member["accepting_new_tasks"]) == ("running", incarnation, True)
+    team.check()
+
+
+@pytest.mark.clause("XPR-1", "INV-11", "INV-12", "REC-2")
+def test_a_drain_of_a_restarted_members_old_incarnation_is_completed_never_resumed(team: Team) -> None:
+    """The same drain, and the inspection cut off before its last write (m0 stopped, the request
+    still ``draining``); another instance restarts m0 before the dead one comes back. The
+    restart's reconciliation completes the old incarnation's request — it stopped — and never
+    resumes it on the new incarnation (XPR-1: an outside review's plant that dropped the
+    incarnation check drained the new m0, and every test passed)."""
+    h = team.h
+    pid = _cut_short_drain(team)
+    team.storage.faults.crash_before.add("member.inspect/shutdown")
+    with pytest.raises(r.Crash):
+        h.members.inspect("m0")
+    team.storage.faults.crash_before.clear()
+    assert h.shutdowns.require(pid).doc["status"] == "draining" and team.member("m0")["status"] == "stopped"
+    incarnation = h.members.restart("m0")
+    h.reconcile()
+    member = team.member("m0")
+    assert (member["status"], member["incarnation"], member["accepting_new_tasks"]) == ("running", incarnation, True)
+    assert member["shutdown_request_id"] is None
+    assert h.shutdowns.require(pid).doc["status"] == "completed"
+    h.reconcile()
+    assert h.shutdowns.require(pid).doc["status"] == "completed" and team.member("m0") == member
+    team.check()

@@ -965,10 +965,12 @@ def _job_start(f: Flat, m: int, cancellable: bool) -> Flat:
 
 def _inspect_steps(m: int) -> list[Step]:
     def complete_shutdown(f: Flat) -> Flat:
-        slot = f[MEMBERS][m][M_SHUTDOWN]
-        if slot != NONE and f[SHUTDOWNS][slot][S_STATUS] in ("draining", "timed_out"):
-            f = _shutdown(f, slot, "completed")
-            f = owe(f, ("shutdown_ack", slot, 0))
+        incarnation = f[MEMBERS][m][M_INCARNATION]
+        for slot, sd in enumerate(f[SHUTDOWNS]):
+            mine = sd[S_TARGET] == m and sd[S_INCARNATION] == incarnation
+            if mine and sd[S_STATUS] in ("draining", "timed_out"):
+                f = _shutdown(f, slot, "completed")
+                f = owe(f, ("shutdown_ack", slot, 0))
         return f
 
     return [
@@ -1282,7 +1284,9 @@ def _reconcile_shutdowns(f: Flat) -> Flat:
         elif status in ("draining", "timed_out") and current and member[M_STATUS] == "draining":
             if member[M_SHUTDOWN] == slot:
                 f = cancel_own_requests(f, target)
-        elif status in ("draining", "timed_out") and current and member[M_STATUS] == "stopped":
+        elif status in ("draining", "timed_out") and (
+            (current and member[M_STATUS] == "stopped") or member[M_INCARNATION] > sd[S_INCARNATION]
+        ):  # stopped, or its incarnation has (the model's reconcile says why)
             f = owe(_shutdown(f, slot, "completed"), ("shutdown_ack", slot, 0))
         elif status == "completed":
             if current and member[M_STATUS] == "draining":

@@ -202,7 +202,7 @@ def _lapse_steps(m: int, anyone: bool = False) -> list[Step]:
 
 
 def _inspect_steps(model: Model, m: int) -> list[Step]:
-    """SHD-7: after inspection the member is stopped; a shutdown it drained for completes (INV-4).
+    """SHD-7: after inspection the member is stopped; every shutdown it drained for completes (INV-4).
 
     Its own open requests end as a drain ends them (XPR-2), with reason ``crashed`` (SHD-10): a
     draft plan, which only its running requester may submit or withdraw (PLN-11), would otherwise
@@ -216,10 +216,15 @@ def _inspect_steps(model: Model, m: int) -> list[Step]:
         return cancel_own_requests(s, m, reason=reason)
 
     def complete_shutdown(s: State) -> State:
-        slot = s.members[m].shutdown
-        if slot != NONE and s.shutdowns[slot].status in ("draining", "timed_out"):
-            s = _shutdown(s, slot, "completed")
-            s = owe(s, ("shutdown_ack", slot, 0))
+        # Every drain of this incarnation ends, not only the one its record names: a crash between
+        # begin_drain's record and member writes leaves a draining request the member never noted,
+        # which nothing else would end once the member is restarted (INV-12).
+        incarnation = s.members[m].incarnation
+        for slot, sd in enumerate(s.shutdowns):
+            mine = sd.target == m and sd.target_incarnation == incarnation
+            if mine and sd.status in ("draining", "timed_out"):
+                s = _shutdown(s, slot, "completed")
+                s = owe(s, ("shutdown_ack", slot, 0))
         return s
 
     return [

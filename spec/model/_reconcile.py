@@ -92,6 +92,10 @@ def _shutdowns(model: Model, s: State) -> State:
                 s = cancel_own_requests(s, sd.target)
         elif sd.status in ("draining", "timed_out") and current and member.status == "stopped":
             s = owe(_shutdown(s, slot, "completed"), ("shutdown_ack", slot, 0))
+        elif sd.status in ("draining", "timed_out") and member.incarnation > sd.target_incarnation:
+            # Its incarnation has stopped (a restart needs a stopped member), so its drain is over;
+            # it never drains the new one (XPR-1), and it must not stay open forever (INV-12).
+            s = owe(_shutdown(s, slot, "completed"), ("shutdown_ack", slot, 0))
         elif sd.status == "completed":
             if current and member.status == "draining":
                 s = _member(s, sd.target, "stopped", accepting=False, task=NONE)
