@@ -29,6 +29,9 @@ RECOVERY_CAUGHT_BY: dict[str, list[str]] = {
     "inspection_ends_noted_drain_only": [
         "tests/test_shutdown_details.py::test_an_inspection_ends_a_drain_its_member_never_noted"
     ],
+    "force_terminate_any_drain": [
+        "tests/test_shutdown_details.py::test_a_stale_requests_last_rung_never_hits_the_drain_the_member_runs_now"
+    ],
     "reconcile_leaves_old_drain": [
         "tests/test_shutdown_details.py::test_a_drain_of_a_restarted_members_old_incarnation_is_completed_never_resumed"
     ],

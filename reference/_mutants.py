@@ -108,6 +108,8 @@ MUTANTS: dict[str, str] = {
     "record names (a drain cut short before that write stays open forever)",
     "reconcile_leaves_old_drain": "INV-12, REC-2: reconciliation leaves a restarted member's old incarnation's "
     "drain open forever",
+    "force_terminate_any_drain": "SHD-7, XPR-1: a timed-out request force-terminates its member whatever "
+    "request the member drains for now (a stale one hits a restarted member's new drain)",
     "sqlite_log_count_walks_log": "AUD-5, REC-4: the trigger that clears an unlogged mark counts the subject's "
     "log entries by the primary key, walking the whole log at every audited decision",
     "free_text_not_redacted": "AUD-3, INV-10: a shutdown's reason and a plan's goal, rollback and risks are "

@@ -374,6 +374,12 @@ class ShutdownProtocol:
             member = self.h.member(member_id)
             if sd.doc["status"] != "timed_out" or member["status"] != "draining":
                 raise ShutdownRefused(f"force termination for {pid}", "only a timed-out drain is force-terminated")
+            if member["shutdown_request_id"] != pid and not broken("force_terminate_any_drain"):
+                # SHD-7, XPR-1: a stale request's last rung never hits the drain the member runs now
+                raise ShutdownRefused(
+                    f"force termination for {pid}",
+                    f"{member_id} drains for {member['shutdown_request_id']}, not this request",
+                )
             killable = ("running",) if broken("force_terminate_spares_cancelling_jobs") else BUSY
             with self.h.step("shutdown.force_terminate/jobs"):
                 for job in self.h.jobs.busy_rows(member_id):

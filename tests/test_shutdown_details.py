@@ -296,3 +296,32 @@ def test_a_drain_of_a_restarted_members_old_incarnation_is_completed_never_resum
     h.reconcile()
     assert h.shutdowns.require(pid).doc["status"] == "completed" and team.member("m0") == member
     team.check()
+
+
+@pytest.mark.clause("SHD-7", "XPR-1", "INV-11")
+def test_a_stale_requests_last_rung_never_hits_the_drain_the_member_runs_now(team: Team) -> None:
+    """The drain cut short at its first write, the inspection cut off before its last (so the old
+    request stays open), m0 restarted by another instance and the old request timed out by the
+    monitor before any reconciliation; then a new request drains the new m0. Force-terminating the
+    old request is refused and changes nothing: the member drains for the new one (an outside
+    review: it made the new incarnation unhealthy and killed its jobs). The new request's own
+    last rung still works once it times out."""
+    h = team.h
+    old = _cut_short_drain(team)
+    team.storage.faults.crash_before.add("member.inspect/shutdown")
+    with pytest.raises(r.Crash):
+        h.members.inspect("m0")
+    team.storage.faults.crash_before.clear()
+    h.members.restart("m0")
+    team.clock.advance(20)
+    h.monitor_pass()
+    assert h.shutdowns.require(old).doc["status"] == "timed_out"
+    new = team.drain("m0", "sd-2")
+    team.clock.advance(20)
+    h.monitor_pass()
+    assert h.shutdowns.require(new).doc["status"] == "timed_out"
+    assert says(team, lambda: h.shutdowns.force_terminate(old), r.ShutdownRefused) == (
+        f"force termination for {old} refused: m0 drains for {new}, not this request"
+    )
+    h.shutdowns.force_terminate(new)
+    assert team.member("m0")["status"] == "unhealthy"

@@ -516,7 +516,8 @@ class FlatModel:
                 )
             if message_status(f, ("shutdown_request", slot, 0)) == "pending":
                 out.append((_act("shutdown.begin_drain", ("slot", slot)), _begin_drain_steps(f, slot)))
-            if sd[S_STATUS] == "timed_out" and members[sd[S_TARGET]][M_STATUS] == "draining":
+            target = members[sd[S_TARGET]]
+            if sd[S_STATUS] == "timed_out" and target[M_STATUS] == "draining" and target[M_SHUTDOWN] == slot:
                 out.append((_act("shutdown.force_terminate", ("slot", slot)), _force_steps(sd[S_TARGET])))
         for m, member in enumerate(members):
             slot = member[M_SHUTDOWN]

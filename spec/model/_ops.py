@@ -258,7 +258,9 @@ def shutdown_ops(model: Model, s: State) -> Iterator[Operation]:
             )
         if message_status(s, ("shutdown_request", slot, 0)) == "pending":
             yield A("shutdown.begin_drain", slot=slot), _begin_drain_steps(model, s, slot)
-        if sd.status == "timed_out" and s.members[sd.target].status == "draining":
+        target = s.members[sd.target]
+        # SHD-7, XPR-1: the last rung only for the drain the member runs now, for this very request
+        if sd.status == "timed_out" and target.status == "draining" and target.shutdown == slot:
             yield A("shutdown.force_terminate", slot=slot), _force_steps(sd.target)
     for m, member in enumerate(s.members):
         drains = member.status == "draining" and member.shutdown != NONE
