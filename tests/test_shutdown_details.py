@@ -252,6 +252,17 @@ def _cut_short_drain(team: Team) -> str:
     return pid
 
 
+def _inspection_cut_short(team: Team) -> str:
+    """:func:`_cut_short_drain`, then the inspection cut off before its last write (m0 stopped, the
+    request still open)."""
+    pid = _cut_short_drain(team)
+    team.storage.faults.crash_before.add("member.inspect/shutdown")
+    with pytest.raises(r.Crash):
+        team.h.members.inspect("m0")
+    team.storage.faults.crash_before.clear()
+    return pid
+
+
 @pytest.mark.clause("SHD-7", "SHD-10", "INV-12", "INV-4")
 def test_an_inspection_ends_a_drain_its_member_never_noted(team: Team) -> None:
     """After a drain cut short at its first write, the lost member's inspection completes that
@@ -281,11 +292,7 @@ def test_a_drain_of_a_restarted_members_old_incarnation_is_completed_never_resum
     resumes it on the new incarnation (XPR-1: an outside review's plant that dropped the
     incarnation check drained the new m0, and every test passed)."""
     h = team.h
-    pid = _cut_short_drain(team)
-    team.storage.faults.crash_before.add("member.inspect/shutdown")
-    with pytest.raises(r.Crash):
-        h.members.inspect("m0")
-    team.storage.faults.crash_before.clear()
+    pid = _inspection_cut_short(team)
     assert h.shutdowns.require(pid).doc["status"] == "draining" and team.member("m0")["status"] == "stopped"
     incarnation = h.members.restart("m0")
     h.reconcile()
@@ -307,11 +314,7 @@ def test_a_stale_requests_last_rung_never_hits_the_drain_the_member_runs_now(tea
     review: it made the new incarnation unhealthy and killed its jobs). The new request's own
     last rung still works once it times out."""
     h = team.h
-    old = _cut_short_drain(team)
-    team.storage.faults.crash_before.add("member.inspect/shutdown")
-    with pytest.raises(r.Crash):
-        h.members.inspect("m0")
-    team.storage.faults.crash_before.clear()
+    old = _inspection_cut_short(team)
     h.members.restart("m0")
     team.clock.advance(20)
     h.monitor_pass()
