@@ -250,6 +250,8 @@ class Harness:
                 self.storage.update(step, "operation_approval", row.key, doc, row.version)
                 self.approvals._audit_last(doc, step)  # AUD-5: the decision in the team log too
                 cancelled.append(row.key)
+                if broken("drain_cancels_one_approval"):
+                    break
         cancelled += self.plans.withdraw_own(step, member, reason)
 
     def check_incarnation(self, ctx: CallContext) -> Document:

@@ -110,6 +110,8 @@ MUTANTS: dict[str, str] = {
     "drain open forever",
     "force_terminate_any_drain": "SHD-7, XPR-1: a timed-out request force-terminates its member whatever "
     "request the member drains for now (a stale one hits a restarted member's new drain)",
+    "drain_cancels_one_approval": "XPR-2, INV-12: a drain or an inspection cancels only the first of its "
+    "member's requested approvals",
     "sqlite_log_count_walks_log": "AUD-5, REC-4: the trigger that clears an unlogged mark counts the subject's "
     "log entries by the primary key, walking the whole log at every audited decision",
     "free_text_not_redacted": "AUD-3, INV-10: a shutdown's reason and a plan's goal, rollback and risks are "
