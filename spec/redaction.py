@@ -31,8 +31,11 @@ PATTERNS: tuple[SecretPattern, ...] = (
         r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z)",
         flags=re.S,
     ),
-    _p("url_password", r"([a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@]+:)[^@\s/]+(?=@)", keep_group=1),
+    # A password may hold "@", "/" or ":" as people type it (unencoded): it runs to the last "@"
+    # that a host name follows.
+    _p("url_password", r"([a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@]+:)\S+?(?=@[^\s@/]+(?:[\s/:?#]|\Z))", keep_group=1),
     _p("bearer_token", r"(?i)(\bbearer\s+)[A-Za-z0-9._~+/=-]{8,}", keep_group=1),
+    _p("basic_auth", r"(?i)(\bauthorization:\s*basic\s+)[A-Za-z0-9+/=]{4,}", keep_group=1),
     _p("jwt", r"\beyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}"),
     _p("anthropic_key", r"\bsk-ant-[A-Za-z0-9_-]{20,}"),
     _p("openai_key", r"\bsk-(?:proj-|svcacct-)?[A-Za-z0-9_-]{20,}"),
@@ -41,10 +44,14 @@ PATTERNS: tuple[SecretPattern, ...] = (
     _p("slack_token", r"\bxox[abposr]-[A-Za-z0-9-]{10,}"),
     _p("google_api_key", r"\bAIza[0-9A-Za-z_-]{35}"),
     _p("aws_access_key_id", r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
+    # A name of an environment variable, a flag, a header or a JSON or YAML key that holds a
+    # secret (DB_PASSWORD=, --password=, x-api-key:, "password": ), then its value: quoted (spaces
+    # and all) or a run up to a space or a quote.
     _p(
         "env_assignment",
-        r"(?i)(\b[A-Z0-9_]*(?:SECRET|TOKEN|PASSWORD|PASSWD|PWD|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|CREDENTIALS?)"
-        r"[A-Z0-9_]*\s*[=:]\s*)(?![\s\"']*\[REDACTED\])[\"']?[^\s\"']+[\"']?",
+        r"(?i)(\b[A-Z0-9_-]*(?:SECRET|TOKEN|PASSWORD|PASSWD|PWD|API[_-]?KEY|ACCESS[_-]?KEY|PRIVATE[_-]?KEY|CREDENTIALS?)"
+        r"[A-Z0-9_-]*[\"']?\s*[=:]\s*)(?![\s\"']*\[REDACTED\])"
+        r"(?:\"[^\"\n]*\"|'[^'\n]*'|[\"']?[^\s\"']+[\"']?)",
         keep_group=1,
     ),
 )

@@ -20,6 +20,12 @@ SECRETS: dict[str, str] = {
     "url_password": "hunter2-T3stOnly",
     "env_password": "Pa55w0rd-T3stOnly!",
     "private_key_body": "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCT3stOnly",
+    "env_quoted_password": "correct horse T3st staple",
+    "json_password": "hunter22-T3stOnly-json",
+    "header_api_key": "T3stHeaderKey0123456789",
+    "url_password_at": "p@ssw0rd-T3stOnly",
+    "url_password_slash": "pa/ss-T3stOnly",
+    "basic_auth": "ZGVwbG95OlQzc3RPbmx5UGFzcw==",
 }
 """Name → the secret text itself (what must never be stored)."""
 
@@ -37,8 +43,17 @@ CARRIERS: dict[str, str] = {
     "url_password": "psql postgres://deploy:{url_password}@db.internal:5432/app",
     "env_password": "DB_PASSWORD={env_password}",
     "private_key_body": "-----BEGIN PRIVATE KEY-----\n{private_key_body}\n-----END PRIVATE KEY-----",
+    "env_quoted_password": 'DB_PASSWORD="{env_quoted_password}"',
+    "json_password": '{{"user": "deploy", "password": "{json_password}"}}',
+    "header_api_key": "curl -H 'x-api-key: {header_api_key}' https://api.example.com",
+    "url_password_at": "psql postgres://admin:{url_password_at}@db.internal:5432/app",
+    "url_password_slash": "mongosh mongodb://admin:{url_password_slash}@db.internal/app",
+    "basic_auth": "curl -H 'Authorization: Basic {basic_auth}' https://api.example.com",
 }
-"""Name → a realistic line that carries the secret (command, URL, header, .env line, key file)."""
+"""Name → a realistic line that carries the secret (command, URL, header, .env line, JSON config,
+key file), as the tools that print them write them: a quoted value with spaces, a JSON key, a
+hyphenated header name, a URL password holding "@" or "/" unencoded (an outside review found each
+of these stored in part or whole)."""
 
 
 def carrier(name: str) -> str:

@@ -21,8 +21,22 @@ def test_every_real_secret_shape_is_redacted(name: str) -> None:
     assert SECRETS[name] in line
     redacted = redact(line)
     assert not [s for s in SECRETS.values() if s in redacted]
+    assert not fragments(SECRETS[name], line, redacted), "a part of the secret is stored"
     assert REDACTED in redacted
     assert redact(redacted) == redacted
+
+
+FRAGMENT = 5
+"""A run of this many characters of a secret that survives is a leak (a password cut at its first
+"@" or space left the rest: ``p[REDACTED]@ssw0rd-…``, ``"correct[REDACTED] horse …"``)."""
+
+
+def fragments(secret: str, line: str, redacted: str) -> list[str]:
+    """The runs of :data:`FRAGMENT` characters of ``secret`` that ``redacted`` still holds, but
+    for those that the line also has outside the secret."""
+    outside = line.replace(secret, "\0")
+    runs = {secret[i : i + FRAGMENT] for i in range(len(secret) - FRAGMENT + 1)}
+    return sorted(run for run in runs if run in redacted and run not in outside)
 
 
 @pytest.mark.clause("AUD-3")

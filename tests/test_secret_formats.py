@@ -87,23 +87,28 @@ SLACK_PREFIXES = ("xoxa-", "xoxb-", "xoxp-", "xoxo-", "xoxr-", "xoxs-")
 STRIPE_KINDS = ("sk", "rk", "pk")
 STRIPE_MODES = ("live", "test")
 OPENAI_PREFIXES = ("sk-", "sk-proj-", "sk-svcacct-")
-ENV_KEYWORDS = (
-    "SECRET",
-    "TOKEN",
-    "PASSWORD",
-    "PASSWD",
-    "PWD",
-    "APIKEY",
-    "API_KEY",
-    "ACCESSKEY",
-    "ACCESS_KEY",
-    "PRIVATEKEY",
-    "PRIVATE_KEY",
-    "CREDENTIAL",
-    "CREDENTIALS",
+ENV_KEYWORDS: tuple[tuple[Part, ...], ...] = (
+    ("SECRET",),
+    ("TOKEN",),
+    ("PASSWORD",),
+    ("PASSWD",),
+    ("PWD",),
+    ("API", _body("[_-]", 0, 1), "KEY"),
+    ("ACCESS", _body("[_-]", 0, 1), "KEY"),
+    ("PRIVATE", _body("[_-]", 0, 1), "KEY"),
+    ("CREDENTIAL",),
+    ("CREDENTIALS",),
 )
-"""The names of an environment variable whose value is a secret (with anything around them:
-``DB_PASSWORD``, ``GITHUB_TOKEN_2``, ``aws_secret_access_key``), in any case."""
+"""The names of an environment variable, a flag, a header or a JSON key whose value is a secret
+(with anything around them: ``DB_PASSWORD``, ``GITHUB_TOKEN_2``, ``aws_secret_access_key``,
+``--password``, ``x-api-key``), in any case."""
+ENV_VALUES: tuple[tuple[str, tuple[Part, ...]], ...] = (
+    ("double-quoted", ('"', _body('[^"\n]', 0), '"')),
+    ("single-quoted", ("'", _body("[^'\n]", 0), "'")),
+    ("bare", (_body("[\"']", 0, 1), _body(r"[^\s\"']", 1), _body("[\"']", 0, 1))),
+)
+"""Its value: quoted, spaces and all (``DB_PASSWORD="correct horse"``, ``"password": "…"``), or a
+run up to a space or a quote."""
 KEY_TYPE = _body("[A-Z ]", 0)
 """``RSA ``, ``EC ``, ``OPENSSH ``, ``ENCRYPTED `` or nothing (PKCS #8)."""
 KEY_BEGIN: tuple[Part, ...] = ("-----BEGIN ", KEY_TYPE, "PRIVATE KEY-----", _body("(?s:.)", 0))
@@ -115,9 +120,16 @@ FORMATS: tuple[Format, ...] = (
     Format(
         "url_password",
         "password in a URL's user info",
-        (_body("[A-Za-z]", 1, 1), _body("[A-Za-z0-9+.-]", 0), "://", _body(r"[^/\s:@]", 1), ":", _body(r"[^@\s/]", 1)),
+        (_body("[A-Za-z]", 1, 1), _body("[A-Za-z0-9+.-]", 0), "://", _body(r"[^/\s:@]", 1), ":", _body(r"\S", 1)),
         secret_from=5,
         after="@",
+    ),
+    Format(
+        "basic_auth",
+        "basic authorization header",
+        ("authorization:", _body(r"\s", 0), "basic", _body(r"\s", 1), _body("[A-Za-z0-9+/=]", 4)),
+        secret_from=4,
+        ignorecase=True,
     ),
     Format(
         "bearer_token",
@@ -146,23 +158,23 @@ FORMATS: tuple[Format, ...] = (
     *(
         Format(
             "env_assignment",
-            f"environment {keyword}{sign}",
+            f"environment {''.join(p for p in keyword if isinstance(p, str))}{sign} {kind}",
             (
-                _body("[A-Z0-9_]", 0),
-                keyword,
-                _body("[A-Z0-9_]", 0),
+                _body("[A-Z0-9_-]", 0),
+                *keyword,
+                _body("[A-Z0-9_-]", 0),
+                _body("[\"']", 0, 1),
                 _body(r"\s", 0),
                 sign,
                 _body(r"\s", 0),
-                _body("[\"']", 0, 1),
-                _body(r"[^\s\"']", 1),
-                _body("[\"']", 0, 1),
+                *value,
             ),
-            secret_from=6,
+            secret_from=6 + len(keyword),
             ignorecase=True,
         )
         for keyword in ENV_KEYWORDS
         for sign in ("=", ":")
+        for kind, value in ENV_VALUES
     ),
 )
 """Every token format the redaction patterns cover, from the providers' documented shapes."""
