@@ -66,3 +66,22 @@ def test_a_heartbeat_exactly_max_age_old_has_not_lapsed(team: Team) -> None:
     assert team.h.members.lapsed(10.0) == []
     team.clock.advance(0.5)
     assert team.h.members.lapsed(10.0) == ["m0"]
+
+
+@pytest.mark.clause("SHD-10", "XPR-1")
+def test_a_restarted_member_is_not_lost_for_its_old_incarnations_heartbeat(team: Team) -> None:
+    """A new incarnation registers its own heartbeat: the old one's last beat, long past, does not
+    make it lapse at once; once it beats it lapses as any member does (an outside review's plant
+    that kept the old beat on restart was caught only by the process demo)."""
+    h = team.h
+    h.members.heartbeat("m0", 1)
+    h.members.lapse("m0")
+    h.members.inspect("m0")
+    team.clock.advance(100)
+    incarnation = h.members.restart("m0")
+    assert team.member("m0")["last_heartbeat_at"] is None
+    assert "m0" not in h.members.lapsed(5)
+    h.members.heartbeat("m0", incarnation)
+    assert "m0" not in h.members.lapsed(5)
+    team.clock.advance(6)
+    assert h.members.lapsed(5) == ["m0"]
