@@ -24,8 +24,11 @@ SECRETS: dict[str, str] = {
     "json_password": "hunter22-T3stOnly-json",
     "header_api_key": "T3stHeaderKey0123456789",
     "url_password_at": "p@ssw0rd-T3stOnly",
-    "url_password_slash": "pa/ss-T3stOnly",
+    "url_password_colon": "p@ss:w0rd-T3stOnly",
+    "url_password_no_user": "T3stRedisPassOnly",
     "basic_auth": "ZGVwbG95OlQzc3RPbmx5UGFzcw==",
+    "json_basic_auth": "YWRtaW46VDNzdE9ubHlQYXNz",
+    "json_escaped_password": 'ab\\"cd-T3stOnly',
 }
 """Name → the secret text itself (what must never be stored)."""
 
@@ -47,13 +50,18 @@ CARRIERS: dict[str, str] = {
     "json_password": '{{"user": "deploy", "password": "{json_password}"}}',
     "header_api_key": "curl -H 'x-api-key: {header_api_key}' https://api.example.com",
     "url_password_at": "psql postgres://admin:{url_password_at}@db.internal:5432/app",
-    "url_password_slash": "mongosh mongodb://admin:{url_password_slash}@db.internal/app",
+    "url_password_colon": "redis-cli -u redis://admin:{url_password_colon}@cache.internal:6379",
+    "url_password_no_user": "redis-cli -u redis://:{url_password_no_user}@cache.internal:6379/0",
     "basic_auth": "curl -H 'Authorization: Basic {basic_auth}' https://api.example.com",
+    "json_basic_auth": '{{"headers": {{"Authorization": "Basic {json_basic_auth}"}}}}',
+    "json_escaped_password": '{{"user": "deploy", "password": "{json_escaped_password}"}}',
 }
 """Name → a realistic line that carries the secret (command, URL, header, .env line, JSON config,
-key file), as the tools that print them write them: a quoted value with spaces, a JSON key, a
-hyphenated header name, a URL password holding "@" or "/" unencoded (an outside review found each
-of these stored in part or whole)."""
+key file), as the tools that print them write them: a quoted value with spaces or an escaped
+quote, a JSON key, a hyphenated header name, a URL password holding "@" or ":" unencoded or with no
+user, an HTTP Basic authorization in a header or in JSON (outside reviews found each of these
+stored in part or whole). An unencoded "/" in a URL password is not covered: it cannot be told
+from a path."""
 
 
 def carrier(name: str) -> str:

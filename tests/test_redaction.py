@@ -5,6 +5,11 @@ Clause: AUD-3, INV-10, APR-4.
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -52,3 +57,21 @@ def test_secret_embedded_anywhere_in_a_carrier_is_redacted(prefix: str, name: st
     """Text before a carrier line never lets its secret through."""
     redacted = redact(prefix + " " + carrier(name))
     assert SECRETS[name] not in redacted
+
+
+@pytest.mark.clause("AUD-3", "XPR-3")
+def test_redaction_time_grows_with_the_text_not_faster() -> None:
+    """Every pattern runs in time linear in the text on adversarial input (``bench/redaction.py``:
+    twenty inputs at 5,000 and 50,000 characters, each growing at most 30× for 10× of text). A
+    catastrophic pattern stalls every write that stores a tool's output: an outside review found
+    ``env_assignment`` cubic on hyphenated text (3.6 KB took 31 s) and ``url_password`` quadratic
+    on a run of letters (100 KB took 15 s). Relative growth in one run, not a time limit: the
+    subprocess's timeout only ends a hang."""
+    root = Path(__file__).resolve().parents[1]
+    out = subprocess.run(
+        [sys.executable, str(root / "bench" / "redaction.py"), "--json", "--sizes", "5000", "50000"],
+        capture_output=True, text=True, timeout=600, cwd=root,
+    )  # fmt: skip
+    report = json.loads(out.stdout)
+    assert out.returncode == 0 and report["too_slow"] == [], report
+    assert len(report["inputs"]) >= 20

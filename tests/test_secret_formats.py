@@ -103,12 +103,13 @@ ENV_KEYWORDS: tuple[tuple[Part, ...], ...] = (
 (with anything around them: ``DB_PASSWORD``, ``GITHUB_TOKEN_2``, ``aws_secret_access_key``,
 ``--password``, ``x-api-key``), in any case."""
 ENV_VALUES: tuple[tuple[str, tuple[Part, ...]], ...] = (
-    ("double-quoted", ('"', _body('[^"\n]', 0), '"')),
-    ("single-quoted", ("'", _body("[^'\n]", 0), "'")),
+    ("double-quoted", ('"', _body("[^\n]", 0), '"')),
+    ("single-quoted", ("'", _body("[^\n]", 0), "'")),
     ("bare", (_body("[\"']", 0, 1), _body(r"[^\s\"']", 1), _body("[\"']", 0, 1))),
 )
-"""Its value: quoted, spaces and all (``DB_PASSWORD="correct horse"``, ``"password": "…"``), or a
-run up to a space or a quote."""
+"""Its value: quoted, spaces and escaped quotes and all (``DB_PASSWORD="correct horse"``,
+``"password": "…"``: the reader takes a quoted run with escapes as a run of any character but a
+newline), or a run up to a space or a quote."""
 KEY_TYPE = _body("[A-Z ]", 0)
 """``RSA ``, ``EC ``, ``OPENSSH ``, ``ENCRYPTED `` or nothing (PKCS #8)."""
 KEY_BEGIN: tuple[Part, ...] = ("-----BEGIN ", KEY_TYPE, "PRIVATE KEY-----", _body("(?s:.)", 0))
@@ -120,16 +121,36 @@ FORMATS: tuple[Format, ...] = (
     Format(
         "url_password",
         "password in a URL's user info",
-        (_body("[A-Za-z]", 1, 1), _body("[A-Za-z0-9+.-]", 0), "://", _body(r"[^/\s:@]", 1), ":", _body(r"\S", 1)),
+        (
+            _body("[A-Za-z]", 1, 1),
+            _body("[A-Za-z0-9+.-]", 0),
+            "://",
+            _body(r"[^/\s:@]", 0),
+            ":",
+            _body(r"[^\s/]", 1, 200),
+        ),
         secret_from=5,
         after="@",
     ),
-    Format(
-        "basic_auth",
-        "basic authorization header",
-        ("authorization:", _body(r"\s", 0), "basic", _body(r"\s", 1), _body("[A-Za-z0-9+/=]", 4)),
-        secret_from=4,
-        ignorecase=True,
+    *(
+        Format(
+            "basic_auth",
+            f"basic authorization {sign}",
+            (
+                "authorization",
+                _body("[\"']", 0, 1),
+                _body(r"\s", 0),
+                sign,
+                _body(r"\s", 0),
+                _body("[\"']", 0, 1),
+                "basic",
+                _body(r"\s", 1),
+                _body("[A-Za-z0-9+/=]", 4),
+            ),
+            secret_from=8,
+            ignorecase=True,
+        )
+        for sign in ("=", ":")
     ),
     Format(
         "bearer_token",
@@ -160,9 +181,9 @@ FORMATS: tuple[Format, ...] = (
             "env_assignment",
             f"environment {''.join(p for p in keyword if isinstance(p, str))}{sign} {kind}",
             (
-                _body("[A-Z0-9_-]", 0),
+                _body("[A-Z0-9_-]", 0, 100),
                 *keyword,
-                _body("[A-Z0-9_-]", 0),
+                _body("[A-Z0-9_-]", 0, 100),
                 _body("[\"']", 0, 1),
                 _body(r"\s", 0),
                 sign,
@@ -239,7 +260,7 @@ def _node(op: Any, av: Any, flags: int) -> list[list[Elem]]:
         return [[(members, 1, 1)]]
     if op is C.ANY:
         return [[(frozenset(ASCII) if flags & re.S else frozenset(ASCII) - {"\n"}, 1, 1)]]
-    if op in (C.MAX_REPEAT, C.MIN_REPEAT):
+    if op in (C.MAX_REPEAT, C.MIN_REPEAT, C.POSSESSIVE_REPEAT):
         low, high, sub = av
         high = None if high is C.MAXREPEAT else high
         items = list(sub)
@@ -255,7 +276,13 @@ def _node(op: Any, av: Any, flags: int) -> list[list[Elem]]:
             return [[(frozenset(chars), low, high)]]
         if (low, high) == (0, 1):
             return [[], *_alternatives(sub, flags)]
-        raise NotImplementedError(f"repeat of {items}")
+        # A repeated group (``(?:[^"\\]|\\.)*``, a quoted value with escapes): a run of every
+        # character its alternatives take.
+        chars = set()
+        for alt in _alternatives(sub, flags):
+            for e in alt:
+                chars |= e[0] if isinstance(e, tuple) else {e} if isinstance(e, str) else set()
+        return [[(frozenset(chars), low, high)]]
     if op is C.AT:
         return [[END]] if av is C.AT_END_STRING else [[]]  # \b: context, not shape
     if op in (C.ASSERT, C.ASSERT_NOT):
