@@ -328,3 +328,38 @@ def test_a_stale_requests_last_rung_never_hits_the_drain_the_member_runs_now(tea
     )
     h.shutdowns.force_terminate(new)
     assert team.member("m0")["status"] == "unhealthy"
+
+
+@pytest.mark.clause("SHD-7", "INV-4")
+def test_an_inspection_leaves_another_members_drain(team: Team) -> None:
+    """m1 drains for its own request while m0, after a drain cut short, is lost and inspected:
+    m0's request completes, m1's stays draining and m1 is untouched (both at incarnation 1, so
+    only the target tells them apart: a second review's plant that dropped it passed)."""
+    h = team.h
+    other = team.drain("m1", "sd-m1")
+    mine = _cut_short_drain(team)
+    before = team.member("m1")
+    h.members.inspect("m0")
+    assert h.shutdowns.require(mine).doc["status"] == "completed"
+    assert h.shutdowns.require(other).doc["status"] == "draining" and team.member("m1") == before
+    team.check()
+
+
+@pytest.mark.clause("MEM-1", "INV-2", "SHD-6")
+def test_a_member_still_running_under_a_timed_out_request_claims_nothing(team: Team) -> None:
+    """A drain cut short at its first write leaves m0 running under a draining request; the
+    monitor times it out before any reconciliation. A timed-out request is still active: m0's
+    claim is refused and changes nothing (a second review's plant that left ``timed_out`` out of
+    the claim's check passed every test)."""
+    h = team.h
+    pid = team.request("m0")
+    team.storage.faults.crash_after.add("shutdown.begin_drain/record")
+    with pytest.raises(r.Crash):
+        h.shutdowns.begin_drain("m0", message_id(pid, "request"))
+    team.storage.faults.crash_after.clear()
+    team.clock.advance(20)
+    h.monitor_pass()
+    assert h.shutdowns.require(pid).doc["status"] == "timed_out" and team.member("m0")["status"] == "running"
+    assert says(team, lambda: h.claim("m0", "t0"), r.ClaimRefused) == (
+        f"m0 may not claim a task: shutdown request {pid} targets it (MEM-1)"
+    )
