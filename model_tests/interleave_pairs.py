@@ -218,6 +218,14 @@ PAIRS: dict[str, Scenario] = {
             ((BEGIN_DRAIN,), (EXPIRE_SHUTDOWNS,)),
             clocks=(SHUTDOWN_DEADLINE, SHUTDOWN_DEADLINE + 1),
         ),
+        # A delivery past the deadline (refused, SHD-2) against the monitor expiring the message it
+        # just read (MSG-1): the delivery's one write meets an expired message.
+        Scenario(
+            "late_begin_drain||expire_shutdowns",
+            shutdown_requested,
+            ((BEGIN_DRAIN,), (EXPIRE_SHUTDOWNS,)),
+            clocks=(SHUTDOWN_DEADLINE + 1, SHUTDOWN_DEADLINE + 1),
+        ),
         Scenario(
             "release||expire_shutdowns",
             draining_with_task,

@@ -51,6 +51,7 @@ SHORTEST = {
     "begin_drain_refused_at_deadline": 2,
     "start_refused_at_deadline": 6,
     "request_message_expires_late": 8,  # requested, three ticks and passes, the late expiry last
+    "monitor_expires_begun_drain_message": 7,  # requested, a drain cut short, the restart, two ticks and passes
     "timeout_recorded_as_expired": 6,
     "start_after_deadline": 9,  # approved and delivered, then the clock past the deadline, then the start
     "claim_drops_checkpoint": 5,

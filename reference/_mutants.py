@@ -123,6 +123,10 @@ MUTANTS: dict[str, str] = {
     "reconcile_takes_live_work": "REC-4: reconciliation takes every harness instance for dead and takes over "
     "the work a live one has in flight (its consumption, its request's or decision's message)",
     "status_by_id_unscoped": "AUD-4: the status tool asked for one record by id returns it to any caller",
+    "monitor_expires_begun_drain": "SHD-2, MSG-1: the monitor expires the unread message of a shutdown request a "
+    "drain began under (the drain's delivery, its last write, then meets an expired message)",
+    "delivery_records_expired_request": "SHD-6, MSG-1: a shutdown request's delivery between the monitor's "
+    "expiry of the request and of its message records a refusal, an end no serial order reaches",
 }
 
 MUTANTS.update(PROCESS_MUTANTS)  # caught by the real-process tests (reference._process_mutants)

@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 import spec
 from spec.ids import message_id, protocol_id
 from spec.redaction import redact
+from spec.safety import DRAIN_BEGUN
 
 from . import _audit
 from ._errors import AlreadyExists
@@ -145,27 +146,38 @@ class ShutdownProtocol:
         """Handle the delivery of a ``shutdown_request``: every SHD-2 check, then the drain begins.
 
         Returns the delivery's recorded result (``{"outcome": "draining"}`` or ``{"outcome":
-        "refused", "reason": …}``); a duplicate delivery returns the same result (MSG-5)."""
+        "refused", "reason": …}``); a duplicate delivery returns the same result (MSG-5). A write lost
+        to another process (the monitor expiring the message just read, another delivery) runs the
+        delivery again from its read (STO-4): its writes before the last are idempotent (a drain begun
+        resumes)."""
         with self.h.assignment_lock:
-            message = self.h.read("message", message_id_)
-            if message is None:
-                raise UnknownRecord("message", message_id_, "the Lead must send the request first")
-            envelope = message.doc["message"]
-            if envelope["message_type"] != KIND or envelope["target"] != member_id:
-                raise ShutdownRefused(f"{member_id} handling {message_id_}", "it is not a shutdown request to it")
-            if message.doc["recorded_result"] is not None:
-                return dict(message.doc["recorded_result"])
-            if message.doc["status"] != "pending":
-                raise MessageNotPending(message_id_, message.doc["status"])
-            sd, member = self.require(envelope["correlation_id"]), self.h.member(member_id)
-            refusal = self._drain_refusal(sd.doc, member)
-            if refusal is None:
-                self._begin(sd, member)
-            result = {"outcome": "refused", "reason": refusal} if refusal else {"outcome": "draining"}
-            recorded = self.h.record_delivery("shutdown.begin_drain/message", message_id_, result)
-            if refusal is None and sd.doc["status"] == "requested":
-                self._audit("shutdown.begin_drain/audit", self.require(sd.key).doc)
-            return recorded
+            return settle(functools.partial(self._deliver, member_id, message_id_))
+
+    def _deliver(self, member_id: str, message_id_: str) -> dict[str, Any]:
+        message = self.h.read("message", message_id_)
+        if message is None:
+            raise UnknownRecord("message", message_id_, "the Lead must send the request first")
+        envelope = message.doc["message"]
+        if envelope["message_type"] != KIND or envelope["target"] != member_id:
+            raise ShutdownRefused(f"{member_id} handling {message_id_}", "it is not a shutdown request to it")
+        if message.doc["recorded_result"] is not None:
+            return dict(message.doc["recorded_result"])
+        if message.doc["status"] != "pending":
+            raise MessageNotPending(message_id_, message.doc["status"])
+        sd, member = self.require(envelope["correlation_id"]), self.h.member(member_id)
+        if sd.doc["status"] == "expired" and not broken("delivery_records_expired_request"):
+            # SHD-6, MSG-1: the monitor expired the request unread and expires its message in the
+            # same pass (a crash between: in the next); a reader between the two writes is refused
+            # as one after them, and writes nothing
+            raise MessageNotPending(message_id_, "expired")
+        refusal = self._drain_refusal(sd.doc, member)
+        if refusal is None:
+            self._begin(sd, member)
+        result = {"outcome": "refused", "reason": refusal} if refusal else {"outcome": "draining"}
+        recorded = self.h.record_delivery("shutdown.begin_drain/message", message_id_, result, read=message)
+        if refusal is None and sd.doc["status"] == "requested":
+            self._audit("shutdown.begin_drain/audit", self.require(sd.key).doc)
+        return recorded
 
     def _drain_refusal(self, sd: Document, member: Document) -> str | None:
         """SHD-2 and XPR-1; None when the drain may begin (or resume after a crash)."""
@@ -344,10 +356,17 @@ class ShutdownProtocol:
             for stored in active(self.h.storage, KIND, ("requested", "draining"))
             if _past(stored.doc["deadline"], now) and settle(functools.partial(self._expire_one, stored.key, now))
         ]
-        self.h.expire_request_messages(
-            KIND, lambda envelope: float(envelope["body"]["deadline"]), "shutdown.expire/message", now
-        )
+        self.h.expire_request_messages(KIND, self._message_deadline, "shutdown.expire/message", now)
         return moved
+
+    def _message_deadline(self, envelope: Document) -> float | None:
+        """When a request message expires unread (MSG-1): at its request's deadline, unless a drain
+        began under the request (SHD-2): its reader records that delivery last, so the message is left
+        to it (or, after a crash, to the bus's next delivery), as the model's monitor leaves it."""
+        sd = self.h.storage.read(KIND, envelope["correlation_id"])
+        if sd is not None and sd.doc["status"] in DRAIN_BEGUN and not broken("monitor_expires_begun_drain"):
+            return None
+        return float(envelope["body"]["deadline"])
 
     def _expire_one(self, pid: str, now: float) -> bool:
         """One request's part of the pass, read afresh: run again when its write lost a

@@ -68,7 +68,9 @@ _REQUEST_MESSAGES = {
 
 def _request_messages_expire_late(before: Snapshot, after: Snapshot) -> list[str]:
     """MSG-1: a request's message expires unread only once its request's deadline passed — while
-    the request can still be decided, its message must still be deliverable."""
+    the request can still be decided, its message must still be deliverable — and a shutdown
+    request's never once a drain began under it (SHD-2): the drain's delivery records its result
+    last, so an expiry in between would leave it nothing to record."""
     now = after["clock"]
     was = {record["message"]["message_id"]: record["status"] for record in before["message"]}
     problems = []
@@ -83,7 +85,17 @@ def _request_messages_expire_late(before: Snapshot, after: Snapshot) -> list[str
                 f"message/{message['message_id']}: the {message['message_type']} expired at {now}, but its "
                 f"request's deadline {request['deadline']} has not passed"
             )
+        if request is not None and kind == "shutdown_request" and request["status"] in DRAIN_BEGUN:
+            problems.append(
+                f"message/{message['message_id']}: the shutdown_request expired unread, but a drain began "
+                f"under it (request {request['status']}): its delivery is left to its reader (SHD-2)"
+            )
     return problems
+
+
+DRAIN_BEGUN = frozenset({"draining", "timed_out", "completed"})
+"""A shutdown request's statuses once a drain began under it (SHD-2, SHD-5, SHD-6); the model's
+monitor reads them from here."""
 
 
 # ---- members -----------------------------------------------------------------------------------------

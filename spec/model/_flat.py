@@ -36,6 +36,8 @@ from ..redaction import redact
 from . import _model
 from ._action import Action
 from ._config import Config
+from ._ops import DRAIN_BEGUN as _DRAIN_BEGUN
+from ._ops import NEVER as _NEVER
 from ._ops import RISK_TEXT
 from ._por import _ACTIVE as _POR_ACTIVE
 from ._por import smallest_isolated
@@ -862,7 +864,10 @@ def monitor_pass(f: Flat) -> Flat:
             f = _shutdown(f, slot, "timed_out", {S_REASON: "timed_out"})
     for message in f[BUS]:
         key = message[0]
-        if message[1] == "pending" and message[2] == 0 and (deadline := _request_deadline(f, key[0], key[1])) < now:
+        deadline = _request_deadline(f, key[0], key[1])
+        if key[0] == "shutdown_request" and f[SHUTDOWNS][key[1]][S_STATUS] in _DRAIN_BEGUN:
+            deadline = _NEVER  # SHD-2, MSG-1: its reader records the delivery (``_ops.drain_began``)
+        if message[1] == "pending" and message[2] == 0 and deadline < now:
             _note_unread_expiry(deadline, now)
             f = set_message(f, key, "expired")
     return _with(f, MONITOR_DONE, True)
@@ -880,7 +885,7 @@ def _request_deadline(f: Flat, kind: str, ref: int) -> int:
         return int(f[PLANS][ref][P_DEADLINE])
     if kind == "shutdown_request":
         return int(f[SHUTDOWNS][ref][S_DEADLINE])
-    return 1 << 30
+    return _NEVER
 
 
 # ---- deadline regions (spec.model._time) -------------------------------------------------------

@@ -182,6 +182,14 @@ MUTANTS: dict[str, Mutant] = {
             "the monitor expires a request's message at its deadline, while the request can still be decided",
         ),
         Mutant(
+            "monitor_expires_begun_drain_message",
+            "MSG-1",
+            "expiry_only_after_deadline",
+            "shutdown",
+            "the monitor expires the unread message of a shutdown request a drain began under (a crash "
+            "between the drain's first write and its delivery's), which its reader would still record",
+        ),
+        Mutant(
             "monitor_expires_early",
             "APR-5",
             "expiry_only_after_deadline",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from .. import safety
 from ..redaction import redact
 from ..secret_corpus import carrier
 from ._model import (
@@ -799,6 +800,10 @@ def monitor_pass(model: Model, s: State) -> State:
         early = 1 if model.broken("request_message_expires_at_deadline") else 0  # at the deadline itself
         late = 1 if model.broken("request_message_expires_late") else 0  # a tick after the first instant
         deadline = _request_deadline(s, kind, ref)
+        if kind == "shutdown_request" and drain_began(s.shutdowns[ref].status):
+            # SHD-2, MSG-1: a drain began under this request, so its delivery is under way (or was cut
+            # short by a crash, and the bus delivers it again): its reader records the result
+            deadline = deadline if model.broken("monitor_expires_begun_drain_message") else NEVER
         if message.status == "pending" and message.copy == 0 and deadline - early + late < now:
             note_unread_expiry(deadline, now)
             s = set_message(s, message.key, "expired")
@@ -821,7 +826,23 @@ def _request_deadline(s: State, kind: str, ref: int) -> int:
         return s.plans[ref].deadline
     if kind == "shutdown_request":
         return s.shutdowns[ref].deadline
-    return 1 << 30  # notices and replies do not expire in the model
+    return NEVER  # notices and replies do not expire in the model
+
+
+NEVER = 1 << 30
+"""The deadline of a message that never expires unread."""
+
+DRAIN_BEGUN = safety.DRAIN_BEGUN
+
+
+def drain_began(status: str) -> bool:
+    """SHD-2, MSG-1: whether a drain began under a shutdown request in ``status``; from then on
+    the monitor leaves its request message to its reader. A drain's first write moves the record
+    before the delivery is recorded (its last write): a monitor that expired the message in between
+    would leave the delivery nothing to record (the race ``begin_drain||expire_shutdowns``), and a
+    crash in between leaves the message pending for the bus to deliver again, which resumes or
+    refuses the drain and records that."""
+    return status in DRAIN_BEGUN
 
 
 def restart(model: Model, s: State) -> Iterator[Operation]:

@@ -66,6 +66,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from .._tables import final_states
+from ..safety import DRAIN_BEGUN
 from ._state import NONE, Message, State, replace
 
 if TYPE_CHECKING:
@@ -121,6 +122,8 @@ def _kept(kind: str, status: str, slot: int, pending: set[tuple[str, int]]) -> b
     if status not in _FINAL[kind] and status not in UNREAD[kind]:
         return True
     request = _REQUEST.get(kind)
+    if kind == "shutdowns" and status in DRAIN_BEGUN:
+        return False  # its pending message never expires any more (``_ops.drain_began``)
     return request is not None and (request, slot) in pending
 
 
