@@ -28,6 +28,10 @@ PLAN_MUTANTS: dict[str, str] = {
     "the one that stands after a retraction",
     "marker_ignores_plan_version": "PLN-5, PLN-7, STO-4: the start inserts its executed marker whatever became of "
     "the plan since it judged it, so a monitor's expiry in between leaves a run beside an expired plan",
+    "reconcile_reads_finished_runs": "REC-3, PLN-10: reconciliation owes again the plan_completion of every "
+    "execution that ever finished, not of those the storage marks owed (its cost follows history)",
+    "owed_mark_never_set": "REC-3, PLN-10: the storage never marks a finished execution's completion owed, so a "
+    "crash between the execution's last write and its outbox entry loses the plan_completion",
     "expiry_ignores_marker": "PLN-5, PLN-7, PLN-11, STO-4: the monitor's expiry and the requester's withdrawal "
     "of an approved plan ignore its executed marker, so a start that committed is left with a run beside an "
     "expired or withdrawn plan",
@@ -47,6 +51,8 @@ PLAN_CAUGHT_BY["start_acknowledges_first_decision"] = [
 PLAN_CAUGHT_BY["reconcile_plans_reads_history"] = [
     f"{_EXAMPLES}::test_reconciliation_reads_active_and_unlogged_plans_not_the_history"
 ]
+PLAN_CAUGHT_BY["reconcile_reads_finished_runs"] = ["tests/test_history_cost.py"]
+PLAN_CAUGHT_BY["owed_mark_never_set"] = ["tests/test_owed_completions.py"]
 """Mutant → the tests that must fail with it (run by ``teamproto mutants`` for it)."""
 
 __all__ = ["PLAN_CAUGHT_BY", "PLAN_MUTANTS"]

@@ -806,8 +806,10 @@ def reconcile_plans(h: Harness, owners: Owners | None = None) -> None:
       expires (PLN-6);
     - ``approved`` with an executed marker: ``consumed`` — never a second execution (PLN-7);
     - ``expired`` owes ``plan_abandoned``; a ``completed`` or ``rolled_back`` execution owes
-      ``plan_completion``. A running execution is resumed from its record (its next step is the
-      first approved step not in ``executed_step_ids``); the monitor fails it when out of time;
+      ``plan_completion`` while the storage marks it owed (:meth:`reference.Storage.owed`: its
+      terminal write sets the mark, the outbox entry's clears it). A running execution is resumed
+      from its record (its next step is the first approved step not in ``executed_step_ids``);
+      the monitor fails it when out of time;
     - the team log (AUD-5): every event of a plan the log misses is appended, last.
 
     The plans read are the active ones (:data:`ACTIVE`) and those written since the log's last
@@ -826,9 +828,15 @@ def reconcile_plans(h: Harness, owners: Owners | None = None) -> None:
         if not owners.elsewhere(KIND, pid):  # REC-4: a live other instance's plan operation is its own
             _plan_row(h, rows[pid])
     if not broken("reconcile_skips_outbox"):
-        for run in h.storage.scan_status(RUN, ("completed", "rolled_back")):
-            plan = h.plans.require(run.key).doc
-            h.outbox.owe("plan.reconcile/outbox", h.plans.completion(plan, run.doc["status"]))
+        if broken("reconcile_reads_finished_runs"):
+            owing = [run.key for run in h.storage.scan_status(RUN, ("completed", "rolled_back"))]
+        else:
+            owing = h.storage.owed(RUN)  # REC-3: the completions still owed, not every finished run
+        for pid in owing:
+            run = h.storage.read(RUN, pid)
+            if run is not None and run.doc["status"] in ("completed", "rolled_back"):
+                plan = h.plans.require(pid).doc
+                h.outbox.owe("plan.reconcile/outbox", h.plans.completion(plan, run.doc["status"]))
     if not broken("reconcile_skips_audit"):
         pids = [pid for pid in h.storage.unlogged(KIND) if not owners.elsewhere(KIND, pid)]
         logged = [h.storage.read(KIND, pid) for pid in pids]

@@ -64,6 +64,37 @@ A mark names the harness instance that wrote the record (``{"writer": id}``, REC
 whose operation on it is in flight (``reference._instances``)."""
 
 
+OWED = "~owed"
+"""A storage-internal table, like :data:`UNLOGGED`: ``<table>/<key>`` of every record whose last
+write owes a message that the outbox does not hold yet — a plan execution that completed or
+rolled back, until the outbox entry of its ``plan_completion`` is written (PLN-10, REC-3). The
+backend keeps it in the same atomic write as the record's and the entry's, so reconciliation reads
+the completions still owed (:meth:`Storage.owed`), not every execution that ever finished."""
+
+OWING = {"plan_execution": (("completed", "rolled_back"), "plan_completion")}
+"""table → (the statuses whose write owes a message, that message's type, correlated by the key)."""
+
+
+def _mark_owed(rows: dict[tuple[str, str], tuple[int, str]], table: str, key: str, text: str) -> None:
+    """The memory backend's half of :data:`OWED`, called under its lock with each write."""
+    if table in OWING and _status(text) in OWING[table][0] and not broken("owed_mark_never_set"):
+        rows.setdefault((OWED, f"{table}/{key}"), (1, "{}"))
+    elif table == "outbox_entry":
+        message = _message(text)
+        for kind, (_, message_type) in OWING.items():
+            if message.get("message_type") == message_type:
+                rows.pop((OWED, f"{kind}/{message.get('correlation_id')}"), None)
+
+
+def _status(text: str) -> Any:
+    return json.loads(text).get("status") if text.startswith("{") else None
+
+
+def _message(text: str) -> dict[str, Any]:
+    message = json.loads(text).get("message") if text.startswith("{") else None
+    return message if isinstance(message, dict) else {}
+
+
 def _mark(writer: str | None) -> str:
     return "{}" if writer is None else json.dumps({"writer": writer})
 
@@ -269,6 +300,12 @@ class Storage:
         rows = self._scan_status(table, statuses)
         return [Stored(key, version, _validate(table, key, text)) for key, version, text in rows]
 
+    def owed(self, table: str) -> list[str]:
+        """Keys of ``table``'s records whose last write owes a message the outbox does not hold yet
+        (see :data:`OWED`): a crash cut their operation short between the two writes."""
+        prefix = f"{table}/"
+        return [key[len(prefix) :] for key, _, _ in self._scan(OWED) if key.startswith(prefix)]
+
     def unlogged(self, table: str) -> list[str]:
         """Keys of ``table``'s records written since the team log's last entry about them (see
         :data:`UNLOGGED`): the records whose operation may have been cut short by a crash."""
@@ -450,6 +487,7 @@ class MemoryStorage(Storage):
                 raise AlreadyExists(table, key)
             self._rows[(table, key)] = (1, text)
             _mark_unlogged(self._rows, table, key, text, self.instance_id if self.registered else None)
+            _mark_owed(self._rows, table, key, text)
             return 1
 
     def _update(self, table: str, key: str, text: str, expected_version: int) -> int:
@@ -459,6 +497,7 @@ class MemoryStorage(Storage):
                 raise VersionConflict(table, key, expected_version, current and current[0])
             self._rows[(table, key)] = (expected_version + 1, text)
             _mark_unlogged(self._rows, table, key, text, self.instance_id if self.registered else None)
+            _mark_owed(self._rows, table, key, text)
             return expected_version + 1
 
     def _insert_guarded(self, table: str, key: str, text: str, guard: Guard) -> int:
@@ -468,6 +507,7 @@ class MemoryStorage(Storage):
             _check_guard(self._rows, guard)
             self._rows[(table, key)] = (1, text)
             _mark_unlogged(self._rows, table, key, text, self.instance_id if self.registered else None)
+            _mark_owed(self._rows, table, key, text)
             return 1
 
     def _update_guarded(self, table: str, key: str, text: str, expected_version: int, guard: Guard) -> int:
@@ -478,6 +518,7 @@ class MemoryStorage(Storage):
                 raise VersionConflict(table, key, expected_version, current and current[0])
             self._rows[(table, key)] = (expected_version + 1, text)
             _mark_unlogged(self._rows, table, key, text, self.instance_id if self.registered else None)
+            _mark_owed(self._rows, table, key, text)
             return expected_version + 1
 
     def corrupt(self, table: str, key: str, text: str) -> None:
@@ -533,6 +574,37 @@ class SQLiteStorage(Storage):
         f"WHERE a.tbl = 'audit_entry' AND {SUBJECT.replace('doc', 'a.doc')} = json_extract(new.doc, '$.subject_id')))"
         "); END",
     )
+    OWED_TRIGGERS = tuple(
+        trigger
+        for table, (statuses, message_type) in OWING.items()
+        for trigger in (
+            *(
+                f"CREATE TRIGGER IF NOT EXISTS owed_{table}_{event.lower()} AFTER {event} ON records "
+                f"WHEN new.tbl = '{table}' AND json_valid(new.doc) AND json_extract(new.doc, '$.status') IN "
+                f"({', '.join(repr(s) for s in statuses)}) BEGIN INSERT OR IGNORE INTO records "
+                f"(tbl, key, version, doc) VALUES ('{OWED}', new.tbl || '/' || new.key, 1, '{{}}'); END"
+                for event in ("INSERT", "UPDATE")
+            ),
+            f"CREATE TRIGGER IF NOT EXISTS owed_{table}_written AFTER INSERT ON records "
+            "WHEN new.tbl = 'outbox_entry' AND json_valid(new.doc) "
+            f"AND json_extract(new.doc, '$.message.message_type') = '{message_type}' BEGIN "
+            f"DELETE FROM records WHERE tbl = '{OWED}' AND key = '{table}/' || "
+            "json_extract(new.doc, '$.message.correlation_id'); END",
+        )
+    )
+    """:data:`OWED`, kept by triggers in the write's own statement, as :data:`UNLOGGED` is."""
+    OWED_SINCE = tuple(
+        f"INSERT OR IGNORE INTO records (tbl, key, version, doc) SELECT '{OWED}', '{table}/' || r.key, 1, '{{}}' "
+        f"FROM records AS r WHERE r.tbl = '{table}' AND json_valid(r.doc) AND json_extract(r.doc, '$.status') IN "
+        f"({', '.join(repr(s) for s in statuses)}) AND NOT EXISTS (SELECT 1 FROM records AS o "
+        "WHERE o.tbl = 'outbox_entry' AND json_valid(o.doc) "
+        f"AND json_extract(o.doc, '$.message.message_type') = '{message_type}' "
+        "AND json_extract(o.doc, '$.message.correlation_id') = r.key)"
+        for table, (statuses, message_type) in OWING.items()
+    )
+    """A file written before :data:`OWED` was kept (no ``owed_*`` trigger yet) gets its marks once,
+    when it is first opened with them: nothing a crash left owed there is lost (one read of the
+    finished executions, that once)."""
     RETIRED = ("DROP TRIGGER IF EXISTS unlogged_cleared", "DROP TRIGGER IF EXISTS unlogged_caught_up")
     """Triggers of earlier versions, dropped when a file is opened: ``unlogged_cleared`` cleared
     every mark of a record at any audit entry about it; ``unlogged_caught_up`` counted a subject's
@@ -554,10 +626,17 @@ class SQLiteStorage(Storage):
             self._db.execute(self.SCHEMA)
             self._db.execute(self.STATUS_INDEX)
             self._db.execute(self.SUBJECT_INDEX)
-            for trigger in (*self.RETIRED, *self.TRIGGERS):
+            marked = self._db.execute(
+                "SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name LIKE 'owed_%'"
+            ).fetchone()[0]
+            owed = [t for t in self.OWED_TRIGGERS if "_written" in t or not broken("owed_mark_never_set")]
+            for trigger in (*self.RETIRED, *self.TRIGGERS, *owed):
                 if broken("sqlite_log_count_walks_log"):
                     trigger = trigger.replace(" INDEXED BY records_subject", "")
                 self._db.execute(trigger)
+            if marked < len(self.OWED_TRIGGERS):
+                for statement in self.OWED_SINCE:
+                    self._db.execute(statement)
         except sqlite3.Error as error:
             raise StorageUnavailable(f"cannot open {self.path}: {error}") from None
         self._lock = threading.Lock()

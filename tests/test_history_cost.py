@@ -162,11 +162,7 @@ def test_every_operation_of_the_round_is_measured(both: tuple[dict[str, int], di
     assert all(small[name] > 0 for name in OPERATIONS)
 
 
-KNOWN_WALKERS = {
-    "reconcile": "reconcile_plans owes again the plan_completion of every finished plan execution "
-    "(REC-3, for a crash between plan.complete/execution and its outbox write): no record says "
-    "which completions are still owed, so it reads them all (noted in issue 18)",
-}
+KNOWN_WALKERS: dict[str, str] = {}
 """Operations that still walk a part of the history, each with why: strict xfails, which fail the
 day the walk is gone, so that the entry is removed with it."""
 

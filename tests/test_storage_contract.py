@@ -265,8 +265,9 @@ RECORD_READS: dict[str, Any] = {
     "audit_entries": lambda storage: storage.audit_entries(AUDIT["subject_id"]),
 }
 """Every way a caller loads records (what the monitor, recovery and the log's readers use)."""
-OTHER_READS = {"marks", "writer", "unlogged"}
-"""Reads of the unlogged marks, not of records: a mark naming no instance is reported by ``writer``."""
+OTHER_READS = {"marks", "writer", "unlogged", "owed"}
+"""Reads of the unlogged and owed marks, not of records: a mark naming no instance is reported by
+``writer``; an owed mark's keys are read, never its text."""
 NOT_READS = {"insert", "update", "check_step", "open_instance", "close_instance", "close", "corrupt"}
 
 TORN = [
