@@ -167,6 +167,35 @@ REQUEST_SHUTDOWN = Operation("request_shutdown", lambda h: h.shutdowns.request("
 RELEASE = Operation("release", lambda h: h.shutdowns.release_task("m0"))
 
 
+STEP = {"id": "s1", "action": "deploy", "params": ARGS}
+
+
+def plan_started(harness: r.Harness) -> None:
+    """``plan_delivered``, and m0 started it: its execution runs, no step taken yet."""
+    plan_delivered(harness)
+    harness.plans.start(PLAN_CTX, PLAN)
+
+
+def plan_stepped(harness: r.Harness) -> None:
+    """``plan_started``, and its one step ran: the execution may complete."""
+    plan_started(harness)
+    harness.plans.step(PLAN_CTX, PLAN, STEP)
+
+
+def drain_begun(harness: r.Harness) -> None:
+    """m0 runs and holds nothing, and has begun draining for ``SHUTDOWN``: it may finish."""
+    shutdown_requested(harness)
+    harness.shutdowns.begin_drain("m0", SHUTDOWN_MESSAGE)
+
+
+STEP_PLAN = Operation("step plan", lambda h: h.plans.step(PLAN_CTX, PLAN, STEP))
+COMPLETE_PLAN = Operation("complete plan", lambda h: h.plans.complete(PLAN_CTX, PLAN))
+STOP_PLAN = Operation("stop plan", lambda h: h.plans.fail(PLAN_CTX, PLAN))
+FINISH_DRAIN = Operation("finish drain", lambda h: h.shutdowns.finish("m0"))
+DRAIN_PASS = Operation("drain pass", lambda h: h.shutdowns.drain_pass("m0", {"step": 1}))
+CANCEL_SHUTDOWN = Operation("cancel shutdown", lambda h: h.shutdowns.cancel("lead", SHUTDOWN))
+
+
 PAIRS: dict[str, Scenario] = {
     scenario.name: scenario
     for scenario in (
@@ -271,6 +300,48 @@ PAIRS: dict[str, Scenario] = {
         Scenario("deliver_decision||deliver_decision", plan_approved, ((DELIVER_DECISION,), (DELIVER_DECISION,))),
         Scenario("retract_plan||deliver_decision", plan_approved, ((RETRACT_PLAN,), (DELIVER_DECISION,))),
         Scenario("start_plan||start_plan", plan_delivered, ((START_PLAN,), (START_PLAN,))),
+        # Each multi-write operation against the monitor just past its deadline and against its
+        # rivals, where the model's operations never interleave (a sweep after the begin_drain race).
+        Scenario(
+            "deliver_decision||expire_plans",
+            plan_approved,
+            ((DELIVER_DECISION,), (EXPIRE_PLANS,)),
+            clocks=(DEADLINE, DEADLINE + 1),
+        ),
+        Scenario(
+            "withdraw_plan||expire_plans",
+            plan_pending,
+            ((WITHDRAW_PLAN,), (EXPIRE_PLANS,)),
+            clocks=(DEADLINE, DEADLINE + 1),
+        ),
+        Scenario(
+            "step_plan||expire_plans", plan_started, ((STEP_PLAN,), (EXPIRE_PLANS,)), clocks=(DEADLINE, DEADLINE + 1)
+        ),
+        Scenario(
+            "complete_plan||expire_plans",
+            plan_stepped,
+            ((COMPLETE_PLAN,), (EXPIRE_PLANS,)),
+            clocks=(DEADLINE, DEADLINE + 1),
+        ),
+        Scenario("complete_plan||stop_plan", plan_stepped, ((COMPLETE_PLAN,), (STOP_PLAN,))),
+        Scenario("step_plan||stop_plan", plan_started, ((STEP_PLAN,), (STOP_PLAN,))),
+        Scenario(
+            "finish_drain||expire_shutdowns",
+            drain_begun,
+            ((FINISH_DRAIN,), (EXPIRE_SHUTDOWNS,)),
+            clocks=(SHUTDOWN_DEADLINE, SHUTDOWN_DEADLINE + 1),
+        ),
+        Scenario(
+            "drain_pass||expire_shutdowns",
+            draining_with_task,
+            ((DRAIN_PASS,), (EXPIRE_SHUTDOWNS,)),
+            clocks=(SHUTDOWN_DEADLINE, SHUTDOWN_DEADLINE + 1),
+        ),
+        Scenario("finish_drain||finish_drain", drain_begun, ((FINISH_DRAIN,), (FINISH_DRAIN,))),
+        Scenario("begin_drain||cancel_shutdown", shutdown_requested, ((BEGIN_DRAIN,), (CANCEL_SHUTDOWN,))),
+        Scenario("begin_drain||begin_drain", shutdown_requested, ((BEGIN_DRAIN,), (BEGIN_DRAIN,))),
+        Scenario("drain_pass||finish_drain", draining_with_task, ((DRAIN_PASS,), (FINISH_DRAIN,))),
+        Scenario("complete_plan||reconcile", plan_stepped, ((COMPLETE_PLAN,), (RECONCILE,))),
     )
 }
 

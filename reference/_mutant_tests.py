@@ -42,6 +42,9 @@ RECOVERY_CAUGHT_BY: dict[str, list[str]] = {
     "monitor_expires_begun_drain": [
         "model_tests/test_interleave.py::test_every_interleaving_keeps_every_invariant[begin_drain||expire_shutdowns-memory]"
     ],
+    "finish_in_flight_refused": [
+        "model_tests/test_interleave.py::test_every_caller_gets_what_some_serial_order_gives[finish_drain||finish_drain-memory]"
+    ],
     "delivery_records_expired_request": [
         "model_tests/test_interleave.py::test_every_final_state_is_some_serial_orders[begin_drain||expire_shutdowns-memory]"
     ],

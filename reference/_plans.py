@@ -542,7 +542,12 @@ class PlanProtocol:
     def step(self, ctx: CallContext, pid: str, step: dict[str, Any]) -> dict[str, Any]:
         """Check ``step`` (``id``, ``action``, ``params``) against the next approved step *before*
         it runs; record it; run its tool if the harness has one. Any deviation fails the execution,
-        rolls it back and raises :class:`PlanDeviation` (PLN-4)."""
+        rolls it back and raises :class:`PlanDeviation` (PLN-4). A first write lost to another
+        process (the monitor failing the run, its requester stopping it) runs it again from its
+        read (STO-4): the loser gets the typed refusal a serial order gives."""
+        return settle(functools.partial(self._step, ctx, pid, step))
+
+    def _step(self, ctx: CallContext, pid: str, step: dict[str, Any]) -> dict[str, Any]:
         stored, run = self._running_execution(ctx, pid, "run a step of")
         approved = stored.doc["plan"]["steps"]
         done = run.doc["executed_step_ids"]
@@ -602,7 +607,10 @@ class PlanProtocol:
 
     def complete(self, ctx: CallContext, pid: str) -> Document:
         """Every approved step ran: completed, ``plan_completion`` owed (PLN-10). Completing with
-        approved steps left is a deviation (``skipped``)."""
+        approved steps left is a deviation (``skipped``). Settled as :meth:`step` is (STO-4)."""
+        return settle(functools.partial(self._complete, ctx, pid))
+
+    def _complete(self, ctx: CallContext, pid: str) -> Document:
         stored, run = self._running_execution(ctx, pid, "complete")
         approved = [s["id"] for s in stored.doc["plan"]["steps"]]
         done = run.doc["executed_step_ids"]
@@ -613,9 +621,14 @@ class PlanProtocol:
         return completed.doc
 
     def fail(self, ctx: CallContext, pid: str, summary: str = "stopped by its requester") -> Document:
-        """PLN-11: after the start the requester can only stop the execution; it fails."""
-        _, run = self._running_execution(ctx, pid, "stop")
-        return self._move_run("plan.fail/execution", run, "failed", ctx.actor_id, "cancelled", summary).doc
+        """PLN-11: after the start the requester can only stop the execution; it fails (settled,
+        STO-4: its one write lost to a step, the completion or the monitor runs it again)."""
+
+        def stop() -> Document:
+            _, run = self._running_execution(ctx, pid, "stop")
+            return self._move_run("plan.fail/execution", run, "failed", ctx.actor_id, "cancelled", summary).doc
+
+        return settle(stop)
 
     def rollback(self, actor: str, pid: str) -> Document:
         """The plan's rollback ran after a failure (PLN-9): rolled_back, ``plan_completion`` owed."""

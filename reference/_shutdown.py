@@ -134,6 +134,9 @@ class ShutdownProtocol:
     def cancel(self, actor_id: str, pid: str) -> None:
         if actor_id != self.h.lead_id:
             raise NotLead(actor_id, self.h.lead_id, f"cancel shutdown {pid}")
+        settle(functools.partial(self._cancel, actor_id, pid))  # STO-4: a lost write judged again
+
+    def _cancel(self, actor_id: str, pid: str) -> None:
         stored = self.require(pid)
         if stored.doc["status"] != "requested":
             raise ShutdownRefused(f"cancel of {pid}", f"it is {stored.doc['status']}; only a requested one")
@@ -216,15 +219,18 @@ class ShutdownProtocol:
                 )
 
     # ---- SHD-3 … SHD-5: the drain ----------------------------------------------------------
-    def draining_for(self, member_id: str, incarnation: int | None = None) -> tuple[Document, Stored]:
-        """The member and the shutdown it drains for, if the drain may go on; else a refusal."""
-        member = self.h.member(member_id)
+    def draining_for(
+        self, member_id: str, incarnation: int | None = None, member: Document | None = None, sd: Stored | None = None
+    ) -> tuple[Document, Stored]:
+        """The member and the shutdown it drains for (each as read here, or as the caller read it),
+        if the drain may go on; else a refusal."""
+        member = self.h.member(member_id) if member is None else member
         if incarnation is not None:
             self.h.fence(member, incarnation)
         sid = member["shutdown_request_id"]
         if member["status"] != "draining" or sid is None:
             raise MemberBusy(member_id, member["status"], "drain", "a drain begins with a shutdown request")
-        sd = self.require(sid)
+        sd = self.require(sid) if sd is None or sd.key != sid else sd
         if sd.doc["status"] not in ("draining", "timed_out"):
             raise ShutdownRefused(f"drain of {member_id}", f"its request {sid} is {sd.doc['status']}")
         return member, sd
@@ -294,25 +300,33 @@ class ShutdownProtocol:
     def finish(self, member_id: str, incarnation: int | None = None) -> None:
         """SHD-5: completed, member stopped, ``shutdown_ack`` owed; finishing twice is a no-op."""
         with self.h.assignment_lock:
-            member = self.h.member(member_id)
-            sid = member["shutdown_request_id"]
-            if member["status"] == "stopped" and sid and self.require(sid).doc["status"] == "completed":
-                return
-            member, sd = self.draining_for(member_id, incarnation)
-            busy = self.h.jobs.busy(member_id)
-            if busy:
-                raise DrainNotReady(member_id, busy, "finish the drain")
-            if member["current_task_id"] is not None:
-                raise ShutdownRefused(f"finish of {member_id}", f"it still holds {member['current_task_id']}")
-            if broken("ack_before_record"):
-                self.h.outbox.owe("shutdown.finish/outbox", self.h.outbox.shutdown_ack(sd.doc))
-            self._move("shutdown.finish/record", sd, "completed", member_id)
-            self.h.set_member("shutdown.finish/member", member_id, "stopped", accepting_new_tasks=False)
-            self.h.outbox.owe("shutdown.finish/outbox", self.h.outbox.shutdown_ack(self.require(sd.key).doc))
-            if broken("clean_exit_member_lost"):
-                self.h.members.owe_lost("shutdown.finish/outbox", self.h.member(member_id), [])
-            self._acknowledge(sd.key)
-            self._audit("shutdown.finish/audit", self.require(sd.key).doc)
+            settle(functools.partial(self._finish, member_id, incarnation))
+
+    def _finish(self, member_id: str, incarnation: int | None) -> None:
+        """One attempt; a first write lost (the monitor timed the drain out, another finish won)
+        runs it again from its read (STO-4). A request already completed for the drain the member
+        runs is a finish done, or under way in another process: a no-op, as a second finish is."""
+        member = self.h.member(member_id)
+        sid = member["shutdown_request_id"]
+        read = self.require(sid) if sid else None
+        in_flight = member["status"] == "draining" and not broken("finish_in_flight_refused")
+        if (member["status"] == "stopped" or in_flight) and read and read.doc["status"] == "completed":
+            return
+        member, sd = self.draining_for(member_id, incarnation, member, read)
+        busy = self.h.jobs.busy(member_id)
+        if busy:
+            raise DrainNotReady(member_id, busy, "finish the drain")
+        if member["current_task_id"] is not None:
+            raise ShutdownRefused(f"finish of {member_id}", f"it still holds {member['current_task_id']}")
+        if broken("ack_before_record"):
+            self.h.outbox.owe("shutdown.finish/outbox", self.h.outbox.shutdown_ack(sd.doc))
+        self._move("shutdown.finish/record", sd, "completed", member_id)
+        self.h.set_member("shutdown.finish/member", member_id, "stopped", accepting_new_tasks=False)
+        self.h.outbox.owe("shutdown.finish/outbox", self.h.outbox.shutdown_ack(self.require(sd.key).doc))
+        if broken("clean_exit_member_lost"):
+            self.h.members.owe_lost("shutdown.finish/outbox", self.h.member(member_id), [])
+        self._acknowledge(sd.key)
+        self._audit("shutdown.finish/audit", self.require(sd.key).doc)
 
     def drain_pass(self, member_id: str, state: Any = None) -> dict[str, Any]:
         """One pass of SHD-3: cancel jobs; not ready while any runs; else release and finish."""
