@@ -112,7 +112,8 @@ class Harness:
             "accepting_new_tasks": True,
             "shutdown_request_id": None,
             "current_task_id": None,
-            "last_heartbeat_at": None,
+            # SHD-10: registering is the first beat, so a member that dies before it ever beats lapses too
+            "last_heartbeat_at": None if broken("first_beat_never_registered") else self.clock.now(),
             "version": 0,
         }
         self.storage.insert("member.add/member", "member", member_id, member)

@@ -56,7 +56,8 @@ class Members:
         self.h.storage.update("member.heartbeat/member", "member", member_id, beat, stored.version)
 
     def lapsed(self, max_age: float) -> list[str]:
-        """Running or draining members whose last heartbeat is older than ``max_age`` seconds."""
+        """Running or draining members whose last heartbeat (or, before the first, their
+        registration) is older than ``max_age`` seconds (SHD-10)."""
         now = self.h.clock.now()
         return [
             row.key
@@ -134,7 +135,8 @@ class Members:
                 accepting_new_tasks=True,
                 current_task_id=None,
                 shutdown_request_id=None,
-                last_heartbeat_at=None,  # the new incarnation registers its own heartbeat (SHD-10)
+                # the new incarnation's registration is its first beat, not the old one's last (SHD-10)
+                last_heartbeat_at=None if broken("first_beat_never_registered") else self.h.clock.now(),
             )
             return int(member["incarnation"]) + 1
 

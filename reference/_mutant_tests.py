@@ -42,6 +42,9 @@ RECOVERY_CAUGHT_BY: dict[str, list[str]] = {
     "monitor_expires_begun_drain": [
         "model_tests/test_interleave.py::test_every_interleaving_keeps_every_invariant[begin_drain||expire_shutdowns-memory]"
     ],
+    "first_beat_never_registered": [
+        "tests/test_member_details.py::test_a_member_that_never_beats_lapses_from_its_registration"
+    ],
     "finish_in_flight_refused": [
         "model_tests/test_interleave.py::test_every_caller_gets_what_some_serial_order_gives[finish_drain||finish_drain-memory]"
     ],

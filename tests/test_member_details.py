@@ -62,10 +62,11 @@ def test_a_task_flagged_by_a_lapse_says_the_lead_flagged_it_for_inspection(team:
 @pytest.mark.clause("SHD-10")
 def test_a_heartbeat_exactly_max_age_old_has_not_lapsed(team: Team) -> None:
     team.h.members.heartbeat("m0", 1)
+    team.h.members.heartbeat("m1", 1)
     team.clock.advance(10.0)
     assert team.h.members.lapsed(10.0) == []
     team.clock.advance(0.5)
-    assert team.h.members.lapsed(10.0) == ["m0"]
+    assert team.h.members.lapsed(10.0) == ["m0", "m1"]
 
 
 @pytest.mark.clause("SHD-10", "XPR-1")
@@ -79,9 +80,27 @@ def test_a_restarted_member_is_not_lost_for_its_old_incarnations_heartbeat(team:
     h.members.inspect("m0")
     team.clock.advance(100)
     incarnation = h.members.restart("m0")
-    assert team.member("m0")["last_heartbeat_at"] is None
+    assert team.member("m0")["last_heartbeat_at"] == team.clock.now()  # its registration, not the old beat
     assert "m0" not in h.members.lapsed(5)
     h.members.heartbeat("m0", incarnation)
     assert "m0" not in h.members.lapsed(5)
     team.clock.advance(6)
-    assert h.members.lapsed(5) == ["m0"]
+    assert "m0" in h.members.lapsed(5)
+
+
+@pytest.mark.clause("SHD-10")
+def test_a_member_that_never_beats_lapses_from_its_registration(team: Team) -> None:
+    """Registering is the first beat (SHD-10): a member process that dies before it ever beats —
+    a fresh member, or a restarted one — is found lost once that age passes, its claim flagged (an
+    outside review found both never reported, their claims held forever)."""
+    h = team.h
+    assert "m0" not in h.members.lapsed(5)
+    team.clock.advance(6)
+    assert "m0" in h.members.lapsed(5)
+    h.members.lapse("m0")
+    h.members.inspect("m0")
+    incarnation = h.members.restart("m0")
+    assert "m0" not in h.members.lapsed(5)
+    team.clock.advance(6)
+    assert "m0" in h.members.lapsed(5)
+    assert incarnation == 2
