@@ -119,8 +119,12 @@ def test_an_instance_takes_over_its_own_work_after_a_crash(store: r.Storage) -> 
 
 
 @pytest.mark.clause("REC-4")
-def test_a_recycled_pid_is_not_the_live_process_it_once_was(store: r.Storage) -> None:
-    """A's row names this very pid, but another start time: the process that had it is gone."""
+@pytest.mark.parametrize("registered", [-1, +1], ids=["older", "newer"])
+def test_a_recycled_pid_is_not_the_live_process_it_once_was(store: r.Storage, registered: int) -> None:
+    """A's row names this very pid, but another start time: the process that had it is gone. A
+    real recycled pid is the "older" case — the process that registered started before the one that
+    holds the pid now; "newer" is the impossible other direction, judged gone too (an outside
+    review's plant that compared the times with >= survived while only "newer" was tested)."""
     world = r.RecordingTool()
     approved(store, world)
     consumer = stopped_inside_consume(store, world)
@@ -130,7 +134,7 @@ def test_a_recycled_pid_is_not_the_live_process_it_once_was(store: r.Storage) ->
     assert doc["pid"] == os.getpid() and doc["status"] == "open"
     if doc["started"] is None:
         pytest.skip("no /proc here: the pid alone decides")
-    doc["started"] += 1
+    doc["started"] += registered
     store._update(_instances.INSTANCES, consumer.storage.instance_id, json.dumps(doc), row[0])
     other = second_view(store)
     try:
