@@ -5,6 +5,8 @@ Clause: REC-1, REC-2, INV-1 … INV-12 (DESIGN "explorer"; TLA+-style manifest o
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 import spec
@@ -66,6 +68,60 @@ def test_cycle_detection_finds_a_cycle_and_ignores_goal_states() -> None:
     successors = [[1], [2], [1, 3], []]
     assert sorted(_cycle_avoiding(successors, [False, False, False, True]) or []) == [1, 2]
     assert _cycle_avoiding(successors, [False, False, True, True]) is None
+
+
+class _Graph:
+    """What ``spec.explore._liveness`` reads of a search: its states (here numbers), their goal
+    flags (through the model), successors (a crash edge ``-t - 1``), and where it reports."""
+
+    def __init__(self, successors: list[list[int]], goals: set[int]) -> None:
+        self.states = list(range(len(successors)))
+        self.successors = successors
+        self.model = type("M", (), {"is_goal": staticmethod(lambda s: s in goals)})()
+        self.report = type("R", (), {"liveness_checked": False})()
+        self.found: dict[str, str] = {}
+
+    def violate(self, clause: str, name: str, message: str, trace: object) -> None:
+        self.found[name] = message
+
+    def trace(self, number: int) -> list[int]:
+        return [number]
+
+
+@pytest.mark.clause("INV-12", "REC-2")
+@pytest.mark.parametrize(
+    ("successors", "goals", "found"),
+    [
+        ([[1], [2], [1, 3], []], {3}, {"no_cycle_avoids_finish"}),  # 1 ↔ 2 loops; each can still finish
+        ([[1], [2], []], {2}, set()),  # a path to the goal, no loop
+        ([[1], [0], []], {2}, {"every_request_can_finish", "no_cycle_avoids_finish"}),  # 0 ↔ 1, the goal unreachable
+        ([[1], [2, -1], [3], []], {3}, set()),  # the only loop runs through a crash edge: not a livelock
+    ],
+    ids=["livelock", "path", "stuck", "crash-loop"],
+)
+def test_the_liveness_check_reads_the_search_as_wired(
+    successors: list[list[int]], goals: set[int], found: set[str]
+) -> None:
+    """``_liveness`` itself, not only ``_cycle_avoiding``: a loop of states that can each still
+    finish is a livelock (an outside review gave the cycle search the can-finish flags instead
+    of the goal flags, so it never fired, and no test failed: no model mutant livelocks)."""
+    graph = _Graph(successors, goals)
+    _pure_explore()._liveness(graph)
+    assert set(graph.found) == found and graph.report.liveness_checked
+
+
+def _pure_explore() -> Any:
+    """``spec/explore.py`` as source (the compiled module takes only its own search objects)."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(spec.__file__).parent / "explore.py"
+    loaded = importlib.util.spec_from_file_location("spec._explore_source", path)
+    assert loaded is not None and loaded.loader is not None
+    module = importlib.util.module_from_spec(loaded)
+    module.__package__ = "spec"
+    loaded.loader.exec_module(module)
+    return module
 
 
 @pytest.mark.clause("INV-3")
