@@ -108,3 +108,34 @@ def test_every_limit_applies_somewhere() -> None:
     """A limit no example field carries holds nothing to it: the table follows the schemas' fields."""
     seen = {path[-1] for _, _, path in CASES}
     assert set(LIMITS) <= seen, sorted(set(LIMITS) - seen)
+
+
+UNIQUE = {
+    "waited_job_ids": "SHD-3, AUD-2: a drain waits for each job once",
+    "flagged_task_ids": "SHD-10: a lost member's claims, each flagged once",
+    "tools": "XPR-4: a profile names each tool once",
+    "executed_step_ids": "PLN-4, PLN-7: each approved step runs at most once (a repeat is a deviation)",
+}
+"""Arrays the protocol says hold each item once, by field name (restated here, not read from the
+schemas: an outside review dropped ``uniqueItems`` from ``waited_job_ids`` and no test failed)."""
+
+UNIQUE_CASES = [
+    (where, name, path)
+    for where, name, doc in _documents()
+    for path, value in _fields(doc)
+    if path[-1] in UNIQUE and isinstance(value, list)
+]
+
+
+@pytest.mark.clause("MSG-2", "STO-1", "SHD-3", "SHD-10", "XPR-4", "PLN-4")
+@pytest.mark.parametrize(
+    ("where", "name", "path"), UNIQUE_CASES, ids=[f"{n}:{'.'.join(map(str, p))}" for _, n, p in UNIQUE_CASES]
+)
+def test_every_array_of_distinct_items_refuses_a_repeat(where: str, name: str, path: tuple[Any, ...]) -> None:
+    doc = dict(next(d for w, n, d in _documents() if (w, n) == (where, name)))
+    assert _valid(where, name, replace(doc, path, ["a1", "b2"])), f"{name} refuses two distinct {path[-1]}"
+    assert not _valid(where, name, replace(doc, path, ["a1", "a1"])), f"{name} takes a repeated {path[-1]}"
+
+
+def test_every_unique_field_applies_somewhere() -> None:
+    assert {path[-1] for _, _, path in UNIQUE_CASES} == set(UNIQUE)

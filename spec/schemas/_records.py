@@ -113,7 +113,7 @@ RECORDS: dict[str, Schema] = {
         {
             "plan_id": ID,
             "status": status_of("plan_execution"),
-            "executed_step_ids": array(NAME),
+            "executed_step_ids": array(NAME, unique=True),  # PLN-4, PLN-7: each step runs at most once
             "started_at": TIME,
             "deadline": TIME,
             "reason": REASON,
