@@ -258,8 +258,11 @@ class Program:
         reply = self.session.call(request)
         args = dict(action.args)
         clauses = ("APR-2", "APR-5") if args.get("changed_arguments") else clauses_of(action.name)
-        if reply["type"] != "error" or not reply["error"]["definite"]:
+        if reply["type"] != "error":
             self.case.fail(f"{action.name} was taken, but the model refuses it", clauses, self.session.trace)
+            return False
+        if not reply["error"]["definite"]:  # DESIGN rule 8: a refusal that changed nothing says so
+            self.case.fail(f"{action.name} was refused, but not definite", clauses, self.session.trace)
             return False
         return self.check(clauses, f"the refused {action.name}")
 

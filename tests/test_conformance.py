@@ -223,6 +223,18 @@ def test_a_refusal_that_does_not_say_it_changed_nothing_fails_the_bad_input() ->
     assert result["exit"] == 1
 
 
+@pytest.mark.clause("APR-5", "MSG-2")
+def test_a_call_the_model_refuses_must_be_refused_definite_in_the_random_programs() -> None:
+    """The random programs' judge of a call the model refuses (a consume of an approval the
+    requester may not use): a refusal that does not say it changed nothing fails, as in the bad
+    input (an outside review dropped that half of the judge and every test passed: no fixture
+    refused there indefinitely)."""
+    cases, result = suite(INDEFINITE, sections=("random programs",), **ONE_PROGRAM)
+    failed = {c.id: c.message for c in cases if c.verdict == "FAILED"}
+    assert list(failed) == ["random-000"] and "was refused, but not definite" in failed["random-000"], failed
+    assert result["exit"] == 1
+
+
 KILLED = {"sections": ("random programs",), "programs": 1, "seed": 2, "depth": 4}
 """Seed 2's program 0 (the approval configuration) SIGKILLs the driver during its 4th step, the
 review of the approval it has just requested (drawn in the SIGKILL band: the model's draws up to
