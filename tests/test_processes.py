@@ -107,6 +107,26 @@ def test_close_kills_every_job_and_unknown_jobs_are_refused(runner: SubprocessJo
     assert runner.poll("nope") is None  # not started here: its exit is not known here
 
 
+@pytest.mark.clause("SHD-3", "SHD-7", "JOB-1", "MEM-4")
+@pytest.mark.parametrize("how", ["signal_cancel", "kill", "close"])
+def test_every_signal_from_the_runner_that_started_a_job_reaches_all_it_forked(
+    runner: SubprocessJobRunner, how: str
+) -> None:
+    """A drain's cancel (SIGTERM), the last rung's kill (SIGKILL) and the runner's close reach the
+    job's whole process group, not only its first process: nothing the job forked is left (an
+    outside review signalled the job's own process alone here and no test failed — the one forking
+    job was killed through a second runner)."""
+    team = runner.team
+    assert team is not None
+    runner.start("j5", ["sh", "-c", "sleep 30 & sleep 30"])
+    assert wait_until(lambda: len(find_processes(team, JOB_ENV, "j5")) >= 3, 5), find_processes(team, JOB_ENV, "j5")
+    if how == "close":
+        runner.close()
+    else:
+        getattr(runner, how)("j5")
+    assert wait_until(lambda: find_processes(team, JOB_ENV, "j5") == [], 5), find_processes(team, JOB_ENV, "j5")
+
+
 @pytest.mark.clause("SHD-7", "MEM-4")
 def test_another_process_can_kill_a_job_it_did_not_start(runner: SubprocessJobRunner) -> None:
     """The Lead's runner finds a member's job by its team and job id alone and kills its whole
