@@ -9,15 +9,16 @@ team's member or job of the same id is never touched. Every wait is bounded and 
 
 from __future__ import annotations
 
+import contextlib
+import os
 import signal
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ._harness import Harness
 from ._member_process import send_owed
 from ._mutants import broken
 from ._processes import JOB_ENV, MEMBER_ENV, alive, find_processes, signal_group, wait_until
-from ._team_errors import ShutdownRefused
+from ._team_errors import ProcessesSurvive, ShutdownRefused
 
 POLL_SECONDS = 0.02
 
@@ -113,19 +114,35 @@ def watch_lapses(harness: Harness, max_age_seconds: float) -> list[str]:
     return lapsed
 
 
-def _gone(team: str, job_id: str) -> Callable[[], bool]:
-    return lambda: not find_processes(team, JOB_ENV, job_id)
+def _kill_all(team: str, env: str, value: str, timeout_seconds: float = 5.0) -> list[int]:
+    """SIGKILL every live process of ``team`` marked ``env=value``: its group, then itself (a
+    process that left its group, e.g. by ``setsid``, is out of the group's reach); the pids still
+    found after ``timeout_seconds``."""
+    for pid in find_processes(team, env, value):
+        signal_group(pid, signal.SIGKILL)
+        if not broken("inspection_ignores_survivors"):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+    wait_until(lambda: not find_processes(team, env, value), timeout_seconds, POLL_SECONDS)
+    return find_processes(team, env, value)
 
 
 def inspect_lost_member(harness: Harness, member_id: str) -> list[str]:
     """SHD-7: before a lost member's task runs again, no process of it or of its jobs may live.
-    Kill what is left, record each busy job's exit, then inspect the member (→ stopped, its own
-    open requests cancelled with ``crashed``). Returns the tasks that now need inspection."""
-    member = harness.member(member_id)
-    force_kill(member_processes(harness.storage.team, member_id, member["incarnation"]))
-    for job_id in harness.jobs.busy(member_id):
+    Kill what is left — each process's group, and each process itself (one that left its group) —
+    and only once none is found any more, record each busy job's exit and inspect the member (→
+    stopped, its own open requests cancelled with ``crashed``). A process that outlives the kill
+    refuses the inspection (:class:`ProcessesSurvive`, nothing recorded: fail closed, XPR-3).
+    Returns the tasks that now need inspection."""
+    team, member = harness.storage.team, harness.member(member_id)
+    left = _kill_all(team, MEMBER_ENV, f"{member_id}:{member['incarnation']}")
+    busy = harness.jobs.busy(member_id)
+    for job_id in busy:
         harness.jobs.runner.kill(job_id)  # its group, wherever it was started
-        wait_until(_gone(harness.storage.team, job_id), 5.0, POLL_SECONDS)
+        left += _kill_all(team, JOB_ENV, job_id)
+    if left and not broken("inspection_ignores_survivors"):
+        raise ProcessesSurvive(member_id, sorted(left))
+    for job_id in busy:
         harness.jobs.exited(job_id, -signal.SIGKILL)
     harness.members.inspect(member_id)
     return [row.key for row in harness.storage.scan("task") if row.doc["status"] == "needs_inspection"]

@@ -42,6 +42,9 @@ RECOVERY_CAUGHT_BY: dict[str, list[str]] = {
     "monitor_expires_begun_drain": [
         "model_tests/test_interleave.py::test_every_interleaving_keeps_every_invariant[begin_drain||expire_shutdowns-memory]"
     ],
+    "inspection_ignores_survivors": [
+        "tests/test_member_processes.py::test_an_inspection_kills_a_job_process_that_left_its_group_or_refuses"
+    ],
     "first_beat_never_registered": [
         "tests/test_member_details.py::test_a_member_that_never_beats_lapses_from_its_registration"
     ],

@@ -125,6 +125,8 @@ MUTANTS: dict[str, str] = {
     "status_by_id_unscoped": "AUD-4: the status tool asked for one record by id returns it to any caller",
     "monitor_expires_begun_drain": "SHD-2, MSG-1: the monitor expires the unread message of a shutdown request a "
     "drain began under (the drain's delivery, its last write, then meets an expired message)",
+    "inspection_ignores_survivors": "SHD-7: a lost member's inspection kills each process's group only and "
+    "records its jobs' exits whatever outlived the kill (a job process that left its group runs on)",
     "first_beat_never_registered": "SHD-10: a member's registration (or restart) is not its first heartbeat, so a "
     "member process that dies before it ever beats is never found lost",
     "finish_in_flight_refused": "SHD-5, STO-4: a finish beside another process's finish in flight (the request "

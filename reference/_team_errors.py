@@ -147,6 +147,15 @@ class JobRefused(TeamRefusal):
         super().__init__(f"job {job_id}: {reason}")
 
 
+class ProcessesSurvive(TeamRefusal):
+    def __init__(self, member_id: str, pids: list[int]) -> None:
+        self.pids = pids
+        super().__init__(
+            f"inspection of {member_id} refused: processes {', '.join(map(str, pids))} of it or its jobs outlived "
+            "SIGKILL (SHD-7); stop them (e.g. a process in uninterruptible sleep), then inspect again"
+        )
+
+
 class MessageNotPending(TeamRefusal):
     def __init__(self, message_id: str, status: str) -> None:
         super().__init__(f"message {message_id} is {status}, not pending: nothing to handle (MSG-3)")
@@ -162,6 +171,7 @@ __all__ = [
     "MessageNotPending",
     "NotClaimHolder",
     "NotLead",
+    "ProcessesSurvive",
     "ShutdownRefused",
     "StaleMember",
     "TaskNotDue",

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from reference import Harness, SQLiteStorage, SystemClock
+from reference import Harness, ProcessesSurvive, SQLiteStorage, SystemClock, _lead
 from reference._lead import escalate, inspect_lost_member, member_processes, watch_lapses
 from reference._member_process import EXIT_CLEAN, FileTool, start_member
 from reference._processes import JOB_ENV, SubprocessJobRunner, alive, find_processes, wait_until
@@ -190,6 +190,37 @@ def test_inspecting_a_lost_member_never_touches_another_teams_processes(tmp_path
     finally:
         lost.close()
         other.close()
+
+
+@pytest.mark.clause("SHD-7", "SHD-10", "XPR-3")
+def test_an_inspection_kills_a_job_process_that_left_its_group_or_refuses(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A job's process that left its group (``setsid``) is out of a group signal's reach: the
+    inspection of its lost member kills it by itself before it records the job's exit (an outside
+    review found the exits recorded whatever outlived the kill). A process that outlives SIGKILL
+    too refuses the inspection, typed, and nothing is recorded (fail closed, XPR-3)."""
+    lead = Lead(tmp_path)
+    try:
+        process = lead.member("m0", job_script("sh -c 'setsid sleep 30 & sleep 30'"))
+        lead.until("m0's job to run", lambda: lead.job_running("m0"))
+        job_id = lead.job("m0")["job_id"]
+        lead.until("its escaped child", lambda: len(lead.job_processes(job_id)) >= 3)
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=TIMEOUT)
+        lead.until("the lapse", lambda: watch_lapses(lead.h, 0.3) == ["m0"])
+        before = lead.h.snapshot()
+        monkeypatch.setattr(_lead, "find_processes", lambda team, env, value: [4_194_304])  # one that never dies
+        monkeypatch.setattr(_lead, "wait_until", lambda *args, **kwargs: False)
+        with pytest.raises(ProcessesSurvive, match="4194304"):
+            inspect_lost_member(lead.h, "m0")
+        assert {**lead.h.snapshot(), "clock": 0} == {**before, "clock": 0}  # the store unchanged
+        monkeypatch.undo()
+        assert inspect_lost_member(lead.h, "m0") == ["m0-task"]
+        assert lead.job_processes(job_id) == []  # the escaped child too
+        assert lead.job("m0")["status"] == "failed"
+    finally:
+        lead.close()
 
 
 @pytest.mark.clause("SHD-7", "JOB-2", "SHD-4", "SHD-6")
