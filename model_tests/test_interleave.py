@@ -50,10 +50,6 @@ KNOWN_RACES: dict[str, str] = {
     "(messages_agree_with_records breaks, SHD-3, SHD-5). The fix starts in the model: the release notes the "
     "task on the request before it clears the member's (a finish that sees no task then sees the note), and "
     "reconciliation clears a member's task a crash left released; every pin moves with it",
-    "begin_drain||begin_drain": "one shutdown_request delivered twice at once (two processes of one member): "
-    "the delivery that began the drain loses its last write to the other, which resumed it, and neither logs "
-    "the drain (each audits only a drain it saw begin, SHD-2, AUD-5); the record stays unlogged until a "
-    "reconciliation appends the event, where a serial order logs it at once",
 }
 """A race a pair found that is not fixed yet: its tests are strict xfails, so a fix
 shows (each fails once it passes, to be moved to None in KNOWN_DEFECT)."""
@@ -148,7 +144,7 @@ KNOWN_DEFECT: dict[str, tuple[Defect, Defect, Defect]] = {
     "drain_pass||expire_shutdowns": (None, None, None),
     "finish_drain||finish_drain": (None, None, None),
     "begin_drain||cancel_shutdown": (None, None, None),
-    "begin_drain||begin_drain": (AssertionError, AssertionError, None),  # KNOWN_RACES
+    "begin_drain||begin_drain": (None, None, None),
     "drain_pass||finish_drain": (AssertionError, AssertionError, AssertionError),  # KNOWN_RACES
     "complete_plan||reconcile": (None, None, None),
 }

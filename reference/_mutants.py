@@ -125,6 +125,12 @@ MUTANTS: dict[str, str] = {
     "status_by_id_unscoped": "AUD-4: the status tool asked for one record by id returns it to any caller",
     "monitor_expires_begun_drain": "SHD-2, MSG-1: the monitor expires the unread message of a shutdown request a "
     "drain began under (the drain's delivery, its last write, then meets an expired message)",
+    "drain_logged_by_its_last_deliverer": "AUD-5, SHD-2, STO-4: a drain is logged only by a delivery that both "
+    "began it and recorded the delivery, so one that began it and lost the last write to a second delivery "
+    "leaves it unlogged",
+    "delivery_reads_request_first": "SHD-2, STO-4: a shutdown delivery reads the request before the member, so "
+    "beside another delivery's drain it sees a stale requested request and a draining member and records a "
+    "refusal of a drain that began",
     "inspection_ignores_survivors": "SHD-7: a lost member's inspection kills each process's group only and "
     "records its jobs' exits whatever outlived the kill (a job process that left its group runs on)",
     "first_beat_never_registered": "SHD-10: a member's registration (or restart) is not its first heartbeat, so a "

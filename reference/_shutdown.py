@@ -152,11 +152,16 @@ class ShutdownProtocol:
         "refused", "reason": …}``); a duplicate delivery returns the same result (MSG-5). A write lost
         to another process (the monitor expiring the message just read, another delivery) runs the
         delivery again from its read (STO-4): its writes before the last are idempotent (a drain begun
-        resumes)."""
+        resumes). The drain's log entry (AUD-5) is written by the delivery that began it, once its
+        delivery is recorded — by itself or by another that resumed it meanwhile."""
         with self.h.assignment_lock:
-            return settle(functools.partial(self._deliver, member_id, message_id_))
+            began: list[str] = []  # the request this delivery moved to draining, in any attempt
+            recorded = settle(functools.partial(self._deliver, member_id, message_id_, began))
+            if began:
+                self._audit("shutdown.begin_drain/audit", self.require(began[0]).doc, "draining")
+            return recorded
 
-    def _deliver(self, member_id: str, message_id_: str) -> dict[str, Any]:
+    def _deliver(self, member_id: str, message_id_: str, began: list[str]) -> dict[str, Any]:
         message = self.h.read("message", message_id_)
         if message is None:
             raise UnknownRecord("message", message_id_, "the Lead must send the request first")
@@ -167,7 +172,13 @@ class ShutdownProtocol:
             return dict(message.doc["recorded_result"])
         if message.doc["status"] != "pending":
             raise MessageNotPending(message_id_, message.doc["status"])
-        sd, member = self.require(envelope["correlation_id"]), self.h.member(member_id)
+        # the member first: a drain writes the request before the member, so a member seen draining
+        # comes with its request seen draining too (never a stale "requested" beside it, STO-4)
+        if broken("delivery_reads_request_first"):
+            sd, member = self.require(envelope["correlation_id"]), self.h.member(member_id)
+        else:
+            member = self.h.member(member_id)
+            sd = self.require(envelope["correlation_id"])
         if sd.doc["status"] == "expired" and not broken("delivery_records_expired_request"):
             # SHD-6, MSG-1: the monitor expired the request unread and expires its message in the
             # same pass (a crash between: in the next); a reader between the two writes is refused
@@ -176,10 +187,12 @@ class ShutdownProtocol:
         refusal = self._drain_refusal(sd.doc, member)
         if refusal is None:
             self._begin(sd, member)
+            if sd.doc["status"] == "requested" and not broken("drain_logged_by_its_last_deliverer"):
+                began[:] = [sd.key]
         result = {"outcome": "refused", "reason": refusal} if refusal else {"outcome": "draining"}
         recorded = self.h.record_delivery("shutdown.begin_drain/message", message_id_, result, read=message)
-        if refusal is None and sd.doc["status"] == "requested":
-            self._audit("shutdown.begin_drain/audit", self.require(sd.key).doc)
+        if broken("drain_logged_by_its_last_deliverer") and refusal is None and sd.doc["status"] == "requested":
+            began[:] = [sd.key]
         return recorded
 
     def _drain_refusal(self, sd: Document, member: Document) -> str | None:
@@ -438,11 +451,13 @@ class ShutdownProtocol:
             self._audit(audit, doc)
         return moved
 
-    def _audit(self, step: str, doc: Document) -> None:
-        """The decision just written, in the team log too (AUD-5); a crash before this leaves it
-        in the record only, and reconciliation appends it (``reference._recovery``)."""
+    def _audit(self, step: str, doc: Document, event: str | None = None) -> None:
+        """The decision just written, in the team log too (AUD-5): the record's last event, or its
+        last ``event`` (the monitor may have moved the record on since); a crash before this leaves
+        it in the record only, and reconciliation appends it (``reference._recovery``)."""
         if not broken("shutdown_not_audited"):
-            _audit.log_event(self.h.storage, step, KIND, doc, doc["events"][-1])
+            logged = [e for e in doc["events"] if event is None or e["event"] == event]
+            _audit.log_event(self.h.storage, step, KIND, doc, logged[-1])
 
     def require(self, pid: str) -> Stored:
         stored = self.h.storage.read(KIND, pid)
