@@ -194,6 +194,7 @@ STOP_PLAN = Operation("stop plan", lambda h: h.plans.fail(PLAN_CTX, PLAN))
 FINISH_DRAIN = Operation("finish drain", lambda h: h.shutdowns.finish("m0"))
 DRAIN_PASS = Operation("drain pass", lambda h: h.shutdowns.drain_pass("m0", {"step": 1}))
 CANCEL_SHUTDOWN = Operation("cancel shutdown", lambda h: h.shutdowns.cancel("lead", SHUTDOWN))
+HEARTBEAT = Operation("heartbeat", lambda h: h.members.heartbeat("m0", 1))
 
 
 PAIRS: dict[str, Scenario] = {
@@ -338,6 +339,8 @@ PAIRS: dict[str, Scenario] = {
             clocks=(SHUTDOWN_DEADLINE, SHUTDOWN_DEADLINE + 1),
         ),
         Scenario("finish_drain||finish_drain", drain_begun, ((FINISH_DRAIN,), (FINISH_DRAIN,))),
+        # The member's heartbeat (its own thread, SHD-10) beside its finish: both write the member.
+        Scenario("finish_drain||heartbeat", drain_begun, ((FINISH_DRAIN,), (HEARTBEAT,))),
         Scenario("begin_drain||cancel_shutdown", shutdown_requested, ((BEGIN_DRAIN,), (CANCEL_SHUTDOWN,))),
         Scenario("begin_drain||begin_drain", shutdown_requested, ((BEGIN_DRAIN,), (BEGIN_DRAIN,))),
         Scenario("drain_pass||finish_drain", draining_with_task, ((DRAIN_PASS,), (FINISH_DRAIN,))),

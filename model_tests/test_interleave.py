@@ -94,6 +94,7 @@ CLAUSES = {
     "finish_drain||expire_shutdowns": ("STO-4", "SHD-5", "SHD-6"),
     "drain_pass||expire_shutdowns": ("STO-4", "SHD-3", "SHD-6"),
     "finish_drain||finish_drain": ("STO-4", "SHD-5"),
+    "finish_drain||heartbeat": ("STO-4", "SHD-5", "SHD-10"),
     "begin_drain||cancel_shutdown": ("STO-4", "SHD-1", "SHD-2"),
     "begin_drain||begin_drain": ("STO-4", "SHD-2", "MSG-5"),
     "drain_pass||finish_drain": ("STO-4", "SHD-3", "SHD-5"),
@@ -143,6 +144,7 @@ KNOWN_DEFECT: dict[str, tuple[Defect, Defect, Defect]] = {
     "finish_drain||expire_shutdowns": (None, None, None),
     "drain_pass||expire_shutdowns": (None, None, None),
     "finish_drain||finish_drain": (None, None, None),
+    "finish_drain||heartbeat": (None, None, None),
     "begin_drain||cancel_shutdown": (None, None, None),
     "begin_drain||begin_drain": (None, None, None),
     "drain_pass||finish_drain": (AssertionError, AssertionError, AssertionError),  # KNOWN_RACES
@@ -270,6 +272,9 @@ UNRACED = {
     "nobody else moves the plan (the monitor's expiry and the withdrawal are guarded by its absence, PLN-7)",
     "shutdown.release_task/task": "the draining member's own claimed task: no claim takes a claimed task and "
     "only its holder releases or finishes it; reconciliation repairs it for a lost member only (REC-2)",
+    "shutdown.finish/message": "the acknowledgement of the request message whose delivery began this drain: "
+    "after delivery nobody else writes it (a redelivery returns the recorded result, MSG-5; the monitor leaves "
+    "a begun drain's message, SHD-6), and a second finish is a no-op once the request completed (SHD-5)",
 }
 """The compare-and-set steps no pair makes lose, each with the reason no other process races it."""
 

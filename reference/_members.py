@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 import spec
 
 from ._mutants import broken
-from ._storage import Document
+from ._storage import Document, settle
 from ._team_errors import MemberBusy
 
 if TYPE_CHECKING:
@@ -49,11 +49,16 @@ class Members:
         self.h = harness
 
     def heartbeat(self, member_id: str, incarnation: int) -> None:
-        """The member says it is alive (SHD-10); a stale incarnation's beat is refused (XPR-1)."""
-        stored = self.h.member_row(member_id)
-        self.h.fence(stored.doc, incarnation)
-        beat = {**stored.doc, "last_heartbeat_at": self.h.clock.now()}
-        self.h.storage.update("member.heartbeat/member", "member", member_id, beat, stored.version)
+        """The member says it is alive (SHD-10); a stale incarnation's beat is refused (XPR-1). Its
+        one write lost to another (its own finish, a lapse) is judged again from a fresh read (STO-4)."""
+
+        def beat() -> None:
+            stored = self.h.member_row(member_id)
+            self.h.fence(stored.doc, incarnation)
+            doc = {**stored.doc, "last_heartbeat_at": self.h.clock.now()}
+            self.h.storage.update("member.heartbeat/member", "member", member_id, doc, stored.version)
+
+        settle(beat)
 
     def lapsed(self, max_age: float) -> list[str]:
         """Running or draining members whose last heartbeat (or, before the first, their
