@@ -344,6 +344,10 @@ PAIRS: dict[str, Scenario] = {
         Scenario("begin_drain||cancel_shutdown", shutdown_requested, ((BEGIN_DRAIN,), (CANCEL_SHUTDOWN,))),
         Scenario("begin_drain||begin_drain", shutdown_requested, ((BEGIN_DRAIN,), (BEGIN_DRAIN,))),
         Scenario("drain_pass||finish_drain", draining_with_task, ((DRAIN_PASS,), (FINISH_DRAIN,))),
+        # A release beside a process that reconciles and then finishes (SHD-3, SHD-5, REC-2): the
+        # reconciliation may clear the member's task once the task's write is in, before the
+        # release notes it on the request, and the finish then completes the request.
+        Scenario("release||reconcile_finish", draining_with_task, ((RELEASE,), (RECONCILE, FINISH_DRAIN))),
         Scenario("complete_plan||reconcile", plan_stepped, ((COMPLETE_PLAN,), (RECONCILE,))),
     )
 }

@@ -42,15 +42,7 @@ XFAIL = {
     ),
 }
 
-KNOWN_RACES: dict[str, str] = {
-    "drain_pass||finish_drain": "a release in flight beside a finish (two processes of one member, e.g. a retried "
-    "tool call): the release clears the member's task before it notes the task on the request (the model's "
-    "order: task, member, record), so a finish between the two completes the request with released_task_id "
-    "None and owes an ack saying so, and the release's last write then notes t0 on the completed request "
-    "(messages_agree_with_records breaks, SHD-3, SHD-5). The fix starts in the model: the release notes the "
-    "task on the request before it clears the member's (a finish that sees no task then sees the note), and "
-    "reconciliation clears a member's task a crash left released; every pin moves with it",
-}
+KNOWN_RACES: dict[str, str] = {}
 """A race a pair found that is not fixed yet: its tests are strict xfails, so a fix
 shows (each fails once it passes, to be moved to None in KNOWN_DEFECT)."""
 
@@ -98,6 +90,7 @@ CLAUSES = {
     "begin_drain||cancel_shutdown": ("STO-4", "SHD-1", "SHD-2"),
     "begin_drain||begin_drain": ("STO-4", "SHD-2", "MSG-5"),
     "drain_pass||finish_drain": ("STO-4", "SHD-3", "SHD-5"),
+    "release||reconcile_finish": ("STO-4", "SHD-3", "SHD-5", "REC-2"),
     "complete_plan||reconcile": ("STO-4", "PLN-10", "REC-3", "REC-4"),
 }
 Defect = type[AssertionError] | None
@@ -147,7 +140,8 @@ KNOWN_DEFECT: dict[str, tuple[Defect, Defect, Defect]] = {
     "finish_drain||heartbeat": (None, None, None),
     "begin_drain||cancel_shutdown": (None, None, None),
     "begin_drain||begin_drain": (None, None, None),
-    "drain_pass||finish_drain": (AssertionError, AssertionError, AssertionError),  # KNOWN_RACES
+    "drain_pass||finish_drain": (None, None, None),
+    "release||reconcile_finish": (None, None, None),
     "complete_plan||reconcile": (None, None, None),
 }
 

@@ -45,6 +45,14 @@ RECOVERY_CAUGHT_BY: dict[str, list[str]] = {
     "drain_logged_by_its_last_deliverer": [
         "model_tests/test_interleave.py::test_every_final_state_is_some_serial_orders[begin_drain||begin_drain-memory]"
     ],
+    "reconcile_clears_release_unnoted": [
+        "tests/test_recovery_rows.py::test_a_release_cut_short_is_noted_on_the_request_before_the_member_lets_go",
+        "model_tests/test_interleave.py::test_every_interleaving_keeps_every_invariant[release||reconcile_finish-memory]",
+    ],
+    "release_clears_member_first": [
+        "tests/test_recovery_rows.py::test_a_release_cut_short_is_noted_on_the_request_before_the_member_lets_go",
+        "model_tests/test_interleave.py::test_every_interleaving_keeps_every_invariant[drain_pass||finish_drain-memory]",
+    ],
     "delivery_reads_request_first": [
         "model_tests/test_interleave.py::test_every_final_state_is_some_serial_orders[begin_drain||begin_drain-memory]"
     ],

@@ -128,6 +128,12 @@ MUTANTS: dict[str, str] = {
     "drain_logged_by_its_last_deliverer": "AUD-5, SHD-2, STO-4: a drain is logged only by a delivery that both "
     "began it and recorded the delivery, so one that began it and lost the last write to a second delivery "
     "leaves it unlogged",
+    "reconcile_clears_release_unnoted": "SHD-3, REC-2: reconciliation clears a draining member's task that a release "
+    "cut short put back to pending without noting it on the request first, so a finish then completes the request "
+    "with nothing released (beside a release in flight, its note then lands on the completed request)",
+    "release_clears_member_first": "SHD-3, SHD-5, STO-4: a release clears the member's task before it notes the "
+    "task on the request, so a finish by a second process of the member between the two completes the request "
+    "with nothing released and the release then notes its task on the completed request",
     "delivery_reads_request_first": "SHD-2, STO-4: a shutdown delivery reads the request before the member, so "
     "beside another delivery's drain it sees a stale requested request and a draining member and records a "
     "refusal of a drain that began",

@@ -36,6 +36,7 @@ instance, ``reference._instances``) is left to it — its row and its log entrie
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING
 
 from spec.ids import protocol_id
@@ -45,7 +46,7 @@ from ._errors import StorageUnavailable, VersionConflict
 from ._instances import Owners
 from ._mutants import broken
 from ._plans import reconcile_plans
-from ._storage import Document, Stored
+from ._storage import Document, Stored, settle
 from ._tasks import claims_of
 
 if TYPE_CHECKING:
@@ -204,6 +205,8 @@ def _claims(h: Harness) -> None:
             if repaired is None:
                 break
             try:
+                if repaired[0] is None:
+                    _note_release(h, stored.doc)
                 doc = {**stored.doc, "current_task_id": repaired[0]}
                 h.storage.update("member.reconcile/member", "member", stored.key, doc, stored.version)
                 break
@@ -211,6 +214,27 @@ def _claims(h: Harness) -> None:
                 stored, claimed = h.member_row(stored.key), _claimed(h)
         else:
             raise StorageUnavailable(f"member/{stored.key} kept changing; member.reconcile/member not written")
+
+
+def _note_release(h: Harness, member: Document) -> None:
+    """SHD-3, REC-2 (the model's ``_reconcile._note_release``): a draining member that still names a
+    task back in ``pending`` was cut short in its release after the task's write, or its release is
+    in flight in another process. The task is noted on the request before the member's task is
+    cleared, so no finish completes the request without the note; a release in flight writes the
+    same note (``release||reconcile_finish``)."""
+    task_id, pid = member["current_task_id"], member["shutdown_request_id"]
+    if member["status"] != "draining" or pid is None or broken("reconcile_clears_release_unnoted"):
+        return
+    task = h.storage.read("task", task_id)
+    if task is not None and task.doc["status"] == "pending":
+        settle(functools.partial(_note, h, pid, task_id))
+
+
+def _note(h: Harness, pid: str, task_id: str) -> None:
+    sd = h.storage.read("shutdown_request", pid)
+    if sd is not None and sd.doc["status"] in ("draining", "timed_out") and sd.doc["released_task_id"] != task_id:
+        doc = {**sd.doc, "released_task_id": task_id}
+        h.storage.update("shutdown.reconcile/record", "shutdown_request", pid, doc, sd.version)
 
 
 def _claimed(h: Harness) -> list[Document]:

@@ -14,7 +14,8 @@ Write steps, in order (the model's names, ``spec.model.OPERATIONS``):
 - drain jobs:  ``shutdown.drain_jobs/jobs`` (cancel_requested; then the runner signals the job)
                → ``shutdown.drain_jobs/record`` (the job ids waited for)
 - release:     ``shutdown.release_task/task`` (pending, keeping checkpoint and history) →
-               ``shutdown.release_task/member`` → ``shutdown.release_task/record``
+               ``shutdown.release_task/record`` → ``shutdown.release_task/member`` (last: while
+               the member holds the task, no finish completes the request, SHD-5)
 - finish:      ``shutdown.finish/record`` (completed) → ``shutdown.finish/member`` (stopped) →
                ``shutdown.finish/outbox`` (``shutdown_ack`` owed) → ``shutdown.finish/message`` →
                ``shutdown.finish/audit``
@@ -64,7 +65,7 @@ SHUTDOWN_STEPS = tuple(
         ("cancel", ("record", "audit")),
         ("begin_drain", ("record", "member", "cancel_requests", "message", "audit")),
         ("drain_jobs", ("jobs", "record")),
-        ("release_task", ("task", "member", "record")),
+        ("release_task", ("task", "record", "member")),
         ("finish", ("record", "member", "outbox", "message", "audit")),
         ("force_terminate", ("jobs", "task", "member", "outbox")),
     )
@@ -284,8 +285,11 @@ class ShutdownProtocol:
             if busy and not broken("release_before_jobs_settle"):
                 raise DrainNotReady(member_id, busy, f"release task {task_id}")
             self._release(member_id, task_id, state)
-            self.h.set_member_task("shutdown.release_task/member", member_id, None)
+            if broken("release_clears_member_first"):
+                self.h.set_member_task("shutdown.release_task/member", member_id, None)
             settle(functools.partial(self._note_release, sd.key, str(task_id)))
+            if not broken("release_clears_member_first"):
+                self.h.set_member_task("shutdown.release_task/member", member_id, None)
             return str(task_id)
 
     def _note_release(self, pid: str, task_id: str) -> None:

@@ -180,3 +180,32 @@ def test_a_claim_cut_short_is_repaired_for_a_member_that_began_to_drain_since(st
     team.harness.shutdowns.release_task("m0")
     team.harness.shutdowns.finish("m0")
     assert team.harness.read("task", "t0").doc["status"] == "pending"  # type: ignore[union-attr]
+
+
+@pytest.mark.clause("REC-2", "SHD-3", "SHD-5", "MSG-6")
+@pytest.mark.parametrize("step", ["shutdown.release_task/task", "shutdown.release_task/record"])
+def test_a_release_cut_short_is_noted_on_the_request_before_the_member_lets_go(team: Team, step: str) -> None:
+    """The release writes the task, the request, then the member (SHD-3). Cut short before the
+    member's write, the member names a task back in ``pending``: reconciliation notes the task on
+    the request before it clears the member's, so the finish that follows completes the request
+    with the task released and its ``shutdown_ack`` says so. (Clearing the member alone, a finish
+    then said nothing was released; beside a release in flight the two disagreed:
+    ``release||reconcile_finish``.) A running member's task is never noted."""
+    h = team.harness
+    pid = h.shutdowns.request("lead", "m0", "stop-m0")
+    h.shutdowns.begin_drain("m0", message_id(pid, "request"))
+    h.storage.faults.crash_after.add(step)
+    with pytest.raises(r.Crash):
+        h.shutdowns.release_task("m0")
+    h.storage.faults.crash_after.clear()
+    assert team.harness.member("m0")["current_task_id"] == "t0"
+    team = reconciled(team)
+    h = team.harness
+    assert team.harness.member("m0")["current_task_id"] is None
+    assert h.shutdowns.require(pid).doc["released_task_id"] == "t0"
+    assert team.harness.member("m1")["current_task_id"] == "t1"  # running, holding its claim: untouched
+    h.shutdowns.finish("m0")
+    messages = [row.doc["message"] for row in h.storage.scan("outbox_entry")]
+    acks = [m["body"] for m in messages if m["message_type"] == "shutdown_ack"]
+    assert [(a["protocol_id"], a["released_task_id"]) for a in acks] == [(pid, "t0")]
+    assert invariants.check_state(h.snapshot()) == []

@@ -1050,8 +1050,8 @@ def _release_steps(m: int, t: int, slot: int) -> list[Step]:
 
     return [
         ("shutdown.release_task/task", release),
-        ("shutdown.release_task/member", lambda x: _member_task(x, m, NONE)),
         ("shutdown.release_task/record", record),
+        ("shutdown.release_task/member", lambda x: _member_task(x, m, NONE)),
     ]
 
 
@@ -1323,6 +1323,7 @@ def _reconcile_tasks(f: Flat) -> Flat:
             if not (
                 task[T_STATUS] == "claimed" and task[T_OWNER] == m and task[T_INCARNATION] == member[M_INCARNATION]
             ):
+                f = _reconcile_release(f, member, t)
                 f = _put(f, MEMBERS, m, _set(member, {M_TASK: NONE}))
         elif member[M_STATUS] in ("running", "draining"):
             for t2, task in enumerate(f[TASKS]):
@@ -1331,6 +1332,17 @@ def _reconcile_tasks(f: Flat) -> Flat:
     for t, task in enumerate(f[TASKS]):
         if task[T_STATUS] == "suspended":
             f = owe(f, ("task_suspended", t, task[T_CLAIMS]))
+    return f
+
+
+def _reconcile_release(f: Flat, member: tuple[Any, ...], t: int) -> Flat:
+    """``spec.model._reconcile._note_release``: a release cut short is noted before the member's task
+    is cleared (SHD-3, REC-2)."""
+    slot = member[M_SHUTDOWN]
+    if member[M_STATUS] == "draining" and f[TASKS][t][T_STATUS] == "pending" and slot != NONE:
+        sd = f[SHUTDOWNS][slot]
+        if sd[S_STATUS] in ("draining", "timed_out"):
+            f = _put(f, SHUTDOWNS, slot, _set(sd, {S_RELEASED: t}))
     return f
 
 

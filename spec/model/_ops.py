@@ -374,6 +374,16 @@ def _acknowledge_request(s: State, slot: int) -> State:
 
 
 def _release_steps(m: int, t: int, slot: int) -> list[Step]:
+    """SHD-3, TSK-3: the task back to pending, then noted on the request, then off the member.
+
+    The member's write is last: while the member holds the task no finish can complete the
+    request (SHD-5), so the request's ``released`` is written before any finish reads it, and the
+    ``shutdown_ack`` a finish owes agrees with the record (MSG-3). With the member written before
+    the record, a finish by a second process of the member between the two completed the request
+    with nothing released, and the release then noted its task on the completed request. A crash
+    before the member's write leaves the release to be run again by the next pass (the task's
+    write does nothing twice), or a reconciliation clears the member's task (REC-2)."""
+
     def release(x: State) -> State:
         task = x.tasks[t]
         if task.status == "claimed" and task.owner == m:
@@ -386,8 +396,8 @@ def _release_steps(m: int, t: int, slot: int) -> list[Step]:
 
     return [
         ("shutdown.release_task/task", release),
-        ("shutdown.release_task/member", lambda x: _member_task(x, m, NONE)),
         ("shutdown.release_task/record", record),
+        ("shutdown.release_task/member", lambda x: _member_task(x, m, NONE)),
     ]
 
 
@@ -871,7 +881,7 @@ OPERATIONS: dict[str, tuple[str, ...]] = {
     "shutdown.cancel": ("record",),
     "shutdown.begin_drain": ("record", "member", "cancel_requests", "message"),
     "shutdown.drain_jobs": ("jobs", "record"),
-    "shutdown.release_task": ("task", "member", "record"),
+    "shutdown.release_task": ("task", "record", "member"),
     "shutdown.finish": ("record", "member", "outbox", "message"),
     "shutdown.force_terminate": ("jobs", "task", "member", "outbox"),
     "approval.request": ("record", "message"),
