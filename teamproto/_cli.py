@@ -39,7 +39,13 @@ class UsageError(ProtocolError):
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse that raises :class:`UsageError` instead of printing usage and exiting."""
+    """argparse that raises :class:`UsageError` instead of printing usage and exiting, and that
+    takes a flag only as written: an abbreviation (``--js`` for ``--json``) is refused, since
+    :func:`main` must know before parsing whether to answer in JSON, and reads the flag as written."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["allow_abbrev"] = False
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         raise UsageError(f"{message} (see `{self.prog} --help`)")

@@ -45,6 +45,18 @@ BAD = [
     ["check", "--jobs", "0"],
     ["check", "--walks", "0", "--simulate"],
     ["check", "--crash-rate", "2", "--simulate"],
+    # each bound from both sides (a range checked on one side alone passes the other's value)
+    ["check", "--crash-rate", "-0.5", "--simulate"],
+    ["check", "--crash-rate", "nan", "--simulate"],
+    ["check", "--max-seconds", "nan"],
+    ["check", "--walks", "-1", "--simulate"],
+    ["check", "--walk-depth", "0", "--simulate"],
+    ["check", "--jobs", "-1"],
+    ["check", "--checkpoint-seconds", "0", "--config", "pair"],
+    ["mutants", "--jobs", "-1"],
+    # a flag only as written: main() reads --json from the words before parsing
+    ["check", "--config", "tiny", "--max-st", "5"],
+    ["diagrams", "--check", "--jso"],
     ["check", "--config", "no-such-config"],
     ["check", "--mutant", "no_such_mutant"],
     ["check", "--mutant", "skip_digest_check"],  # a reference mutant, not a model one
