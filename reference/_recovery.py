@@ -226,15 +226,8 @@ def _note_release(h: Harness, member: Document) -> None:
     if member["status"] != "draining" or pid is None or broken("reconcile_clears_release_unnoted"):
         return
     task = h.storage.read("task", task_id)
-    if task is not None and task.doc["status"] == "pending":
-        settle(functools.partial(_note, h, pid, task_id))
-
-
-def _note(h: Harness, pid: str, task_id: str) -> None:
-    sd = h.storage.read("shutdown_request", pid)
-    if sd is not None and sd.doc["status"] in ("draining", "timed_out") and sd.doc["released_task_id"] != task_id:
-        doc = {**sd.doc, "released_task_id": task_id}
-        h.storage.update("shutdown.reconcile/record", "shutdown_request", pid, doc, sd.version)
+    if task is not None and task.doc["status"] == "pending" and h.storage.read("shutdown_request", pid) is not None:
+        settle(functools.partial(h.shutdowns.note_release, "shutdown.reconcile/record", pid, task_id))
 
 
 def _claimed(h: Harness) -> list[Document]:

@@ -287,19 +287,26 @@ class ShutdownProtocol:
             self._release(member_id, task_id, state)
             if broken("release_clears_member_first"):
                 self.h.set_member_task("shutdown.release_task/member", member_id, None)
-            settle(functools.partial(self._note_release, sd.key, str(task_id)))
+            settle(functools.partial(self.note_release, "shutdown.release_task/record", sd.key, str(task_id)))
             if not broken("release_clears_member_first"):
                 self.h.set_member_task("shutdown.release_task/member", member_id, None)
             return str(task_id)
 
-    def _note_release(self, pid: str, task_id: str) -> None:
-        """The release's last write, read afresh: run again when it lost a compare-and-set (STO-4:
-        the monitor timed the drain out meanwhile, SHD-6), it notes the task on the request as
-        the winner left it."""
+    def note_release(self, step: str, pid: str, task_id: str) -> None:
+        """The release's note of its task on the request (``step``: the release's last write but
+        one, or reconciliation's ending a release cut short), read afresh: run again when it lost a
+        compare-and-set (STO-4: the monitor timed the drain out meanwhile, SHD-6), it notes the task
+        on the request as the winner left it. Only on a request a drain still runs under
+        (``draining``, ``timed_out``): once the request ended (a lost member's inspection completed
+        it, its ``shutdown_ack`` saying nothing released), a release still in flight leaves it as
+        it ended (MSG-6). A note already there is not written again. The model never meets an ended
+        request here: its release runs whole, and only a crash cuts it."""
         sd = self.require(pid)
-        self.h.storage.update(
-            "shutdown.release_task/record", KIND, pid, {**sd.doc, "released_task_id": task_id}, sd.version
-        )
+        if sd.doc["status"] not in ("draining", "timed_out") and not broken("release_noted_on_ended_request"):
+            return
+        if sd.doc["released_task_id"] == task_id:
+            return
+        self.h.storage.update(step, KIND, pid, {**sd.doc, "released_task_id": task_id}, sd.version)
 
     def _release(self, member_id: str, task_id: str, state: Any) -> None:
         """The task goes back to pending, keeping its last checkpoint and history (TSK-3)."""

@@ -167,6 +167,34 @@ def test_every_deadline_edge_before_its_deadline_is_named(machine: str, source: 
         assert bool(problems) is named, (machine, source, target, now, problems)
 
 
+DECISION_EVENTS = ("approve", "reject", "request_revision", "begin_drain")
+"""The machines' events by which a waiting request is decided (APR-4, PLN-2, SHD-2): the reviewer's
+or approver's decision, the member's beginning of its drain. Every other way out of waiting (the
+deadline, the requester's cancel or withdrawal, the Lead's cancel) is not a decision."""
+NOT_DECISIONS = (*DEADLINE_EVENTS, "cancel", "withdraw")
+WAITING = {"operation_approval": "requested", "plan_approval": "pending", "shutdown_request": "requested"}
+WAITING_EDGES = [
+    (edge.machine, edge.source, edge.target, edge.event)
+    for machine, waiting in WAITING.items()
+    for edge in spec_tables.edges(machine)
+    if edge.source == waiting
+]
+
+
+@pytest.mark.clause("APR-4", "PLN-2", "PLN-5", "SHD-2")
+@pytest.mark.parametrize(("machine", "source", "target", "event"), WAITING_EDGES)
+def test_every_decision_edge_after_its_deadline_is_named(machine: str, source: str, target: str, event: str) -> None:
+    """Each edge out of a request's waiting status, read from its machine, taken just after the
+    deadline (10): named by ``decisions_only_before_deadline`` exactly when it is a decision (an
+    outside review dropped ``needs_revision`` from the check's set and no test failed: every
+    decision tested was an approval). At the deadline's instant it is never named."""
+    assert event in DECISION_EVENTS or event in NOT_DECISIONS, f"classify {machine}'s {event}"
+    for now, named in ((10.0, False), (10.5, event in DECISION_EVENTS)):
+        before, after = _deadline_step(machine, source, target, now)
+        problems = safety.decisions_only_before_deadline(before, after)
+        assert bool(problems) is named, (machine, source, target, now, problems)
+
+
 def _event(name: str, at: float) -> dict[str, Any]:
     return {"event": name, "at": at, "actor": "lead", "summary": ""}
 

@@ -17,7 +17,9 @@ from typing import Any
 import pytest
 
 import reference as r
+from model_tests.interleave_pairs import SHUTDOWN, draining_with_task
 from reference import Storage
+from spec import invariants
 from spec.ids import message_id
 from tests.test_team import Team, unchanged
 
@@ -360,3 +362,52 @@ def test_a_member_still_running_under_a_timed_out_request_claims_nothing(team: T
     assert says(team, lambda: h.claim("m0", "t0"), r.ClaimRefused) == (
         f"m0 may not claim a task: shutdown request {pid} targets it (MEM-1)"
     )
+
+
+@pytest.mark.clause("SHD-3", "SHD-7", "MSG-6", "STO-4")
+def test_a_release_in_flight_leaves_a_request_its_members_inspection_ended(storage: r.Storage) -> None:
+    """A member's release in one process has written its task back to ``pending`` when the Lead's
+    process times the drain out, force-terminates the member and inspects it: the inspection
+    completes the request and owes its ``shutdown_ack`` with nothing released. The release's note
+    then finds the request ended and leaves it so; the request and its ack agree (MSG-6). Found by
+    an outside review: the note was written on the completed request. A drain still running under
+    the request (``timed_out`` alone) takes the note."""
+    clock = r.ManualClock(0.0)
+    member = r.Harness(storage, clock, [r.RecordingTool().tool()])
+    draining_with_task(member)
+    lead = r.Harness(storage, clock, [r.RecordingTool().tool()])
+
+    def lead_ends_it(step: str) -> None:
+        if step == "shutdown.release_task/task":
+            storage.on_write = None
+            clock.advance(61.0)  # past the drain's deadline (60)
+            lead.monitor_pass()
+            lead.shutdowns.force_terminate(SHUTDOWN)
+            lead.members.inspect("m0")
+
+    storage.on_write = lead_ends_it
+    member.shutdowns.release_task("m0")
+    after = member.snapshot()
+    assert invariants.check_state(after) == []
+    request = member.shutdowns.require(SHUTDOWN).doc
+    assert (request["status"], request["released_task_id"]) == ("completed", None)
+
+
+@pytest.mark.clause("SHD-3", "SHD-6")
+def test_a_release_in_flight_notes_its_task_on_a_drain_timed_out_meanwhile(storage: r.Storage) -> None:
+    clock = r.ManualClock(0.0)
+    member = r.Harness(storage, clock, [r.RecordingTool().tool()])
+    draining_with_task(member)
+    lead = r.Harness(storage, clock, [r.RecordingTool().tool()])
+
+    def lead_times_it_out(step: str) -> None:
+        if step == "shutdown.release_task/task":
+            storage.on_write = None
+            clock.advance(61.0)
+            lead.monitor_pass()
+
+    storage.on_write = lead_times_it_out
+    member.shutdowns.release_task("m0")
+    request = member.shutdowns.require(SHUTDOWN).doc
+    assert (request["status"], request["released_task_id"]) == ("timed_out", "t0")
+    assert invariants.check_state(member.snapshot()) == []
