@@ -14,6 +14,7 @@ import pytest
 
 import reference as r
 import spec
+import spec._tables
 from spec import invariants
 from spec.ids import message_id
 from spec.secret_corpus import CARRIERS, carrier
@@ -223,6 +224,29 @@ def test_the_start_acknowledges_the_decision_that_stands(retractions: int) -> No
     team.h.plans.start(team.ctx(), pid)
     statuses = [team.h.read("message", message_id(pid, f"decision-{n}")).doc["status"] for n in range(retractions + 1)]  # type: ignore[union-attr]
     assert statuses == ["expired"] * retractions + ["acknowledged"]
+
+
+DECIDED = sorted(
+    edge.target
+    for edge in spec._tables.edges("plan_approval")
+    if edge.source == "pending" and edge.event in ("approve", "reject", "request_revision")
+)
+
+
+@pytest.mark.clause("PLN-2", "PLN-3", "MSG-5")
+@pytest.mark.parametrize("decision", DECIDED)
+def test_every_decision_delivered_in_time_is_matched(team: Team, decision: str) -> None:
+    """Each decision the machine lets the approver take (read from it, not from the code under
+    test) is matched when its requester reads it: the plan notes it delivered. An outside review
+    had ``needs_revision`` recorded as "ignored: late" and no test failed (each delivery tested was
+    an approval's)."""
+    assert DECIDED == ["approved", "needs_revision", "rejected"]
+    pid = team.pending()
+    team.h.plans.decide("lead", pid, decision)
+    result = team.h.plans.deliver_decision("m0", message_id(pid, "decision-0"))
+    assert result["outcome"] == "matched", result
+    assert team.plan_doc(pid)["status"] == decision
+    assert team.plan_doc(pid)["decision_delivered"] is (decision == "approved")  # PLN-6 reads it of an approval
 
 
 @pytest.mark.clause("PLN-3", "MSG-5")
