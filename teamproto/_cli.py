@@ -10,7 +10,9 @@ plain text under ``--json`` and no traceback reaches the user.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
@@ -76,7 +78,16 @@ def make_console(stderr: bool, stream: TextIO | None = None) -> Console:
     that no line wraps (rich would wrap at 80 columns, splitting numbers mid-line)."""
     target = stream or (sys.stderr if stderr else sys.stdout)
     terminal = hasattr(target, "isatty") and target.isatty()
-    return Console(stderr=stderr, width=None if terminal else PIPE_WIDTH, soft_wrap=not terminal)
+    return _Console(stderr=stderr, width=None if terminal else PIPE_WIDTH, soft_wrap=not terminal)
+
+
+class _Console(Console):
+    """rich's console, whose closed pipe is :func:`main`'s to report as every other's (rich's own
+    exits 1 silently, as a failed check would)."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise BrokenPipeError(32, "Broken pipe")
 
 
 def _diagrams(args: argparse.Namespace, console: Console) -> int:
@@ -168,6 +179,17 @@ def fail(error: BaseException, as_json: bool) -> int:
     return 2
 
 
+def _reader_left() -> int:
+    """stdout's reader closed the pipe: what is still buffered for it goes nowhere (so the exit's
+    flush raises nothing more), one line says so on stderr; exit 141 as a shell reports SIGPIPE."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    with contextlib.suppress(OSError):
+        sys.stderr.write("teamproto: stdout was closed by its reader; output cut short\n")
+    return 141
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from . import _commands  # noqa: F401  (registers the other subcommands)
 
@@ -179,6 +201,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _COMMANDS[args.command](args, console)
     except ProtocolError as error:
         return fail(error, as_json)
+    except BrokenPipeError:  # the reader of stdout left (`| head`): nothing more to it, no traceback
+        return _reader_left()
     except OSError as error:  # a file or folder the user named: what failed and on which path
         return fail(UsageError(f"{error.strerror or error}: {error.filename or ''}".rstrip(": ")), as_json)
     except subprocess.CalledProcessError as error:  # a tool we ran (Graphviz dot) refused its input

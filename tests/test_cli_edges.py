@@ -292,6 +292,29 @@ def test_piped_output_does_not_wrap_lines() -> None:
     assert any(re.fullmatch(r"edge coverage: \d+/\d+; .* \(largest process\)", x) for x in lines), lines
 
 
+@pytest.mark.parametrize("as_json", [False, True], ids=["text", "json"])
+def test_a_reader_that_closes_the_pipe_gets_no_traceback(as_json: bool) -> None:
+    """``teamproto check … | head -1``: the reader leaves before the report is written. One line on
+    stderr says the output was cut short, exit 141 as for SIGPIPE; no traceback, in text as in JSON
+    (an outside review found a traceback with --json, and rich's silent exit 1 without it)."""
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before the first write
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "teamproto", "check", "--simulate", "--config", "tiny", "--walks", "3"]
+            + (["--json"] if as_json else []),
+            cwd=ROOT,
+            stdout=write,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=300,
+        )
+    finally:
+        os.close(write)
+    assert result.returncode == 141, result.stderr
+    assert result.stderr.splitlines() == ["teamproto: stdout was closed by its reader; output cut short"]
+
+
 def test_a_failed_apt_get_does_not_stop_setup(tmp_path: Path) -> None:
     """Graphviz is optional: apt-get failing (another apt-get holds its lock) is reported and
     setup goes on (exit 0), with the hint how to install it by hand."""
