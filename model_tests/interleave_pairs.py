@@ -195,6 +195,8 @@ FINISH_DRAIN = Operation("finish drain", lambda h: h.shutdowns.finish("m0"))
 DRAIN_PASS = Operation("drain pass", lambda h: h.shutdowns.drain_pass("m0", {"step": 1}))
 CANCEL_SHUTDOWN = Operation("cancel shutdown", lambda h: h.shutdowns.cancel("lead", SHUTDOWN))
 HEARTBEAT = Operation("heartbeat", lambda h: h.members.heartbeat("m0", 1))
+FORCE_TERMINATE = Operation("force terminate", lambda h: h.shutdowns.force_terminate(SHUTDOWN))
+INSPECT = Operation("inspect m0", lambda h: h.members.inspect("m0"))
 
 
 PAIRS: dict[str, Scenario] = {
@@ -348,6 +350,15 @@ PAIRS: dict[str, Scenario] = {
         # reconciliation may clear the member's task once the task's write is in, before the
         # release notes it on the request, and the finish then completes the request.
         Scenario("release||reconcile_finish", draining_with_task, ((RELEASE,), (RECONCILE, FINISH_DRAIN))),
+        # A release beside the Lead's last rung (SHD-6, SHD-7): the monitor times the drain out, the
+        # Lead force-terminates the member and inspects it, which ends the request; the release's
+        # note must not land on the ended request (an outside review found it did, MSG-6).
+        Scenario(
+            "release||force_inspect",
+            draining_with_task,
+            ((RELEASE,), (EXPIRE_SHUTDOWNS, FORCE_TERMINATE, INSPECT)),
+            clocks=(SHUTDOWN_DEADLINE, SHUTDOWN_DEADLINE + 1),
+        ),
         Scenario("complete_plan||reconcile", plan_stepped, ((COMPLETE_PLAN,), (RECONCILE,))),
     )
 }
