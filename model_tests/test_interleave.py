@@ -276,8 +276,6 @@ UNRACED = {
     "its start writes it (PLN-6), and a second start loses at the executed marker first (PLN-7)",
     "plan.start/record": "the consumption of a plan whose executed marker this start wrote: from the marker on, "
     "nobody else moves the plan (the monitor's expiry and the withdrawal are guarded by its absence, PLN-7)",
-    "shutdown.release_task/task": "the draining member's own claimed task: no claim takes a claimed task and "
-    "only its holder releases or finishes it; reconciliation repairs it for a lost member only (REC-2)",
     "shutdown.finish/message": "the acknowledgement of the request message whose delivery began this drain: "
     "after delivery nobody else writes it (a redelivery returns the recorded result, MSG-5; the monitor leaves "
     "a begun drain's message, SHD-6), and a second finish is a no-op once the request completed (SHD-5)",

@@ -317,8 +317,10 @@ def _moves(model: Model, s: State) -> Iterator[tuple[str, State]]:
 def _pool(name: str) -> tuple[State, ...]:
     """Distinct reachable states of ``name``: first a breadth-first pass keeping new shapes only,
     then seeded random walks preferring new shapes, each from a state picked by first picking,
-    uniformly, a reference kind some state shows or an operation some state was reached by (so a
-    rare one, once found, is walked on as often as a common one)."""
+    uniformly, a reference kind some state shows, an operation some state was reached by, or one
+    enabled there (every one in the breadth-first pass; in a walk, one never taken yet) (so a rare one, once found, is walked on as often as a
+    common one, and an operation enabled only in rare states gets taken: ``everything``'s drain of a
+    running job, whose ``waited`` the sample must show)."""
     model = Model(load_config(name), reduce=False)
     rng = random.Random(f"test_symmetry_deep/{name}")
     initial = model.initial()
@@ -333,7 +335,11 @@ def _pool(name: str) -> tuple[State, ...]:
     taken: Counter[str] = Counter()
     queue = deque([initial])
     while queue and len(found) < BREADTH:
-        for action, after in _moves(model, queue.popleft()):
+        state = queue.popleft()
+        moves = list(_moves(model, state))
+        for action in {a for a, _ in moves}:
+            starts.setdefault(f"enabled {action}", []).append(state)
+        for action, after in moves:
             shape = _shape(after)
             if shape not in shapes:
                 shapes.add(shape)
@@ -347,6 +353,8 @@ def _pool(name: str) -> tuple[State, ...]:
             moves = list(_moves(model, s))
             if not moves:
                 break
+            for action in {a for a, _ in moves if not taken[a]}:  # enabled here, never taken yet
+                starts.setdefault(f"enabled {action}", []).append(s)
             if rng.random() < 0.5:  # the operations taken least so far
                 least = min(taken[a] for a, _ in moves)
                 moves = [m for m in moves if taken[m[0]] == least]
