@@ -364,50 +364,43 @@ def test_a_member_still_running_under_a_timed_out_request_claims_nothing(team: T
     )
 
 
+def _release_beside_the_lead(storage: r.Storage, *, ends_it: bool) -> dict[str, Any]:
+    """m0's release in one process; once its task is written back to ``pending``, the Lead's process
+    times the drain out (past its deadline, 60) and, with ``ends_it``, force-terminates m0 and
+    inspects it. Every state invariant holds after; returns the request."""
+    clock = r.ManualClock(0.0)
+    member = r.Harness(storage, clock, [r.RecordingTool().tool()])
+    draining_with_task(member)
+    lead = r.Harness(storage, clock, [r.RecordingTool().tool()])
+
+    def lead_steps_in(step: str) -> None:
+        if step == "shutdown.release_task/task":
+            storage.on_write = None
+            clock.advance(61.0)
+            lead.monitor_pass()
+            if ends_it:
+                lead.shutdowns.force_terminate(SHUTDOWN)
+                lead.members.inspect("m0")
+
+    storage.on_write = lead_steps_in
+    member.shutdowns.release_task("m0")
+    assert invariants.check_state(member.snapshot()) == []
+    return member.shutdowns.require(SHUTDOWN).doc
+
+
 @pytest.mark.clause("SHD-3", "SHD-7", "MSG-6", "STO-4")
 def test_a_release_in_flight_leaves_a_request_its_members_inspection_ended(storage: r.Storage) -> None:
     """A member's release in one process has written its task back to ``pending`` when the Lead's
     process times the drain out, force-terminates the member and inspects it: the inspection
     completes the request and owes its ``shutdown_ack`` with nothing released. The release's note
     then finds the request ended and leaves it so; the request and its ack agree (MSG-6). Found by
-    an outside review: the note was written on the completed request. A drain still running under
-    the request (``timed_out`` alone) takes the note."""
-    clock = r.ManualClock(0.0)
-    member = r.Harness(storage, clock, [r.RecordingTool().tool()])
-    draining_with_task(member)
-    lead = r.Harness(storage, clock, [r.RecordingTool().tool()])
-
-    def lead_ends_it(step: str) -> None:
-        if step == "shutdown.release_task/task":
-            storage.on_write = None
-            clock.advance(61.0)  # past the drain's deadline (60)
-            lead.monitor_pass()
-            lead.shutdowns.force_terminate(SHUTDOWN)
-            lead.members.inspect("m0")
-
-    storage.on_write = lead_ends_it
-    member.shutdowns.release_task("m0")
-    after = member.snapshot()
-    assert invariants.check_state(after) == []
-    request = member.shutdowns.require(SHUTDOWN).doc
+    an outside review: the note was written on the completed request."""
+    request = _release_beside_the_lead(storage, ends_it=True)
     assert (request["status"], request["released_task_id"]) == ("completed", None)
 
 
 @pytest.mark.clause("SHD-3", "SHD-6")
 def test_a_release_in_flight_notes_its_task_on_a_drain_timed_out_meanwhile(storage: r.Storage) -> None:
-    clock = r.ManualClock(0.0)
-    member = r.Harness(storage, clock, [r.RecordingTool().tool()])
-    draining_with_task(member)
-    lead = r.Harness(storage, clock, [r.RecordingTool().tool()])
-
-    def lead_times_it_out(step: str) -> None:
-        if step == "shutdown.release_task/task":
-            storage.on_write = None
-            clock.advance(61.0)
-            lead.monitor_pass()
-
-    storage.on_write = lead_times_it_out
-    member.shutdowns.release_task("m0")
-    request = member.shutdowns.require(SHUTDOWN).doc
+    """A drain still running under the request (``timed_out`` alone) takes the note."""
+    request = _release_beside_the_lead(storage, ends_it=False)
     assert (request["status"], request["released_task_id"]) == ("timed_out", "t0")
-    assert invariants.check_state(member.snapshot()) == []
