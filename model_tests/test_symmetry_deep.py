@@ -318,9 +318,10 @@ def _pool(name: str) -> tuple[State, ...]:
     """Distinct reachable states of ``name``: first a breadth-first pass keeping new shapes only,
     then seeded random walks preferring new shapes, each from a state picked by first picking,
     uniformly, a reference kind some state shows, an operation some state was reached by, or one
-    enabled there (every one in the breadth-first pass; in a walk, one never taken yet) (so a rare one, once found, is walked on as often as a
-    common one, and an operation enabled only in rare states gets taken: ``everything``'s drain of a
-    running job, whose ``waited`` the sample must show)."""
+    enabled there (every one in the breadth-first pass; in a walk, one never taken yet). So a rare
+    one, once found, is walked on as often as a common one, and an operation enabled only in rare
+    states gets taken: ``everything``'s drain of a running job, whose ``waited`` the sample must
+    show."""
     model = Model(load_config(name), reduce=False)
     rng = random.Random(f"test_symmetry_deep/{name}")
     initial = model.initial()
