@@ -42,17 +42,7 @@ XFAIL = {
     ),
 }
 
-KNOWN_RACES: dict[str, str] = {
-    "release||force_inspect": "a release in flight beside the Lead's last rung (SHD-7): when the Lead's monitor, "
-    "force-termination and inspection fall between the release's task write and its note, the inspection "
-    "completes the request with released_task_id None and the release leaves the ended request so (MSG-6 "
-    "holds: the ack says None too); the task is back in pending, released. No serial order ends so: the "
-    "request of a release that ran whole names t0, and one the Lead ended first leaves t0 claimed and flagged. "
-    "A fact of AUD-2 is lost (which task the shutdown released; the task's own events keep it). The fix "
-    "starts in the model: the inspection notes a release cut short (its member names a task back in pending) "
-    "on the request before it clears the member's task, as reconciliation does: a new write step, so every "
-    "pin moves",
-}
+KNOWN_RACES: dict[str, str] = {}
 """A race a pair found that is not fixed yet: its tests are strict xfails, so a fix
 shows (each fails once it passes, to be moved to None in KNOWN_DEFECT)."""
 
@@ -153,7 +143,7 @@ KNOWN_DEFECT: dict[str, tuple[Defect, Defect, Defect]] = {
     "begin_drain||begin_drain": (None, None, None),
     "drain_pass||finish_drain": (None, None, None),
     "release||reconcile_finish": (None, None, None),
-    "release||force_inspect": (AssertionError, AssertionError, None),  # KNOWN_RACES: linearizability
+    "release||force_inspect": (None, None, None),
     "complete_plan||reconcile": (None, None, None),
 }
 
@@ -276,6 +266,10 @@ UNRACED = {
     "its start writes it (PLN-6), and a second start loses at the executed marker first (PLN-7)",
     "plan.start/record": "the consumption of a plan whose executed marker this start wrote: from the marker on, "
     "nobody else moves the plan (the monitor's expiry and the withdrawal are guarded by its absence, PLN-7)",
+    "member.inspect/shutdown": "the completion of a drain whose member the inspection just stopped: a finish "
+    "refuses a member that no longer drains (SHD-5), the monitor has timed the drain out before any "
+    "force-termination (SHD-7), and a release in flight finds its note already written by the inspection's "
+    "own note (member.inspect/record) or the request ended, and writes nothing",
     "shutdown.finish/message": "the acknowledgement of the request message whose delivery began this drain: "
     "after delivery nobody else writes it (a redelivery returns the recorded result, MSG-5; the monitor leaves "
     "a begun drain's message, SHD-6), and a second finish is a no-op once the request completed (SHD-5)",

@@ -23,6 +23,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol
 
 import spec
+from spec.safety import BUSY_JOB
 
 from ._errors import AlreadyExists
 from ._mutants import broken
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
     from ._harness import Harness
 
 TABLE = "job"
-BUSY = ("running", "cancel_requested")
+BUSY = tuple(sorted(BUSY_JOB))  # one definition (spec.safety), as a tuple for the stores
 CANCEL_EXIT = -15
 """The exit code of a job that stopped because it was asked to (SIGTERM)."""
 

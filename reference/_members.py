@@ -6,7 +6,8 @@ Write steps, in order (the model's names, ``spec.model.OPERATIONS``):
 - lapse:   ``member.lapse/member`` (→ unhealthy) → ``member.lapse/task`` (claims flagged
            ``needs_inspection``) → ``member.lapse/outbox`` (one ``member_lost``, stable id)
 - inspect: ``member.inspect/task`` → ``member.inspect/requests`` (XPR-2 with reason ``crashed``)
-           → ``member.inspect/member`` (→ stopped) → ``member.inspect/shutdown`` (a shutdown it
+           → ``member.inspect/record`` (a release cut short, or in flight, noted on the request,
+           SHD-3) → ``member.inspect/member`` (→ stopped) → ``member.inspect/shutdown`` (a shutdown it
            drained for completes, its ``shutdown_ack`` owed; the completion logged under
            ``member.inspect/audit``)
 - restart: ``member.restart/member`` (a new incarnation, XPR-1); retire: ``member.retire/member``
@@ -18,12 +19,13 @@ lapse or a forced termination does, once per incarnation (the id is the incarnat
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING
 
 import spec
 
 from ._mutants import broken
-from ._storage import Document, settle
+from ._storage import Document, Stored, settle
 from ._team_errors import MemberBusy
 
 if TYPE_CHECKING:
@@ -35,6 +37,7 @@ MEMBER_STEPS = (
     "member.lapse/outbox",
     "member.inspect/task",
     "member.inspect/requests",
+    "member.inspect/record",
     "member.inspect/member",
     "member.inspect/shutdown",
     "member.inspect/audit",
@@ -95,16 +98,29 @@ class Members:
         flagged = []
         with self.h.step(step):
             for row in self.h.storage.scan_status("task", ("claimed",)):  # the open ones, not the history
-                task = row.doc
-                mine = task["owner_id"] == member_id and task["owner_incarnation"] == member["incarnation"]
-                if task["status"] == "claimed" and mine:
-                    history = [*task["history"], self.h.event("lead", "needs_inspection")]
-                    moved = {**task, "status": "needs_inspection", "history": history}
-                    self.h.storage.update(step, "task", row.key, moved, row.version)
+                if broken("flag_loses_raw"):
+                    self._flag(step, member, row)
+                else:  # STO-4: lost to a release meanwhile, the task is judged as the release left it
+                    settle(functools.partial(self._flag, step, member, row.key))
         for row in self.h.storage.scan_status("task", ("needs_inspection",)):
             if row.doc["status"] == "needs_inspection" and row.doc["owner_id"] == member_id:
                 flagged.append(row.key)
         return flagged
+
+    def _flag(self, step: str, member: Document, row: Stored | str) -> None:
+        """One task → ``needs_inspection`` if its member still claims it under its incarnation
+        (``row``: the row as scanned, or its key, read afresh)."""
+        if isinstance(row, str):
+            read = self.h.storage.read("task", row)
+            if read is None:
+                return
+            row = read
+        task = row.doc
+        mine = task["owner_id"] == member["member_id"] and task["owner_incarnation"] == member["incarnation"]
+        if task["status"] == "claimed" and mine:
+            history = [*task["history"], self.h.event("lead", "needs_inspection")]
+            moved = {**task, "status": "needs_inspection", "history": history}
+            self.h.storage.update(step, "task", row.key, moved, row.version)
 
     def inspect(self, member_id: str) -> None:
         """SHD-7: an unhealthy member, inspected, is stopped; what it drained for completes."""
@@ -114,6 +130,9 @@ class Members:
                 raise MemberBusy(member_id, member["status"], "inspect it", "only an unhealthy member is inspected")
             self.flag_tasks("member.inspect/task", member_id)
             self.h.cancel_own_requests("member.inspect/requests", member_id, "crashed")
+            with self.h.step("member.inspect/record"):
+                if not broken("inspection_clears_release_unnoted"):  # a release cut short, or in flight (SHD-3)
+                    self.h.shutdowns.note_cut_release("member.inspect/record", member)
             self.h.set_member(
                 "member.inspect/member", member_id, "stopped", accepting_new_tasks=False, current_task_id=None
             )

@@ -52,6 +52,26 @@ RECOVERY_CAUGHT_BY: dict[str, list[str]] = {
         "tests/test_recovery_rows.py::test_a_release_cut_short_is_noted_on_the_request_before_the_member_lets_go",
         "model_tests/test_interleave.py::test_every_interleaving_keeps_every_invariant[release||reconcile_finish-memory]",
     ],
+    "release_notes_flagged_task": [
+        "tests/test_shutdown_details.py::test_a_release_that_finds_its_task_flagged_refuses_as_after_the_termination",
+        "model_tests/test_interleave.py::test_every_interleaving_keeps_every_invariant[release||force_inspect-memory]",
+    ],
+    "inspection_clears_release_unnoted": [
+        "tests/test_recovery_rows.py::test_a_release_cut_short_is_noted_by_whoever_clears_the_unhealthy_members_task",
+        "tests/test_shutdown_details.py::test_a_release_in_flight_is_noted_by_the_inspection_that_ends_its_request",
+    ],
+    "cut_release_judged_by_status": [
+        "tests/test_recovery_rows.py::test_a_task_the_lead_put_back_is_not_noted_as_released",
+    ],
+    "drain_refusal_reads_member_once": [
+        "model_tests/test_interleave.py::test_every_caller_gets_what_some_serial_order_gives[release||force_inspect-memory]",
+    ],
+    "flag_loses_raw": [
+        "model_tests/test_interleave.py::test_every_final_state_is_some_serial_orders[release||force_inspect-memory]",
+    ],
+    "release_task_loses_raw": [
+        "model_tests/test_interleave.py::test_every_caller_gets_what_some_serial_order_gives[release||force_inspect-memory]",
+    ],
     "release_clears_member_first": [
         "tests/test_recovery_rows.py::test_a_release_cut_short_is_noted_on_the_request_before_the_member_lets_go",
         "model_tests/test_interleave.py::test_every_interleaving_keeps_every_invariant[drain_pass||finish_drain-memory]",

@@ -134,6 +134,24 @@ MUTANTS: dict[str, str] = {
     "reconcile_clears_release_unnoted": "SHD-3, REC-2: reconciliation clears a draining member's task that a release "
     "cut short put back to pending without noting it on the request first, so a finish then completes the request "
     "with nothing released (beside a release in flight, its note then lands on the completed request)",
+    "release_notes_flagged_task": "SHD-3, SHD-7: a release that found its task flagged needs_inspection (the Lead "
+    "force-terminated the member after the release read it draining) still notes the task on the request, so "
+    "the request and its shutdown_ack say a task was released that its member still holds",
+    "inspection_clears_release_unnoted": "SHD-3, SHD-7, MSG-6: the Lead's inspection clears the task of a member "
+    "whose release was cut short (or is in flight) after the task's write without noting it on the request, so "
+    "the request completes, its shutdown_ack owed, with nothing released",
+    "drain_refusal_reads_member_once": "STO-4, SHD-2: a drain step that finds its request ended refuses by the "
+    "member it read before the request, though the Lead's inspection stopped the member in between: the "
+    "refusal names an ended request no serial order shows a draining member with",
+    "flag_loses_raw": "STO-4, SHD-7: flagging a member's claimed task does not re-read it after losing a "
+    "compare-and-set (a release put the task back meanwhile): the Lead's force-termination fails with a raw "
+    "VersionConflict and the member is never terminated",
+    "release_task_loses_raw": "STO-4, SHD-3: a release's task write that lost a compare-and-set (the Lead's "
+    "force-termination flagged the task meanwhile) is not run again from its read: the member gets a raw "
+    "VersionConflict instead of the refusal a release after the termination gets",
+    "cut_release_judged_by_status": "SHD-3, SHD-7, REC-2: a release cut short is told by its task being back in "
+    "pending, not by the task's last move being the member's release: a task the Lead flagged and re-pended is "
+    "noted on the request as released",
     "release_clears_member_first": "SHD-3, SHD-5, STO-4: a release clears the member's task before it notes the "
     "task on the request, so a finish by a second process of the member between the two completes the request "
     "with nothing released and the release then notes its task on the completed request",

@@ -36,7 +36,6 @@ instance, ``reference._instances``) is left to it — its row and its log entrie
 
 from __future__ import annotations
 
-import functools
 from typing import TYPE_CHECKING
 
 from spec.ids import protocol_id
@@ -46,7 +45,7 @@ from ._errors import StorageUnavailable, VersionConflict
 from ._instances import Owners
 from ._mutants import broken
 from ._plans import reconcile_plans
-from ._storage import Document, Stored, settle
+from ._storage import Document, Stored
 from ._tasks import claims_of
 
 if TYPE_CHECKING:
@@ -217,17 +216,13 @@ def _claims(h: Harness) -> None:
 
 
 def _note_release(h: Harness, member: Document) -> None:
-    """SHD-3, REC-2 (the model's ``_reconcile._note_release``): a draining member that still names a
-    task back in ``pending`` was cut short in its release after the task's write, or its release is
-    in flight in another process. The task is noted on the request before the member's task is
-    cleared, so no finish completes the request without the note; a release in flight writes the
-    same note (``release||reconcile_finish``)."""
-    task_id, pid = member["current_task_id"], member["shutdown_request_id"]
-    if member["status"] != "draining" or pid is None or broken("reconcile_clears_release_unnoted"):
-        return
-    task = h.storage.read("task", task_id)
-    if task is not None and task.doc["status"] == "pending" and h.storage.read("shutdown_request", pid) is not None:
-        settle(functools.partial(h.shutdowns.note_release, "shutdown.reconcile/record", pid, task_id))
+    """SHD-3, REC-2 (the model's ``_reconcile._tasks`` with ``_ops.note_release``): a member that
+    still names a task its own release put back in ``pending`` was cut short after the task's write,
+    or its release is in flight in another process; the task is noted on the request before the
+    member's task is cleared, so no finish completes the request without the note. A release in
+    flight writes the same note (``release||reconcile_finish``)."""
+    if not broken("reconcile_clears_release_unnoted"):
+        h.shutdowns.note_cut_release("shutdown.reconcile/record", member)
 
 
 def _claimed(h: Harness) -> list[Document]:

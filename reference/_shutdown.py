@@ -50,7 +50,7 @@ from ._errors import AlreadyExists
 from ._jobs import BUSY
 from ._mutants import broken
 from ._storage import Document, Stored, active, settle
-from ._tasks import plain_json, released_task
+from ._tasks import plain_json, released_by, released_task
 from ._team_errors import DrainNotReady, MemberBusy, MessageNotPending, NotLead, ShutdownRefused, UnknownRecord
 
 if TYPE_CHECKING:
@@ -244,8 +244,16 @@ class ShutdownProtocol:
         sid = member["shutdown_request_id"]
         if member["status"] != "draining" or sid is None:
             raise MemberBusy(member_id, member["status"], "drain", "a drain begins with a shutdown request")
-        sd = self.require(sid) if sd is None or sd.key != sid else sd
+        read_here = sd is None or sd.key != sid
+        if sd is None or sd.key != sid:
+            sd = self.require(sid)
         if sd.doc["status"] not in ("draining", "timed_out"):
+            if read_here and not broken("drain_refusal_reads_member_once"):
+                # STO-4: the request ended after the member was read (the Lead's inspection stopped the
+                # member, then completed the request): the refusal is the one the member now gives
+                now = self.h.member(member_id)
+                if now["status"] != "draining":
+                    raise MemberBusy(member_id, now["status"], "drain", "a drain begins with a shutdown request")
             raise ShutdownRefused(f"drain of {member_id}", f"its request {sid} is {sd.doc['status']}")
         return member, sd
 
@@ -284,7 +292,11 @@ class ShutdownProtocol:
             busy = self.h.jobs.busy(member_id)
             if busy and not broken("release_before_jobs_settle"):
                 raise DrainNotReady(member_id, busy, f"release task {task_id}")
-            self._release(member_id, task_id, state)
+            if broken("release_task_loses_raw"):
+                self._release(member_id, task_id, state)
+            else:  # STO-4: lost to the Lead's flag meanwhile, the task is judged as the flag left it
+                settle(functools.partial(self._release, member_id, task_id, state))
+            self._released_or_refused(member, task_id)
             if broken("release_clears_member_first"):
                 self.h.set_member_task("shutdown.release_task/member", member_id, None)
             settle(functools.partial(self.note_release, "shutdown.release_task/record", sd.key, str(task_id)))
@@ -292,9 +304,51 @@ class ShutdownProtocol:
                 self.h.set_member_task("shutdown.release_task/member", member_id, None)
             return str(task_id)
 
+    def _released_or_refused(self, member: Document, task_id: str) -> None:
+        """SHD-3, SHD-7: the note is written only for a task the member let go. A task its
+        incarnation still holds after the release's task write was flagged ``needs_inspection`` by
+        the Lead's last rung meanwhile (another process force-terminated the member after this one
+        read it draining): the release stops there, noting nothing, and the inspection decides
+        (``released_task_left_its_member``; mutant ``release_notes_flagged_task``). Its refusal is
+        the one a release after the Lead's termination gets (linearizability,
+        ``release||force_inspect``); a task suspended meanwhile by its unit deadline (SHD-9) gets
+        the refusal a release after the suspension gets."""
+        task = self.h.task_row(task_id).doc
+        held = (task["owner_id"], task["owner_incarnation"]) == (member["member_id"], member["incarnation"])
+        if held and not broken("release_notes_flagged_task"):
+            if task["status"] == "needs_inspection":
+                # The flag is the force-termination's point of no return (its member write may not
+                # have landed yet): the refusal is the one a release after the termination gets.
+                now = self.h.member(member["member_id"])
+                status = "unhealthy" if now["status"] == "draining" else now["status"]
+                raise MemberBusy(member["member_id"], status, "drain", "a drain begins with a shutdown request")
+            # suspended meanwhile by its unit deadline (SHD-9): as a release after the suspension
+            raise ShutdownRefused(f"release by {member['member_id']}", "it holds no task")
+
+    def note_cut_release(self, step: str, member: Document) -> None:
+        """SHD-3, SHD-7, REC-2 (the model's ``_ops.note_release``): a release cut short after its task
+        write, or in flight in another process, while its member still names the task it released
+        (:func:`~reference._tasks.released_by`), is noted on the request the member drains for before
+        the member's task is cleared (by reconciliation or by the Lead's inspection, ``step``), so no
+        completion owes a ``shutdown_ack`` without the note (MSG-6)."""
+        task_id, pid = member["current_task_id"], member["shutdown_request_id"]
+        if task_id is None or pid is None:
+            return
+        task = self.h.storage.read("task", task_id)
+        if task is None:
+            return
+        if broken("cut_release_judged_by_status"):
+            if task.doc["status"] != "pending":
+                return
+        elif not released_by(task.doc, member["member_id"]):
+            return
+        if self.h.storage.read(KIND, pid) is not None:
+            settle(functools.partial(self.note_release, step, pid, task_id))
+
     def note_release(self, step: str, pid: str, task_id: str) -> None:
         """The release's note of its task on the request (``step``: the release's last write but
-        one, or reconciliation's ending a release cut short), read afresh: run again when it lost a
+        one, or reconciliation's or the Lead's inspection's ending a release cut short,
+        :meth:`note_cut_release`), read afresh: run again when it lost a
         compare-and-set (STO-4: the monitor timed the drain out meanwhile, SHD-6), it notes the task
         on the request as the winner left it. Only on a request a drain still runs under
         (``draining``, ``timed_out``): once the request ended (a lost member's inspection completed

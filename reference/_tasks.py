@@ -250,6 +250,13 @@ class Tasks:
             self.h.storage.update(step, "task", task_id, moved, task.version)
 
 
+def released_by(task: Document, member_id: str) -> bool:
+    """SHD-3, TSK-3: the task is back in ``pending`` by ``member_id``'s release and has not moved
+    since: its history ends in that member's ``released`` event (the model's ``Task.released_by``)."""
+    last = task["history"][-1] if task["history"] else {}
+    return task["status"] == "pending" and last.get("event") == "released" and last.get("actor") == member_id
+
+
 def released_task(task: Document, checkpoint: Document, event: Document) -> Document:
     """TSK-3: a released task is pending again, holder and token cleared, keeping its checkpoint
     (marked released) and its history, with the release event appended."""

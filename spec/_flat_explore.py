@@ -66,7 +66,19 @@ from .explore import (
 from .model import _model
 from .model._action import Action
 from .model._dead import _FINAL_JOBS, _FINAL_TASKS, FINAL_JOB, FINAL_TASK
-from .model._flat import CRASHED, JOBS, MEMBERS, MONITOR_DONE, PROFILE_CHANGES, TASKS, Flat, FlatModel, decode, relative
+from .model._flat import (
+    CRASHED,
+    JOBS,
+    MEMBERS,
+    MONITOR_DONE,
+    PROFILE_CHANGES,
+    T_RELEASED,
+    TASKS,
+    Flat,
+    FlatModel,
+    decode,
+    relative,
+)
 from .model._model import HARNESS_CRASH, Model
 from .model._snapshot import snapshot
 from .model._state import State
@@ -113,7 +125,7 @@ def image(position: int, value: tuple[Any, ...], pm: tuple[int, ...], pt: tuple[
     if position == TASKS:
         out = [None] * len(value)
         for t, r in enumerate(value):
-            out[pt[t]] = (r[0], _m(pm, r[1]), *r[2:])
+            out[pt[t]] = (r[0], _m(pm, r[1]), *r[2:T_RELEASED], _m(pm, r[T_RELEASED]), *r[T_RELEASED + 1 :])
         return tuple(out)
     if position == 4 or position == 6:  # approvals, plans: requester, task at 1 and 3
         return tuple((r[0], _m(pm, r[1]), r[2], _m(pt, r[3]), *r[4:]) for r in value)

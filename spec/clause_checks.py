@@ -92,7 +92,9 @@ _CHECKS: dict[str, Checked] = {
             "deadline_boundaries_reached",
         )
     ),
-    "SHD-3": _C(("release_only_after_jobs_settle", "task_leaves_owner_after_jobs_settle")),
+    "SHD-3": _C(
+        ("release_only_after_jobs_settle", "task_leaves_owner_after_jobs_settle", "released_task_left_its_member")
+    ),
     "SHD-4": _C(("task_leaves_owner_after_jobs_settle", "non_cancellable_job_never_signalled")),
     "SHD-5": _C(("shutdown_completed_iff_member_stopped", "owed_messages_present", "messages_agree_with_records")),
     "SHD-6": _C(

@@ -23,7 +23,6 @@ from .secret_corpus import SECRETS
 
 Snapshot = Mapping[str, Any]
 ACTIVE_SHUTDOWN = frozenset({"requested", "draining", "timed_out"})
-BUSY_JOB = frozenset({"running", "cancel_requested"})
 
 
 @dataclass(frozen=True)
@@ -350,7 +349,9 @@ def release_only_after_jobs_settle(before: Snapshot, after: Snapshot) -> list[st
         if task["status"] != "claimed" or task["task_id"] not in released_now:
             continue
         owner = members[task["owner_id"]]
-        busy = [j["job_id"] for j in before["job"] if j["owner_id"] == owner["member_id"] and j["status"] in BUSY_JOB]
+        busy = [
+            j["job_id"] for j in before["job"] if j["owner_id"] == owner["member_id"] and j["status"] in safety.BUSY_JOB
+        ]
         if owner["status"] == "draining" and busy:
             problems.append(f"task/{task['task_id']}: released by draining {owner['member_id']} while {busy} run")
     return problems
@@ -668,6 +669,14 @@ INVARIANTS: tuple[Invariant, ...] = (
         False,
         safety.plan_starts_only_before_deadline,
         ("clock", _PLANS, "plan_execution"),
+    ),
+    Invariant(
+        "SHD-3",
+        "released_task_left_its_member",
+        "state",
+        False,
+        safety.released_task_left_its_member,
+        ("task", _SHUTDOWNS),
     ),
     Invariant("TSK-3", "checkpoint_never_lost", "step", False, safety.checkpoint_never_lost, ("task",)),
     Invariant(

@@ -18,6 +18,8 @@ from .schemas import REASON_CODES
 
 Snapshot = Mapping[str, Any]
 BUSY_JOB = frozenset({"running", "cancel_requested"})
+"""A job not yet ended (SHD-3: asked to cancel is not stopped); the one definition, which the model,
+the flat engine and the reference import (``tests/test_status_sets.py`` reads it off the job machine)."""
 LIVE_MEMBER = frozenset({"running", "draining"})
 
 
@@ -646,6 +648,30 @@ def reasons_name_their_causes(before: Snapshot, after: Snapshot) -> list[str]:
                     f"{kind}/{record['protocol_id']}: {record['status']} with reason {record['reason']!r} "
                     f"while its requester {record['requester_id']} was {status}, not {' or '.join(causes)}"
                 )
+    return problems
+
+
+def released_task_left_its_member(snap: Snapshot) -> list[str]:
+    """SHD-3, MSG-6: a shutdown request names as released only a task its member let go.
+
+    The release writes the task first (``pending``, its holder cleared), so a request whose
+    ``released_task_id`` names a task its target still holds under the drained incarnation
+    (``claimed``, or flagged ``needs_inspection`` by the Lead's last rung, SHD-7) says something
+    that did not happen, and the ``shutdown_ack`` it owes says it too. A drained incarnation never
+    claims again (MEM-1), so the task's holder is never that incarnation after a real release.
+    """
+    tasks = _by(snap["task"], "task_id")
+    problems = []
+    for sd in snap["shutdown_request"]:
+        task = tasks.get(sd["released_task_id"]) if sd["released_task_id"] is not None else None
+        if task is not None and (task["owner_id"], task["owner_incarnation"]) == (
+            sd["target_id"],
+            sd["target_incarnation"],
+        ):
+            problems.append(
+                f"shutdown_request/{sd['protocol_id']}: {sd['status']}, says it released task {task['task_id']}, "
+                f"which is {task['status']} by {task['owner_id']} (incarnation {task['owner_incarnation']})"
+            )
     return problems
 
 

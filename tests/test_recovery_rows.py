@@ -182,6 +182,75 @@ def test_a_claim_cut_short_is_repaired_for_a_member_that_began_to_drain_since(st
     assert team.harness.read("task", "t0").doc["status"] == "pending"  # type: ignore[union-attr]
 
 
+def _drain_timed_out(team: Team, *, release_cut: bool) -> tuple[r.Harness, str]:
+    """m0 drains, holding t0; with ``release_cut`` its release dies after the task's write (t0 back
+    in ``pending``, m0 still naming it). Then the Lead's own process (no reconciliation) times the
+    drain out and force-terminates m0 (SHD-7): a task still claimed is flagged, a released one is
+    not. Returns the Lead's harness and the request."""
+    h = team.harness
+    pid = h.shutdowns.request("lead", "m0", "stop-m0", ttl_seconds=10)
+    h.shutdowns.begin_drain("m0", message_id(pid, "request"))
+    if release_cut:
+        h.storage.faults.crash_after.add("shutdown.release_task/task")
+        with pytest.raises(r.Crash):
+            h.shutdowns.release_task("m0")
+        h.storage.faults.crash_after.clear()
+    lead = Team(team.storage, team.clock, team.world, setup=False).harness
+    team.clock.advance(11)
+    lead.monitor_pass()
+    lead.shutdowns.force_terminate(pid)
+    assert (lead.member("m0")["status"], lead.member("m0")["current_task_id"]) == ("unhealthy", "t0")
+    return lead, pid
+
+
+def _ended_with(lead: r.Harness, pid: str) -> tuple[str, str | None, list[str | None]]:
+    """The request's status and released task, and what its ``shutdown_ack`` says (MSG-6)."""
+    acks = [row.doc["message"]["body"] for row in lead.storage.scan("outbox_entry")]
+    said = [a["released_task_id"] for a in acks if a.get("protocol_id") == pid and "released_task_id" in a]
+    request = lead.shutdowns.require(pid).doc
+    assert invariants.check_state(lead.snapshot()) == []
+    return request["status"], request["released_task_id"], said
+
+
+@pytest.mark.clause("SHD-3", "SHD-7", "REC-2", "MSG-6")
+@pytest.mark.parametrize("reconcile_first", [False, True], ids=["inspected", "reconciled-then-inspected"])
+def test_a_release_cut_short_is_noted_by_whoever_clears_the_unhealthy_members_task(
+    team: Team, reconcile_first: bool
+) -> None:
+    """A release cut short after its task write, then the Lead's last rung before the member's
+    process came back: the member is ``unhealthy`` and still names the task it released. Whichever
+    clears that name first (the Lead's inspection, or the member's reconciliation) notes the
+    release on the request before, so the request completes with t0 released and its ack says so,
+    as a release run whole gives. (Before, both cleared it unnoted: an unhealthy member was not
+    looked at, and the inspection looked at nothing.)"""
+    lead, pid = _drain_timed_out(team, release_cut=True)
+    if reconcile_first:
+        team = reconciled(team)
+        assert team.harness.member("m0")["current_task_id"] is None
+        assert team.harness.shutdowns.require(pid).doc["released_task_id"] == "t0"
+    lead.members.inspect("m0")
+    assert _ended_with(lead, pid) == ("completed", "t0", ["t0"])
+    assert lead.task_row("t0").doc["status"] == "pending"
+
+
+@pytest.mark.clause("SHD-3", "SHD-7", "REC-2", "MSG-6")
+@pytest.mark.parametrize("reconcile_first", [False, True], ids=["inspected", "reconciled-then-inspected"])
+def test_a_task_the_lead_put_back_is_not_noted_as_released(team: Team, reconcile_first: bool) -> None:
+    """Must differ from the test above: the same unhealthy member naming the same task back in
+    ``pending``, but the task got there by the Lead's last rung (flagged) and its inspection
+    (re-pended), not by a release. Nothing was released: the request completes with none, and its
+    ack says none. A note judged by the task's status alone wrote t0 here (mutant
+    ``cut_release_judged_by_status``)."""
+    lead, pid = _drain_timed_out(team, release_cut=False)
+    assert lead.task_row("t0").doc["status"] == "needs_inspection"
+    lead.tasks.inspect("t0", "pending")
+    if reconcile_first:
+        team = reconciled(team)
+        assert team.harness.shutdowns.require(pid).doc["released_task_id"] is None
+    lead.members.inspect("m0")
+    assert _ended_with(lead, pid) == ("completed", None, [None])
+
+
 @pytest.mark.clause("REC-2", "SHD-3", "SHD-5", "MSG-6")
 @pytest.mark.parametrize("step", ["shutdown.release_task/task", "shutdown.release_task/record"])
 def test_a_release_cut_short_is_noted_on_the_request_before_the_member_lets_go(team: Team, step: str) -> None:
@@ -209,3 +278,38 @@ def test_a_release_cut_short_is_noted_on_the_request_before_the_member_lets_go(t
     acks = [m["body"] for m in messages if m["message_type"] == "shutdown_ack"]
     assert [(a["protocol_id"], a["released_task_id"]) for a in acks] == [(pid, "t0")]
     assert invariants.check_state(h.snapshot()) == []
+
+
+def test_released_by_reads_the_tasks_last_move() -> None:
+    """TSK-3's history, read as ``released_by`` reads it: back in ``pending`` by this member's
+    release and not moved since; not another member's release, not an earlier release followed by
+    the Lead's moves, not a task that is not pending."""
+    from reference._tasks import released_by
+
+    def task(status: str, *events: tuple[str, str]) -> dict[str, object]:
+        return {"status": status, "history": [{"actor": a, "event": e} for a, e in events]}
+
+    assert released_by(task("pending", ("m0", "claimed"), ("m0", "released")), "m0")
+    assert not released_by(task("pending", ("m0", "claimed"), ("m0", "released")), "m1")
+    assert not released_by(task("pending", ("m1", "claimed"), ("m1", "released")), "m0")
+    assert not released_by(task("pending", ("m0", "released"), ("lead", "needs_inspection"), ("lead", "pending")), "m0")
+    assert not released_by(task("claimed", ("m0", "released"), ("m1", "claimed")), "m0")
+    assert not released_by(task("pending"), "m0")
+
+
+@pytest.mark.clause("SHD-3", "SHD-7", "TSK-3")
+def test_another_members_release_of_the_task_is_not_this_drains(team: Team) -> None:
+    """Must differ from a release cut short: m0 is force-terminated with t0 flagged; the Lead puts
+    t0 back, m2 claims it and releases it in its own drain. m0 still names t0, whose last move is a
+    release, but m2's: m0's request says nothing was released (an outside review's plant that read
+    "released by anyone" passed every other test)."""
+    lead, pid = _drain_timed_out(team, release_cut=False)
+    lead.tasks.inspect("t0", "pending")
+    lead.add_member("m2", ["deploy"])
+    lead.claim("m2", "t0")
+    pid2 = lead.shutdowns.request("lead", "m2", "stop-m2", ttl_seconds=100)
+    lead.shutdowns.begin_drain("m2", message_id(pid2, "request"))
+    lead.shutdowns.release_task("m2")
+    assert lead.member("m0")["current_task_id"] == "t0"
+    lead.members.inspect("m0")
+    assert _ended_with(lead, pid) == ("completed", None, [None])

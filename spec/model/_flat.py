@@ -33,6 +33,7 @@ from typing import Any
 
 from .._tables import _ALLOWED, IllegalTransition, ensure_transition, final_states, initial_state
 from ..redaction import redact
+from ..safety import BUSY_JOB
 from . import _model
 from ._action import Action
 from ._config import Config
@@ -77,8 +78,9 @@ def _index(cls: type, name: str) -> int:
 M_STATUS, M_INCARNATION, M_ACCEPTING, M_SHUTDOWN, M_TASK, M_PROFILE, M_TOOL = (
     _index(Member, n) for n in ("status", "incarnation", "accepting", "shutdown", "task", "profile_version", "has_tool")
 )
-T_STATUS, T_OWNER, T_INCARNATION, T_CLAIMS, T_CHECKPOINT, T_CLAIMED_AT = (
-    _index(Task, n) for n in ("status", "owner", "owner_incarnation", "claims", "checkpoint", "claimed_at")
+T_STATUS, T_OWNER, T_INCARNATION, T_CLAIMS, T_CHECKPOINT, T_CLAIMED_AT, T_RELEASED = (
+    _index(Task, n)
+    for n in ("status", "owner", "owner_incarnation", "claims", "checkpoint", "claimed_at", "released_by")
 )
 J_STATUS, J_TASK, J_CANCELLABLE = (_index(Job, n) for n in ("status", "task", "cancellable"))
 A_STATUS, A_REQUESTER, A_INCARNATION, A_TASK, A_PROFILE, A_DEADLINE, A_CONSUMED_AT, A_REASON, A_SUMMARY = (
@@ -180,7 +182,6 @@ _LEGAL = frozenset(
     (machine, source, target) for machine, table in _ALLOWED.items() for source, ts in table.items() for target in ts
 )
 _ACTIVE_SHUTDOWN = _model.ACTIVE_SHUTDOWN
-_BUSY = ("running", "cancel_requested")
 
 
 def _check(machine: str, source: str, target: str) -> None:
@@ -330,7 +331,8 @@ def _member_task(f: Flat, m: int, task: int) -> Flat:
 
 
 def _task(f: Flat, t: int, target: str, changes: dict[int, Any] | None = None) -> Flat:
-    return _move(f, TASKS, "task", t, target, changes)
+    """The model's ``_ops._task``: every move but a release's forgets who released it last."""
+    return _move(f, TASKS, "task", t, target, {T_RELEASED: NONE, **(changes or {})})
 
 
 def _job(f: Flat, m: int, target: str) -> Flat:
@@ -425,7 +427,7 @@ class FlatModel:
 
     @staticmethod
     def job_busy(f: Flat, m: int) -> bool:
-        return bool(f[JOBS][m][J_STATUS] in _BUSY)
+        return bool(f[JOBS][m][J_STATUS] in BUSY_JOB)
 
     # ---- families ----
     def task_ops(self, f: Flat, out: list[Operation]) -> None:
@@ -443,7 +445,7 @@ class FlatModel:
         jobs = f[JOBS]
         for t, task in enumerate(tasks):
             owner_live = task[T_OWNER] != NONE and _member_live(f, task[T_OWNER], task[T_INCARNATION])
-            running = any(job[J_STATUS] in _BUSY and job[J_TASK] == t for job in jobs)
+            running = any(job[J_STATUS] in BUSY_JOB and job[J_TASK] == t for job in jobs)
             if task[T_STATUS] == "needs_inspection" and not owner_live and not running:
                 for target in ("pending", "failed"):
                     out.append(
@@ -951,6 +953,7 @@ def _claim_steps(m: int, t: int) -> list[Step]:
     def claim(f: Flat) -> Flat:
         task, member = f[TASKS][t], f[MEMBERS][m]
         changes = {T_OWNER: m, T_INCARNATION: member[M_INCARNATION], T_CLAIMS: task[T_CLAIMS] + 1, T_CLAIMED_AT: 0}
+        changes[T_RELEASED] = NONE
         changes[T_CHECKPOINT] = task[T_CHECKPOINT]
         return _put(f, TASKS, t, _moved("task", task, "claimed", changes))
 
@@ -982,6 +985,7 @@ def _inspect_steps(m: int) -> list[Step]:
     return [
         ("member.inspect/task", lambda f: _flag_task(f, m)),
         ("member.inspect/requests", lambda f: cancel_own_requests(f, m, reason="crashed")),
+        ("member.inspect/record", lambda f: _note_release(f, m)),
         ("member.inspect/member", lambda f: _member(f, m, "stopped", {M_ACCEPTING: False, M_TASK: NONE})),
         ("member.inspect/shutdown", complete_shutdown),
     ]
@@ -1042,7 +1046,7 @@ def _release_steps(m: int, t: int, slot: int) -> list[Step]:
     def release(x: Flat) -> Flat:
         task = x[TASKS][t]
         if task[T_STATUS] == "claimed" and task[T_OWNER] == m:
-            return _task(x, t, "pending", {T_OWNER: NONE, T_CHECKPOINT: True})
+            return _task(x, t, "pending", {T_OWNER: NONE, T_CHECKPOINT: True, T_RELEASED: m})
         return x
 
     def record(x: Flat) -> Flat:
@@ -1071,7 +1075,7 @@ def _finish_shutdown_steps(m: int, slot: int) -> list[Step]:
 
 def _force_steps(m: int) -> list[Step]:
     def terminate_job(x: Flat) -> Flat:
-        return _job(x, m, "cancelled") if x[JOBS][m][J_STATUS] in _BUSY else x
+        return _job(x, m, "cancelled") if x[JOBS][m][J_STATUS] in BUSY_JOB else x
 
     return [
         ("shutdown.force_terminate/jobs", terminate_job),
@@ -1323,7 +1327,7 @@ def _reconcile_tasks(f: Flat) -> Flat:
             if not (
                 task[T_STATUS] == "claimed" and task[T_OWNER] == m and task[T_INCARNATION] == member[M_INCARNATION]
             ):
-                f = _reconcile_release(f, member, t)
+                f = _note_release(f, m)
                 f = _put(f, MEMBERS, m, _set(member, {M_TASK: NONE}))
         elif member[M_STATUS] in ("running", "draining"):
             for t2, task in enumerate(f[TASKS]):
@@ -1335,11 +1339,12 @@ def _reconcile_tasks(f: Flat) -> Flat:
     return f
 
 
-def _reconcile_release(f: Flat, member: tuple[Any, ...], t: int) -> Flat:
-    """``spec.model._reconcile._note_release``: a release cut short is noted before the member's task
-    is cleared (SHD-3, REC-2)."""
-    slot = member[M_SHUTDOWN]
-    if member[M_STATUS] == "draining" and f[TASKS][t][T_STATUS] == "pending" and slot != NONE:
+def _note_release(f: Flat, m: int) -> Flat:
+    """The model's ``_ops.note_release``: a release of member ``m`` cut short after its task write is
+    noted on its request while a drain still runs under it (SHD-3, SHD-7, REC-2)."""
+    member = f[MEMBERS][m]
+    slot, t = member[M_SHUTDOWN], member[M_TASK]
+    if slot != NONE and t != NONE and f[TASKS][t][T_RELEASED] == m:
         sd = f[SHUTDOWNS][slot]
         if sd[S_STATUS] in ("draining", "timed_out"):
             f = _put(f, SHUTDOWNS, slot, _set(sd, {S_RELEASED: t}))

@@ -102,6 +102,15 @@ MUTANTS: dict[str, Mutant] = {
             "while the job, cancel_requested, has not exited",
         ),
         Mutant(
+            "release_notes_before_task",
+            "SHD-3",
+            "released_task_left_its_member",
+            "shutdown",
+            "the release notes its task on the request before it writes the task back to pending: a crash "
+            "between the two leaves a request that says it released a task its member still holds (and a "
+            "Lead's inspection then completes it so, its shutdown_ack saying so too)",
+        ),
+        Mutant(
             "reconcile_ignores_incarnation",
             "XPR-1",
             "INV-4",

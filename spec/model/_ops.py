@@ -29,8 +29,6 @@ from ._model import (
 from ._state import NONE, Message, State, put, replace
 from ._time import tick_matters
 
-_BUSY = ("running", "cancel_requested")
-
 RISK_TEXT = "deploy to staging: " + carrier("openai_key")
 """The risk summary the model's requester writes; it carries a secret that must be redacted."""
 
@@ -66,7 +64,7 @@ def task_ops(model: Model, s: State) -> Iterator[Operation]:
             owner_live = owner_live and s.members[task.owner].status == "running"
         # SHD-7, SHD-4: the lost member's processes are inspected first: none of its jobs on the
         # task still runs (a lapse does not stop them) before the task is re-pended or failed.
-        running = any(job.status in _BUSY and job.task == t for job in s.jobs)
+        running = any(job.status in safety.BUSY_JOB and job.task == t for job in s.jobs)
         if task.status == "needs_inspection" and not owner_live and not running:
             for target in ("pending", "failed"):
                 yield (
@@ -81,7 +79,28 @@ def _member_live(s: State, m: int, incarnation: int) -> bool:
 
 
 def _task(s: State, t: int, target: str, **changes: object) -> State:
+    """Task ``t`` moved to ``target``; every move but a release's forgets who released it last."""
+    changes.setdefault("released_by", NONE)
     return replace(s, tasks=put(s.tasks, t, move("task", s.tasks[t], target, **changes)))
+
+
+def released_by(s: State, m: int, t: int) -> bool:
+    """SHD-3, TSK-3: task ``t`` is back in ``pending`` by member ``m``'s release, and has not moved
+    since (in the reference: its history ends in ``m``'s ``released`` event)."""
+    return t != NONE and s.tasks[t].released_by == m
+
+
+def note_release(s: State, m: int) -> State:
+    """SHD-3, SHD-7, REC-2: a release of member ``m`` cut short after its task write (its member
+    still names the task it released) is noted on the request ``m`` drains for, while a drain still
+    runs under it (``draining``, ``timed_out``), before anything clears the member's task; so no
+    completion of the request (a finish, or the Lead's inspection) owes its ``shutdown_ack`` without
+    the note (MSG-6). Shared by reconciliation and inspection."""
+    member = s.members[m]
+    slot, t = member.shutdown, member.task
+    if slot != NONE and released_by(s, m, t) and s.shutdowns[slot].status in ("draining", "timed_out"):
+        s = replace(s, shutdowns=put(s.shutdowns, slot, replace(s.shutdowns[slot], released=t)))
+    return s
 
 
 def _member_task(s: State, m: int, task: int) -> State:
@@ -100,6 +119,7 @@ def _claim_steps(m: int, t: int, track_time: bool, keep_checkpoint: bool = True)
             claims=task.claims + 1,
             claimed_at=s.clock if track_time else 0,
             checkpoint=task.checkpoint and keep_checkpoint,
+            released_by=NONE,
         )
         return replace(s, tasks=put(s.tasks, t, claimed))
 
@@ -231,6 +251,7 @@ def _inspect_steps(model: Model, m: int) -> list[Step]:
     return [
         ("member.inspect/task", lambda s: _flag_task(s, m)),
         ("member.inspect/requests", requests),
+        ("member.inspect/record", lambda s: note_release(s, m)),
         ("member.inspect/member", lambda s: _member(s, m, "stopped", accepting=False, task=NONE)),
         ("member.inspect/shutdown", complete_shutdown),
     ]
@@ -354,7 +375,10 @@ def _drain_ops(model: Model, s: State, m: int, slot: int) -> Iterator[Operation]
         settled = s.jobs[m].status != "running"
     t = s.members[m].task
     if t != NONE and (settled or model.broken("release_before_jobs_settle")):
-        yield A("shutdown.release_task", member=m), _release_steps(m, t, slot)
+        yield (
+            A("shutdown.release_task", member=m),
+            _release_steps(m, t, slot, model.broken("release_notes_before_task")),
+        )
     if settled and (t == NONE or model.broken("finish_keeps_task")):
         yield (
             A("shutdown.finish", member=m),
@@ -373,32 +397,38 @@ def _acknowledge_request(s: State, slot: int) -> State:
     return set_message(s, key, "acknowledged") if message_status(s, key) == "delivered" else s
 
 
-def _release_steps(m: int, t: int, slot: int) -> list[Step]:
+def _release_steps(m: int, t: int, slot: int, broken_order: bool = False) -> list[Step]:
     """SHD-3, TSK-3: the task back to pending, then noted on the request, then off the member.
 
     The member's write is last: while the member holds the task no finish can complete the
     request (SHD-5), so the request's ``released`` is written before any finish reads it, and the
     ``shutdown_ack`` a finish owes agrees with the record (MSG-3). With the member written before
     the record, a finish by a second process of the member between the two completed the request
-    with nothing released, and the release then noted its task on the completed request. A crash
-    before the member's write leaves the release to be run again by the next pass (the task's
-    write does nothing twice), or a reconciliation clears the member's task (REC-2)."""
+    with nothing released, and the release then noted its task on the completed request. The task's
+    write comes first: a request never names a task its member still holds (SHD-3's
+    ``released_task_left_its_member``; the mutant ``release_notes_before_task``). A crash before
+    the member's write leaves the release to be run again by the next pass (the task's write does
+    nothing twice), or a reconciliation (REC-2) or the Lead's inspection (SHD-7) notes the release
+    on the request (:func:`note_release`) and then clears the member's task."""
 
     def release(x: State) -> State:
         task = x.tasks[t]
         if task.status == "claimed" and task.owner == m:
-            return _task(x, t, "pending", owner=NONE, checkpoint=True)
+            return _task(x, t, "pending", owner=NONE, checkpoint=True, released_by=m)
         return x
 
     def record(x: State) -> State:
         sd = x.shutdowns[slot]
         return replace(x, shutdowns=put(x.shutdowns, slot, replace(sd, released=t)))
 
-    return [
+    steps: list[Step] = [
         ("shutdown.release_task/task", release),
         ("shutdown.release_task/record", record),
         ("shutdown.release_task/member", lambda x: _member_task(x, m, NONE)),
     ]
+    if broken_order:  # mutant release_notes_before_task: the note first
+        steps[0], steps[1] = steps[1], steps[0]
+    return steps
 
 
 def _force_steps(m: int) -> list[Step]:
@@ -873,7 +903,7 @@ OPERATIONS: dict[str, tuple[str, ...]] = {
     "job.start": ("job",),
     "job.exit": ("job",),
     "member.lapse": ("member", "task", "outbox"),
-    "member.inspect": ("task", "requests", "member", "shutdown"),
+    "member.inspect": ("task", "requests", "record", "member", "shutdown"),
     "member.restart": ("member",),
     "member.retire": ("member",),
     "profile.change": ("profile",),

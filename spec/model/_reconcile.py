@@ -7,8 +7,8 @@ pass as a whole is (REC-1); the explorer checks that running it twice changes no
 from __future__ import annotations
 
 from ._model import ACTIVE_SHUTDOWN, Model, message_status, move, owe, post, set_message
-from ._ops import _approval, _member, _plan, _shutdown, cancel_own_requests
-from ._state import NONE, Member, State, put, replace
+from ._ops import _approval, _member, _plan, _shutdown, cancel_own_requests, note_release
+from ._state import NONE, State, put, replace
 
 
 def reconcile(model: Model, s: State) -> State:
@@ -120,7 +120,7 @@ def _tasks(s: State) -> State:
         if t != NONE:
             task = s.tasks[t]
             if not (task.status == "claimed" and task.owner == m and task.owner_incarnation == member.incarnation):
-                s = _note_release(s, member, t)
+                s = note_release(s, m)
                 s = replace(s, members=put(s.members, m, replace(member, task=NONE)))
         elif member.status in ("running", "draining"):
             for t2, task in enumerate(s.tasks):
@@ -129,18 +129,4 @@ def _tasks(s: State) -> State:
     for t, task in enumerate(s.tasks):
         if task.status == "suspended":
             s = owe(s, ("task_suspended", t, task.claims))
-    return s
-
-
-def _note_release(s: State, member: Member, t: int) -> State:
-    """SHD-3, REC-2: a draining member that still names a task back in ``pending`` was cut short in
-    its release after the task's write. The repair ends the release as it would have: the task is
-    noted on the request before the member's task is cleared, so no finish ever completes the
-    request (and owes its ``shutdown_ack``) without the note (MSG-3). In the reference a release can
-    be in flight beside the repair (``release||reconcile_finish``); both write the same note."""
-    slot = member.shutdown
-    if member.status == "draining" and s.tasks[t].status == "pending" and slot != NONE:
-        sd = s.shutdowns[slot]
-        if sd.status in ("draining", "timed_out"):
-            s = replace(s, shutdowns=put(s.shutdowns, slot, replace(sd, released=t)))
     return s

@@ -35,6 +35,10 @@ class Task:
     claims: int = 0  # how many claims so far: the claim token is derived from it
     checkpoint: bool = False
     claimed_at: int = 0  # kept only when a unit deadline (SHD-9) can pass within the clock bound
+    released_by: int = NONE
+    """The member whose drain released it, until its next move: the reference's task history ending
+    in that member's ``released`` event (TSK-3). Not in the snapshot (the model keeps no history);
+    an inspection or a reconciliation reads it to end a release cut short (SHD-3, SHD-7)."""
 
 
 @dataclass(frozen=True, slots=True, order=True)
