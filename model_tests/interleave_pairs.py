@@ -197,6 +197,9 @@ CANCEL_SHUTDOWN = Operation("cancel shutdown", lambda h: h.shutdowns.cancel("lea
 HEARTBEAT = Operation("heartbeat", lambda h: h.members.heartbeat("m0", 1))
 FORCE_TERMINATE = Operation("force terminate", lambda h: h.shutdowns.force_terminate(SHUTDOWN))
 INSPECT = Operation("inspect m0", lambda h: h.members.inspect("m0"))
+SUSPEND = Operation("suspend m0's task", lambda h: h.tasks.suspend("m0", UNIT_SECONDS))
+UNIT_SECONDS = 10.0
+"""SHD-9's unit deadline in ``release||suspend``: t0, claimed at 0, is due from 10 on."""
 
 
 PAIRS: dict[str, Scenario] = {
@@ -358,6 +361,15 @@ PAIRS: dict[str, Scenario] = {
             draining_with_task,
             ((RELEASE,), (EXPIRE_SHUTDOWNS, FORCE_TERMINATE, INSPECT)),
             clocks=(SHUTDOWN_DEADLINE, SHUTDOWN_DEADLINE + 1),
+        ),
+        # A release beside the unit deadline's suspension (SHD-9) of the task it releases: an outside
+        # review found the release's refusal, when the suspension came between its read and its task
+        # write, called the draining member unhealthy.
+        Scenario(
+            "release||suspend",
+            draining_with_task,
+            ((RELEASE,), (SUSPEND,)),
+            clocks=(UNIT_SECONDS + 1, UNIT_SECONDS + 1),
         ),
         Scenario("complete_plan||reconcile", plan_stepped, ((COMPLETE_PLAN,), (RECONCILE,))),
     )

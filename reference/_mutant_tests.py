@@ -72,6 +72,12 @@ RECOVERY_CAUGHT_BY: dict[str, list[str]] = {
     "release_task_loses_raw": [
         "model_tests/test_interleave.py::test_every_caller_gets_what_some_serial_order_gives[release||force_inspect-memory]",
     ],
+    "suspend_refusal_names_stale_task": [
+        "model_tests/test_interleave.py::test_every_caller_gets_what_some_serial_order_gives[release||suspend-memory]",
+    ],
+    "suspend_loses_raw": [
+        "model_tests/test_interleave.py::test_every_caller_gets_what_some_serial_order_gives[release||suspend-memory]",
+    ],
     "release_clears_member_first": [
         "tests/test_recovery_rows.py::test_a_release_cut_short_is_noted_on_the_request_before_the_member_lets_go",
         "model_tests/test_interleave.py::test_every_interleaving_keeps_every_invariant[drain_pass||finish_drain-memory]",

@@ -152,6 +152,11 @@ MUTANTS: dict[str, str] = {
     "cut_release_judged_by_status": "SHD-3, SHD-7, REC-2: a release cut short is told by its task being back in "
     "pending, not by the task's last move being the member's release: a task the Lead flagged and re-pended is "
     "noted on the request as released",
+    "suspend_refusal_names_stale_task": "STO-4, SHD-9: a suspension that finds the task its member named released "
+    'meanwhile refuses by the task it read ("task t0 is not held"), where a suspension after the release, '
+    "reading a member that holds nothing, gives another refusal: no serial order gives the first",
+    "suspend_loses_raw": "STO-4, SHD-9: a suspension whose task write lost a compare-and-set (a release put the "
+    "task back meanwhile) is not run again from its read: the caller gets a raw VersionConflict",
     "release_clears_member_first": "SHD-3, SHD-5, STO-4: a release clears the member's task before it notes the "
     "task on the request, so a finish by a second process of the member between the two completes the request "
     "with nothing released and the release then notes its task on the completed request",

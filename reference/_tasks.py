@@ -16,6 +16,7 @@ persisted a moment before (its member not yet updated, or by another process) sh
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +25,7 @@ from spec.ids import message_id
 
 from ._errors import VersionConflict
 from ._mutants import broken
-from ._storage import Document, Guard, Stored
+from ._storage import Document, Guard, Stored, settle
 from ._team_errors import (
     BadCheckpoint,
     ClaimRefused,
@@ -200,24 +201,33 @@ class Tasks:
     def suspend(self, member_id: str, unit_seconds: float) -> str:
         """The held task's unit of work ran past ``unit_seconds``: suspend it, tell the Lead."""
         with self.h.assignment_lock:
-            member = self.h.member(member_id)
-            task_id = member["current_task_id"]
-            task = self.h.task_row(task_id) if task_id is not None else None
-            if task is None or not self._is_holder(member, task.doc):
+            if broken("suspend_loses_raw"):
+                return self._suspend(member_id, unit_seconds)
+            # STO-4: lost to a release meanwhile, the suspension judges the task as the release left it
+            return settle(functools.partial(self._suspend, member_id, unit_seconds))
+
+    def _suspend(self, member_id: str, unit_seconds: float) -> str:
+        """One attempt of :meth:`suspend`, from its reads; it can lose only at its first write."""
+        member = self.h.member(member_id)
+        task_id = member["current_task_id"]
+        task = self.h.task_row(task_id) if task_id is not None else None
+        if task is None or not self._is_holder(member, task.doc):
+            if broken("suspend_refusal_names_stale_task"):
                 raise TaskNotDue(str(task_id), "not held", f"suspend it for {member_id}")
-            claimed_at = max(e["at"] for e in task.doc["history"] if e["event"] == "claimed")
-            if self.h.clock.now() < claimed_at + unit_seconds:
-                raise TaskNotDue(task.key, "claimed", f"suspend it before {claimed_at + unit_seconds}")
-            busy = self.h.jobs.busy(member_id)
-            if busy:
-                raise DrainNotReady(member_id, busy, f"suspend task {task.key}")
-            history = [*task.doc["history"], self.h.event("monitor", "suspended")]
-            suspended = {**task.doc, "status": "suspended", "history": history}
-            self.h.storage.update("task.suspend/task", "task", task.key, suspended, task.version)
-            self.h.set_member_task("task.suspend/member", member_id, None)
-            notice = self.h.outbox.task_suspended(suspended, claims_of(suspended))
-            self.h.outbox.owe("task.suspend/outbox", notice)
-            return task.key
+            raise TaskNotDue.none_held(member_id, "suspend it (SHD-9)")
+        claimed_at = max(e["at"] for e in task.doc["history"] if e["event"] == "claimed")
+        if self.h.clock.now() < claimed_at + unit_seconds:
+            raise TaskNotDue(task.key, "claimed", f"suspend it before {claimed_at + unit_seconds}")
+        busy = self.h.jobs.busy(member_id)
+        if busy:
+            raise DrainNotReady(member_id, busy, f"suspend task {task.key}")
+        history = [*task.doc["history"], self.h.event("monitor", "suspended")]
+        suspended = {**task.doc, "status": "suspended", "history": history}
+        self.h.storage.update("task.suspend/task", "task", task.key, suspended, task.version)
+        self.h.set_member_task("task.suspend/member", member_id, None)
+        notice = self.h.outbox.task_suspended(suspended, claims_of(suspended))
+        self.h.outbox.owe("task.suspend/outbox", notice)
+        return task.key
 
     def resume(self, task_id: str) -> None:
         self._lead_move(task_id, "suspended", "pending", "task.resume/task", keep_owner=True)

@@ -117,6 +117,14 @@ class TaskNotDue(TeamRefusal):
     def __init__(self, task_id: str, status: str, what: str) -> None:
         super().__init__(f"task {task_id} is {status}: cannot {what}")
 
+    @classmethod
+    def none_held(cls, member_id: str, what: str) -> TaskNotDue:
+        """The member holds no task (it names none, or names one it no longer holds: released or
+        suspended meanwhile, STO-4): one refusal for both, as a serial order gives it."""
+        refusal = cls.__new__(cls)
+        TeamRefusal.__init__(refusal, f"{member_id} holds no task: cannot {what}")
+        return refusal
+
 
 class NotLead(TeamRefusal):
     """SHD-1: only the Lead may request (or cancel) a shutdown."""

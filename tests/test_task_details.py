@@ -98,7 +98,7 @@ def test_every_task_refusal_names_the_task_its_status_and_what_to_do(storage: St
         "task t0 is needs_inspection: cannot inspect it into 'completed': use pending or failed"
     )
     assert says(team, lambda: h.tasks.suspend("m2", unit_seconds=5), r.TaskNotDue) == (
-        "task None is not held: cannot suspend it for m2"
+        "m2 holds no task: cannot suspend it (SHD-9)"
     )
     assert says(team, lambda: h.tasks.suspend("m0", unit_seconds=5), r.TaskNotDue) == (
         "task t0 is claimed: cannot suspend it before 5.0"
