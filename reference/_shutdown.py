@@ -243,9 +243,9 @@ class ShutdownProtocol:
             self.h.fence(member, incarnation)
         sid = member["shutdown_request_id"]
         if member["status"] != "draining" or sid is None:
-            raise MemberBusy(member_id, member["status"], "drain", "a drain begins with a shutdown request")
+            raise _not_draining(member_id, member["status"])
         read_here = sd is None or sd.key != sid
-        if sd is None or sd.key != sid:
+        if sd is None or read_here:
             sd = self.require(sid)
         if sd.doc["status"] not in ("draining", "timed_out"):
             if read_here and not broken("drain_refusal_reads_member_once"):
@@ -253,7 +253,7 @@ class ShutdownProtocol:
                 # member, then completed the request): the refusal is the one the member now gives
                 now = self.h.member(member_id)
                 if now["status"] != "draining":
-                    raise MemberBusy(member_id, now["status"], "drain", "a drain begins with a shutdown request")
+                    raise _not_draining(member_id, now["status"])
             raise ShutdownRefused(f"drain of {member_id}", f"its request {sid} is {sd.doc['status']}")
         return member, sd
 
@@ -321,7 +321,7 @@ class ShutdownProtocol:
                 # have landed yet): the refusal is the one a release after the termination gets.
                 now = self.h.member(member["member_id"])
                 status = "unhealthy" if now["status"] == "draining" else now["status"]
-                raise MemberBusy(member["member_id"], status, "drain", "a drain begins with a shutdown request")
+                raise _not_draining(member["member_id"], status)
             # suspended meanwhile by its unit deadline (SHD-9): as a release after the suspension
             raise ShutdownRefused(f"release by {member['member_id']}", "it holds no task")
 
@@ -529,6 +529,12 @@ class ShutdownProtocol:
         if stored is None:
             raise UnknownRecord(KIND, pid, "the Lead requests a shutdown with ShutdownProtocol.request")
         return stored
+
+
+def _not_draining(member_id: str, status: str) -> MemberBusy:
+    """The refusal of a drain step for a member that does not drain (SHD-2, SHD-3): one wording,
+    whichever read found it so."""
+    return MemberBusy(member_id, status, "drain", "a drain begins with a shutdown request")
 
 
 def _past(deadline: float, now: float) -> bool:
