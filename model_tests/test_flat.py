@@ -730,37 +730,53 @@ def test_teamproto_check_on_plain_tuples_reports_progress(monkeypatch: pytest.Mo
     assert lines and all("pair:" in line and "states/s" in line for line in lines)
 
 
-def _unhealthy_naming(released_by: int) -> tuple[Model, State]:
+_NAMING = {  # case: (m0's Member.released, t0 claimed by m1 meanwhile), whether m0 released t0
+    "its-own-release": ((True, False), True),
+    "its-own-release-then-claimed-by-another": ((True, True), True),
+    "put-back-by-another": ((False, False), False),
+    "held-by-another": ((False, True), False),
+}
+
+
+def _unhealthy_naming(released: bool, claimed_since: bool) -> tuple[Model, State]:
     """A state no search of the model reaches (its one harness reconciles at once after a crash;
-    the reference reaches it with two processes, ``release||force_inspect``): m0 force-terminated
-    while still naming t0, which is back in ``pending`` by ``released_by``'s release, or by the
-    Lead (NONE); its drain of slot 0 timed out."""
+    the reference reaches it with two or three processes, ``release||force_inspect``): m0
+    force-terminated while still naming t0, which its own release put back to ``pending``
+    (``released``) or someone else did, and which m1 may have claimed since (``claimed_since``);
+    m0's drain of slot 0 timed out."""
     from dataclasses import replace
 
     from spec.model._state import NONE
 
     model = Model(load_config("pair_crashes"))
     s = model.initial()
-    member = replace(s.members[0], status="unhealthy", accepting=False, shutdown=0, task=0)
-    task = replace(s.tasks[0], owner_incarnation=1, claims=1, checkpoint=True, released_by=released_by)
+    member = replace(s.members[0], status="unhealthy", accepting=False, shutdown=0, task=0, released=released)
+    task = replace(s.tasks[0], owner_incarnation=1, claims=1, checkpoint=True)
+    members = (member, *s.members[1:])
+    if claimed_since:
+        task = replace(task, status="claimed", owner=1, owner_incarnation=1, claims=2)
+        members = (member, replace(s.members[1], task=0))
     sd = replace(s.shutdowns[0], status="timed_out", target=0, target_incarnation=1, reason="timed_out")
     assert NONE not in (member.shutdown, member.task)
-    return model, replace(s, members=(member, *s.members[1:]), tasks=(task, *s.tasks[1:]), shutdowns=(sd,))
+    return model, replace(s, members=members, tasks=(task, *s.tasks[1:]), shutdowns=(sd,))
 
 
 @pytest.mark.clause("SHD-3", "SHD-7", "REC-2")
-@pytest.mark.parametrize("released_by", [0, 1, -1], ids=["its-own-release", "another-members", "the-leads"])
-def test_the_inspection_and_reconciliation_note_only_the_members_own_release(released_by: int) -> None:
+@pytest.mark.parametrize("case", list(_NAMING))
+def test_the_inspection_and_reconciliation_note_only_the_members_own_release(case: str) -> None:
     """``member.inspect/record`` and reconciliation's note, on a hand-built state, in the model and
-    in the flat engine alike: the request takes t0 as released exactly when t0's last move was m0's
-    own release; the inspection then completes it so."""
-    model, state = _unhealthy_naming(released_by)
+    in the flat engine alike: the request takes t0 as released exactly when m0's own release put
+    it back (``Member.released``), whatever moved t0 since (the three-process case: m1 claimed it
+    before the Lead's inspection); the inspection then completes the request so."""
+    (released, claimed_since), noted = _NAMING[case]
+    model, state = _unhealthy_naming(released, claimed_since)
     assert differences(model, [state]) == []
     inspected = [s for a, s in model.successors(state) if a.name == "member.inspect" and not a.crash_after]
     assert len(inspected) == 1
     after = inspected[0]
-    assert (after.shutdowns[0].status, after.shutdowns[0].released) == ("completed", 0 if released_by == 0 else -1)
+    assert (after.shutdowns[0].status, after.shutdowns[0].released) == ("completed", 0 if noted else -1)
+    assert not after.members[0].released  # the inspection's member write forgets it
     from spec.model._reconcile import reconcile
 
     reconciled = reconcile(model, state)
-    assert (reconciled.shutdowns[0].released, reconciled.members[0].task) == (0 if released_by == 0 else -1, -1)
+    assert (reconciled.shutdowns[0].released, reconciled.members[0].task) == (0 if noted else -1, -1)

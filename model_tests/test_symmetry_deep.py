@@ -83,7 +83,6 @@ FIELD_KINDS: dict[tuple[str, str], str] = {
     ("Task", "owner_incarnation"): OPAQUE,
     ("Task", "claims"): OPAQUE,
     ("Task", "claimed_at"): OPAQUE,
-    ("Task", "released_by"): MEMBER,  # hidden: who released it last (SHD-3)
     ("Job", "task"): TASK,
     ("Approval", "requester"): MEMBER,
     ("Approval", "incarnation"): OPAQUE,

@@ -45,9 +45,6 @@ RECOVERY_CAUGHT_BY: dict[str, list[str]] = {
     "drain_logged_by_its_last_deliverer": [
         "model_tests/test_interleave.py::test_every_final_state_is_some_serial_orders[begin_drain||begin_drain-memory]"
     ],
-    "release_noted_on_ended_request": [
-        "tests/test_shutdown_details.py::test_a_release_in_flight_leaves_a_request_its_members_inspection_ended"
-    ],
     "reconcile_clears_release_unnoted": [
         "tests/test_recovery_rows.py::test_a_release_cut_short_is_noted_on_the_request_before_the_member_lets_go",
         "model_tests/test_interleave.py::test_every_interleaving_keeps_every_invariant[release||reconcile_finish-memory]",

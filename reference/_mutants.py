@@ -128,9 +128,6 @@ MUTANTS: dict[str, str] = {
     "drain_logged_by_its_last_deliverer": "AUD-5, SHD-2, STO-4: a drain is logged only by a delivery that both "
     "began it and recorded the delivery, so one that began it and lost the last write to a second delivery "
     "leaves it unlogged",
-    "release_noted_on_ended_request": "SHD-3, SHD-7, MSG-6: a release in flight notes its task on a request that "
-    "ended meanwhile (the drain timed out, the Lead force-terminated and inspected the member, which completed "
-    "the request and owed its shutdown_ack with nothing released)",
     "reconcile_clears_release_unnoted": "SHD-3, REC-2: reconciliation clears a draining member's task that a release "
     "cut short put back to pending without noting it on the request first, so a finish then completes the request "
     "with nothing released (beside a release in flight, its note then lands on the completed request)",

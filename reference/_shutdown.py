@@ -350,14 +350,13 @@ class ShutdownProtocol:
         one, or reconciliation's or the Lead's inspection's ending a release cut short,
         :meth:`note_cut_release`), read afresh: run again when it lost a
         compare-and-set (STO-4: the monitor timed the drain out meanwhile, SHD-6), it notes the task
-        on the request as the winner left it. Only on a request a drain still runs under
-        (``draining``, ``timed_out``): once the request ended (a lost member's inspection completed
-        it, its ``shutdown_ack`` saying nothing released), a release still in flight leaves it as
-        it ended (MSG-6). A note already there is not written again. The model never meets an ended
-        request here: its release runs whole, and only a crash cuts it."""
+        on the request as the winner left it. A note already there is not written again. It needs no
+        test of the request's status: the one step that ends a request while its member still names
+        the task it released is the Lead's inspection, which notes the release first (SHD-7), so a
+        release still in flight finds an ended request already noted, its ``shutdown_ack`` saying
+        so (MSG-6; the model's ``_ops.note_release`` alike, where ``messages_agree_with_records``
+        would show a note landing on a request that ended without it)."""
         sd = self.require(pid)
-        if sd.doc["status"] not in ("draining", "timed_out") and not broken("release_noted_on_ended_request"):
-            return
         if sd.doc["released_task_id"] == task_id:
             return
         self.h.storage.update(step, KIND, pid, {**sd.doc, "released_task_id": task_id}, sd.version)

@@ -261,10 +261,14 @@ class Tasks:
 
 
 def released_by(task: Document, member_id: str) -> bool:
-    """SHD-3, TSK-3: the task is back in ``pending`` by ``member_id``'s release and has not moved
-    since: its history ends in that member's ``released`` event (the model's ``Task.released_by``)."""
-    last = task["history"][-1] if task["history"] else {}
-    return task["status"] == "pending" and last.get("event") == "released" and last.get("actor") == member_id
+    """SHD-3, TSK-3: ``member_id`` released the task since it last claimed it: its last ``claimed``
+    or ``released`` event in the task's history is a ``released`` (the model's ``Member.released``,
+    for a member that still names the task). Whatever moved the task since does not matter: another
+    member may hold it again, and the release still happened."""
+    for event in reversed(task["history"]):
+        if event.get("actor") == member_id and event.get("event") in ("claimed", "released"):
+            return bool(event["event"] == "released")
+    return False
 
 
 def released_task(task: Document, checkpoint: Document, event: Document) -> Document:

@@ -72,7 +72,6 @@ from .model._flat import (
     MEMBERS,
     MONITOR_DONE,
     PROFILE_CHANGES,
-    T_RELEASED,
     TASKS,
     Flat,
     FlatModel,
@@ -125,7 +124,7 @@ def image(position: int, value: tuple[Any, ...], pm: tuple[int, ...], pt: tuple[
     if position == TASKS:
         out = [None] * len(value)
         for t, r in enumerate(value):
-            out[pt[t]] = (r[0], _m(pm, r[1]), *r[2:T_RELEASED], _m(pm, r[T_RELEASED]), *r[T_RELEASED + 1 :])
+            out[pt[t]] = (r[0], _m(pm, r[1]), *r[2:])
         return tuple(out)
     if position == 4 or position == 6:  # approvals, plans: requester, task at 1 and 3
         return tuple((r[0], _m(pm, r[1]), r[2], _m(pt, r[3]), *r[4:]) for r in value)

@@ -280,20 +280,25 @@ def test_a_release_cut_short_is_noted_on_the_request_before_the_member_lets_go(t
     assert invariants.check_state(h.snapshot()) == []
 
 
-def test_released_by_reads_the_tasks_last_move() -> None:
-    """TSK-3's history, read as ``released_by`` reads it: back in ``pending`` by this member's
-    release and not moved since; not another member's release, not an earlier release followed by
-    the Lead's moves, not a task that is not pending."""
+def test_released_by_reads_the_members_last_claim_or_release() -> None:
+    """TSK-3's history, read as ``released_by`` reads it: this member's last ``claimed`` or
+    ``released`` event is a release, whatever others did to the task since; not another member's
+    release, not a claim followed only by the Lead's moves, not a release followed by a claim of
+    its own (a later incarnation's), not a task it never touched."""
     from reference._tasks import released_by
 
     def task(status: str, *events: tuple[str, str]) -> dict[str, object]:
         return {"status": status, "history": [{"actor": a, "event": e} for a, e in events]}
 
     assert released_by(task("pending", ("m0", "claimed"), ("m0", "released")), "m0")
+    assert released_by(task("claimed", ("m0", "claimed"), ("m0", "released"), ("m1", "claimed")), "m0")
+    m1_too = ("m1", "claimed"), ("m1", "released")
+    assert released_by(task("pending", ("m0", "claimed"), ("m0", "released"), *m1_too), "m0")
     assert not released_by(task("pending", ("m0", "claimed"), ("m0", "released")), "m1")
     assert not released_by(task("pending", ("m1", "claimed"), ("m1", "released")), "m0")
-    assert not released_by(task("pending", ("m0", "released"), ("lead", "needs_inspection"), ("lead", "pending")), "m0")
-    assert not released_by(task("claimed", ("m0", "released"), ("m1", "claimed")), "m0")
+    assert not released_by(task("pending", ("m0", "claimed"), ("lead", "needs_inspection"), ("lead", "pending")), "m0")
+    assert not released_by(task("claimed", ("m0", "claimed"), ("m0", "released"), ("m0", "claimed")), "m0")
+    assert not released_by(task("completed", ("m0", "claimed"), ("m0", "completed")), "m0")
     assert not released_by(task("pending"), "m0")
 
 

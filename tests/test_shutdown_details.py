@@ -410,18 +410,15 @@ def test_a_release_in_flight_is_noted_by_the_inspection_that_ends_its_request(st
 
 
 @pytest.mark.clause("SHD-3", "SHD-7", "MSG-6", "STO-4")
-def test_a_release_in_flight_leaves_a_request_its_members_inspection_ended(storage: r.Storage) -> None:
-    """As above, but m1 claims the task m0 released before the Lead's steps: the inspection no
-    longer sees m0's release as the task's last move and completes the request with nothing
-    released. The release's note then finds the request ended and leaves it so; the request and its
-    ack agree (MSG-6). Found by an outside review: the note was written on the completed request.
-
-    What this keeps is agreement, not the whole truth: m0 did release t0, and no serial order of the
-    three operations ends with the request saying none (a known limit of three processes, left: the
-    task's own history keeps the release, AUD-2; ``released_by`` reads only the task's last move,
-    as the model's ``Task.released_by`` does)."""
+def test_a_release_in_flight_is_noted_though_another_member_claimed_its_task(storage: r.Storage) -> None:
+    """As above, but m1 claims the task m0 released before the Lead's steps (three processes): the
+    task's last move is no longer m0's release, yet m0 did release it, so the inspection still notes
+    it and completes the request saying t0 was released, as every serial order of the three says.
+    The release's own note then finds the note there and writes nothing (MSG-6: the request and
+    its ack agree). It used to complete the request with nothing released: the inspection read
+    only the task's last move."""
     request = _release_beside_the_lead(storage, ends_it=True, moved_on=True)
-    assert (request["status"], request["released_task_id"]) == ("completed", None)
+    assert (request["status"], request["released_task_id"]) == ("completed", "t0")
 
 
 @pytest.mark.clause("SHD-3", "SHD-6")

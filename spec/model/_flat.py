@@ -75,12 +75,12 @@ def _index(cls: type, name: str) -> int:
 
 
 # Field positions inside a record's tuple, derived from the dataclasses (one source).
-M_STATUS, M_INCARNATION, M_ACCEPTING, M_SHUTDOWN, M_TASK, M_PROFILE, M_TOOL = (
-    _index(Member, n) for n in ("status", "incarnation", "accepting", "shutdown", "task", "profile_version", "has_tool")
+M_STATUS, M_INCARNATION, M_ACCEPTING, M_SHUTDOWN, M_TASK, M_PROFILE, M_TOOL, M_RELEASED = (
+    _index(Member, n)
+    for n in ("status", "incarnation", "accepting", "shutdown", "task", "profile_version", "has_tool", "released")
 )
-T_STATUS, T_OWNER, T_INCARNATION, T_CLAIMS, T_CHECKPOINT, T_CLAIMED_AT, T_RELEASED = (
-    _index(Task, n)
-    for n in ("status", "owner", "owner_incarnation", "claims", "checkpoint", "claimed_at", "released_by")
+T_STATUS, T_OWNER, T_INCARNATION, T_CLAIMS, T_CHECKPOINT, T_CLAIMED_AT = (
+    _index(Task, n) for n in ("status", "owner", "owner_incarnation", "claims", "checkpoint", "claimed_at")
 )
 J_STATUS, J_TASK, J_CANCELLABLE = (_index(Job, n) for n in ("status", "task", "cancellable"))
 A_STATUS, A_REQUESTER, A_INCARNATION, A_TASK, A_PROFILE, A_DEADLINE, A_CONSUMED_AT, A_REASON, A_SUMMARY = (
@@ -323,16 +323,18 @@ def message_status(f: Flat, key: tuple[str, int, int]) -> str:
 
 
 def _member(f: Flat, m: int, target: str, changes: dict[int, Any] | None = None) -> Flat:
+    if changes is not None and M_TASK in changes:
+        changes = {**changes, M_RELEASED: False}
     return _move(f, MEMBERS, "member", m, target, changes)
 
 
 def _member_task(f: Flat, m: int, task: int) -> Flat:
-    return _put(f, MEMBERS, m, _set(f[MEMBERS][m], {M_TASK: task}))
+    return _put(f, MEMBERS, m, _set(f[MEMBERS][m], {M_TASK: task, M_RELEASED: False}))
 
 
 def _task(f: Flat, t: int, target: str, changes: dict[int, Any] | None = None) -> Flat:
     """The model's ``_ops._task``: every move but a release's forgets who released it last."""
-    return _move(f, TASKS, "task", t, target, {T_RELEASED: NONE, **(changes or {})})
+    return _move(f, TASKS, "task", t, target, changes)
 
 
 def _job(f: Flat, m: int, target: str) -> Flat:
@@ -953,7 +955,6 @@ def _claim_steps(m: int, t: int) -> list[Step]:
     def claim(f: Flat) -> Flat:
         task, member = f[TASKS][t], f[MEMBERS][m]
         changes = {T_OWNER: m, T_INCARNATION: member[M_INCARNATION], T_CLAIMS: task[T_CLAIMS] + 1, T_CLAIMED_AT: 0}
-        changes[T_RELEASED] = NONE
         changes[T_CHECKPOINT] = task[T_CHECKPOINT]
         return _put(f, TASKS, t, _moved("task", task, "claimed", changes))
 
@@ -1046,7 +1047,8 @@ def _release_steps(m: int, t: int, slot: int) -> list[Step]:
     def release(x: Flat) -> Flat:
         task = x[TASKS][t]
         if task[T_STATUS] == "claimed" and task[T_OWNER] == m:
-            return _task(x, t, "pending", {T_OWNER: NONE, T_CHECKPOINT: True, T_RELEASED: m})
+            x = _task(x, t, "pending", {T_OWNER: NONE, T_CHECKPOINT: True})
+            return _put(x, MEMBERS, m, _set(x[MEMBERS][m], {M_RELEASED: True}))
         return x
 
     def record(x: Flat) -> Flat:
@@ -1328,11 +1330,11 @@ def _reconcile_tasks(f: Flat) -> Flat:
                 task[T_STATUS] == "claimed" and task[T_OWNER] == m and task[T_INCARNATION] == member[M_INCARNATION]
             ):
                 f = _note_release(f, m)
-                f = _put(f, MEMBERS, m, _set(member, {M_TASK: NONE}))
+                f = _put(f, MEMBERS, m, _set(member, {M_TASK: NONE, M_RELEASED: False}))
         elif member[M_STATUS] in ("running", "draining"):
             for t2, task in enumerate(f[TASKS]):
                 if task[T_STATUS] == "claimed" and task[T_OWNER] == m and task[T_INCARNATION] == member[M_INCARNATION]:
-                    f = _put(f, MEMBERS, m, _set(member, {M_TASK: t2}))
+                    f = _put(f, MEMBERS, m, _set(member, {M_TASK: t2, M_RELEASED: False}))
     for t, task in enumerate(f[TASKS]):
         if task[T_STATUS] == "suspended":
             f = owe(f, ("task_suspended", t, task[T_CLAIMS]))
@@ -1341,13 +1343,11 @@ def _reconcile_tasks(f: Flat) -> Flat:
 
 def _note_release(f: Flat, m: int) -> Flat:
     """The model's ``_ops.note_release``: a release of member ``m`` cut short after its task write is
-    noted on its request while a drain still runs under it (SHD-3, SHD-7, REC-2)."""
+    noted on its request (SHD-3, SHD-7, REC-2)."""
     member = f[MEMBERS][m]
     slot, t = member[M_SHUTDOWN], member[M_TASK]
-    if slot != NONE and t != NONE and f[TASKS][t][T_RELEASED] == m:
-        sd = f[SHUTDOWNS][slot]
-        if sd[S_STATUS] in ("draining", "timed_out"):
-            f = _put(f, SHUTDOWNS, slot, _set(sd, {S_RELEASED: t}))
+    if slot != NONE and t != NONE and member[M_RELEASED]:
+        f = _put(f, SHUTDOWNS, slot, _set(f[SHUTDOWNS][slot], {S_RELEASED: t}))
     return f
 
 

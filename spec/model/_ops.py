@@ -79,32 +79,28 @@ def _member_live(s: State, m: int, incarnation: int) -> bool:
 
 
 def _task(s: State, t: int, target: str, **changes: object) -> State:
-    """Task ``t`` moved to ``target``; every move but a release's forgets who released it last."""
-    changes.setdefault("released_by", NONE)
     return replace(s, tasks=put(s.tasks, t, move("task", s.tasks[t], target, **changes)))
-
-
-def released_by(s: State, m: int, t: int) -> bool:
-    """SHD-3, TSK-3: task ``t`` is back in ``pending`` by member ``m``'s release, and has not moved
-    since (in the reference: its history ends in ``m``'s ``released`` event)."""
-    return t != NONE and s.tasks[t].released_by == m
 
 
 def note_release(s: State, m: int) -> State:
     """SHD-3, SHD-7, REC-2: a release of member ``m`` cut short after its task write (its member
-    still names the task it released) is noted on the request ``m`` drains for, while a drain still
-    runs under it (``draining``, ``timed_out``), before anything clears the member's task; so no
-    completion of the request (a finish, or the Lead's inspection) owes its ``shutdown_ack`` without
-    the note (MSG-6). Shared by reconciliation and inspection."""
+    still names the task it released, ``Member.released``, whatever moved the task since) is noted
+    on the request ``m`` drains for before anything clears the member's task; so no completion of
+    the request (a finish, or the Lead's inspection) owes its ``shutdown_ack`` without the note
+    (MSG-6). Shared by reconciliation and inspection. The request needs no test of its status: only
+    the inspection ends a request while its member still names a task, and it notes first, so an
+    ended request here already says so (were it not so, ``messages_agree_with_records`` would
+    show the request and its ack apart)."""
     member = s.members[m]
     slot, t = member.shutdown, member.task
-    if slot != NONE and released_by(s, m, t) and s.shutdowns[slot].status in ("draining", "timed_out"):
+    if slot != NONE and t != NONE and member.released:
         s = replace(s, shutdowns=put(s.shutdowns, slot, replace(s.shutdowns[slot], released=t)))
     return s
 
 
 def _member_task(s: State, m: int, task: int) -> State:
-    return replace(s, members=put(s.members, m, replace(s.members[m], task=task)))
+    """Member ``m`` names ``task``; every write of a member's task forgets its release (``Member.released``)."""
+    return replace(s, members=put(s.members, m, replace(s.members[m], task=task, released=False)))
 
 
 def _claim_steps(m: int, t: int, track_time: bool, keep_checkpoint: bool = True) -> list[Step]:
@@ -119,7 +115,6 @@ def _claim_steps(m: int, t: int, track_time: bool, keep_checkpoint: bool = True)
             claims=task.claims + 1,
             claimed_at=s.clock if track_time else 0,
             checkpoint=task.checkpoint and keep_checkpoint,
-            released_by=NONE,
         )
         return replace(s, tasks=put(s.tasks, t, claimed))
 
@@ -188,6 +183,8 @@ def member_ops(model: Model, s: State) -> Iterator[Operation]:
 
 
 def _member(s: State, m: int, target: str, **changes: object) -> State:
+    if "task" in changes:
+        changes["released"] = False
     return replace(s, members=put(s.members, m, move("member", s.members[m], target, **changes)))
 
 
@@ -414,7 +411,9 @@ def _release_steps(m: int, t: int, slot: int, broken_order: bool = False) -> lis
     def release(x: State) -> State:
         task = x.tasks[t]
         if task.status == "claimed" and task.owner == m:
-            return _task(x, t, "pending", owner=NONE, checkpoint=True, released_by=m)
+            x = _task(x, t, "pending", owner=NONE, checkpoint=True)
+            # the reference's ``released`` event in the task's history, seen from the member
+            return replace(x, members=put(x.members, m, replace(x.members[m], released=True)))
         return x
 
     def record(x: State) -> State:

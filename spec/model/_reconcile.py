@@ -121,11 +121,11 @@ def _tasks(s: State) -> State:
             task = s.tasks[t]
             if not (task.status == "claimed" and task.owner == m and task.owner_incarnation == member.incarnation):
                 s = note_release(s, m)
-                s = replace(s, members=put(s.members, m, replace(member, task=NONE)))
+                s = replace(s, members=put(s.members, m, replace(member, task=NONE, released=False)))
         elif member.status in ("running", "draining"):
             for t2, task in enumerate(s.tasks):
                 if task.status == "claimed" and task.owner == m and task.owner_incarnation == member.incarnation:
-                    s = replace(s, members=put(s.members, m, replace(member, task=t2)))
+                    s = replace(s, members=put(s.members, m, replace(member, task=t2, released=False)))
     for t, task in enumerate(s.tasks):
         if task.status == "suspended":
             s = owe(s, ("task_suspended", t, task.claims))

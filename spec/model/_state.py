@@ -25,6 +25,12 @@ class Member:
     task: int = NONE  # current task (current_task_id)
     profile_version: int = 1
     has_tool: bool = True  # the protected tool is in the member's capability profile
+    released: bool = False
+    """Its drain's release wrote the task it names back to ``pending`` (SHD-3, TSK-3), and it has
+    named no other task since: the reference's task history holding this member's ``released``
+    event after its last ``claimed`` one. Every write of ``task`` resets it. Not in the snapshot
+    (the model keeps no history); an inspection or a reconciliation reads it to end a release cut
+    short (SHD-3, SHD-7), whatever moved the task since (another member may hold it by then)."""
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -35,10 +41,6 @@ class Task:
     claims: int = 0  # how many claims so far: the claim token is derived from it
     checkpoint: bool = False
     claimed_at: int = 0  # kept only when a unit deadline (SHD-9) can pass within the clock bound
-    released_by: int = NONE
-    """The member whose drain released it, until its next move: the reference's task history ending
-    in that member's ``released`` event (TSK-3). Not in the snapshot (the model keeps no history);
-    an inspection or a reconciliation reads it to end a release cut short (SHD-3, SHD-7)."""
 
 
 @dataclass(frozen=True, slots=True, order=True)

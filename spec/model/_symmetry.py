@@ -55,7 +55,7 @@ def image(name: str, value: tuple[Any, ...], pm: tuple[int, ...], pt: tuple[int,
     if name == "tasks":
         out = [None] * len(value)
         for t, task in enumerate(value):
-            out[pt[t]] = replace(task, owner=_map(pm, task.owner), released_by=_map(pm, task.released_by))
+            out[pt[t]] = replace(task, owner=_map(pm, task.owner))
         return tuple(out)
     if name == "approvals" or name == "executions" or name == "plans":
         return tuple(replace(r, requester=_map(pm, r.requester), task=_map(pt, r.task)) for r in value)
@@ -117,7 +117,7 @@ def _fields(cls: Any, refs: set[str]) -> tuple[str, ...]:
 
 _MEMBER_LOCAL = _fields(Member, {"task"})
 _JOB_LOCAL = _fields(Job, {"task"})
-_TASK_LOCAL = _fields(Task, {"owner", "released_by"})
+_TASK_LOCAL = _fields(Task, {"owner"})
 
 
 def _member_base(s: State, m: int) -> tuple[Any, ...]:
@@ -211,7 +211,7 @@ def _records(s: State, pm: tuple[int, ...], pt: tuple[int, ...]) -> tuple[Any, .
     return (
         tuple(_map(pt, s.members[i].task) for i in inv_m),
         tuple(_map(pt, s.jobs[i].task) for i in inv_m),
-        tuple((_map(pm, s.tasks[i].owner), _map(pm, s.tasks[i].released_by)) for i in inv_t),
+        tuple(_map(pm, s.tasks[i].owner) for i in inv_t),
         tuple(_encode(a, _APPROVAL, pm, pt) for a in s.approvals),
         tuple(_encode(e, _EXECUTION, pm, pt) for e in s.executions),
         tuple(_encode(p, _PLAN, pm, pt) for p in s.plans),
