@@ -147,8 +147,11 @@ MUTANTS: dict[str, str] = {
     "force-termination flagged the task meanwhile) is not run again from its read: the member gets a raw "
     "VersionConflict instead of the refusal a release after the termination gets",
     "cut_release_judged_by_status": "SHD-3, SHD-7, REC-2: a release cut short is told by its task being back in "
-    "pending, not by the task's last move being the member's release: a task the Lead flagged and re-pended is "
+    "pending, not by the member's own release since its last claim: a task the Lead flagged and re-pended is "
     "noted on the request as released",
+    "cut_release_judged_by_last_move": "SHD-3, SHD-7, MSG-6: a release cut short is told by the task's last move "
+    "being the member's release: when another member claimed the task before the Lead's inspection, the "
+    "request completes saying nothing was released, which no serial order says",
     "suspend_refusal_names_stale_task": "STO-4, SHD-9: a suspension that finds the task its member named released "
     'meanwhile refuses by the task it read ("task t0 is not held"), where a suspension after the release, '
     "reading a member that holds nothing, gives another refusal: no serial order gives the first",
