@@ -198,6 +198,20 @@ HEARTBEAT = Operation("heartbeat", lambda h: h.members.heartbeat("m0", 1))
 FORCE_TERMINATE = Operation("force terminate", lambda h: h.shutdowns.force_terminate(SHUTDOWN))
 INSPECT = Operation("inspect m0", lambda h: h.members.inspect("m0"))
 SUSPEND = Operation("suspend m0's task", lambda h: h.tasks.suspend("m0", UNIT_SECONDS))
+PUT_BACK = Operation("put t0 back", lambda h: h.tasks.inspect("t0", "pending"))
+CLAIM_M1 = Operation("m1 claims t0", lambda h: h.claim("m1", "t0"))
+
+
+def timed_out_with_task_beside_m1(harness: r.Harness) -> None:
+    """As ``draining_with_task``, past the drain's deadline with the monitor's pass taken (the drain
+    ``timed_out``, SHD-6), and m1 running beside m0."""
+    draining_with_task(harness)
+    harness.add_member("m1", ["deploy"])
+    assert isinstance(harness.clock, r.ManualClock)
+    harness.clock.advance(SHUTDOWN_DEADLINE + 1)
+    harness.monitor_pass()
+
+
 UNIT_SECONDS = 10.0
 """SHD-9's unit deadline in ``release||suspend``: t0, claimed at 0, is due from 10 on."""
 
@@ -361,6 +375,17 @@ PAIRS: dict[str, Scenario] = {
             draining_with_task,
             ((RELEASE,), (EXPIRE_SHUTDOWNS, FORCE_TERMINATE, INSPECT)),
             clocks=(SHUTDOWN_DEADLINE, SHUTDOWN_DEADLINE + 1),
+        ),
+        # The same from a drain already timed out, and the Lead goes on (three processes' worth):
+        # it puts the task back after the inspection and m1 claims it. An outside review found a
+        # release that read m0 before the Lead's steps noting t0, which it never let go, on the
+        # request the inspection completed (MSG-6); and, before that, an inspection that missed a
+        # release made before m1's claim.
+        Scenario(
+            "release||force_inspect_claim",
+            timed_out_with_task_beside_m1,
+            ((RELEASE,), (FORCE_TERMINATE, INSPECT, PUT_BACK, CLAIM_M1)),
+            clocks=(SHUTDOWN_DEADLINE + 1, SHUTDOWN_DEADLINE + 1),
         ),
         # A release beside the unit deadline's suspension (SHD-9) of the task it releases: an outside
         # review found the release's refusal, when the suspension came between its read and its task

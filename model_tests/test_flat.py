@@ -730,6 +730,29 @@ def test_teamproto_check_on_plain_tuples_reports_progress(monkeypatch: pytest.Mo
     assert lines and all("pair:" in line and "states/s" in line for line in lines)
 
 
+@pytest.mark.clause("SHD-3", "SHD-7", "MSG-6")
+def test_the_lead_ladder_after_a_release_cut_short_ends_the_request_naming_the_task() -> None:
+    """From before the Lead's last rung: m0 still drains, naming t0, which its own release put back
+    (cut short after the task write), its drain timed out. The force-termination, then the
+    inspection, in the model and in the flat engine alike: the request completes naming t0. An
+    outside review's plant (the force-termination clearing the member's task, in both engines)
+    showed only as drift: the inspection then had nothing to note."""
+    from dataclasses import replace
+
+    model, state = _unhealthy_naming(True, False)
+    draining = replace(state.members[0], status="draining")
+    state = replace(state, members=(draining, *state.members[1:]))
+    assert differences(model, [state]) == []
+    forced = [s for a, s in model.successors(state) if a.name == "shutdown.force_terminate" and not a.crash_after]
+    assert len(forced) == 1 and forced[0].members[0].status == "unhealthy"
+    assert differences(model, forced) == []
+    sent = forced[0]
+    while not any(a.name == "member.inspect" for a, _ in model.successors(sent)):  # member_lost sent first
+        sent = next(s for a, s in model.successors(sent) if a.name == "outbox.send" and not a.crash_after)
+    inspected = [s for a, s in model.successors(sent) if a.name == "member.inspect" and not a.crash_after]
+    assert [(s.shutdowns[0].status, s.shutdowns[0].released) for s in inspected] == [("completed", 0)]
+
+
 _NAMING = {  # case: (m0's Member.released, t0 claimed by m1 meanwhile), whether m0 released t0
     "its-own-release": ((True, False), True),
     "its-own-release-then-claimed-by-another": ((True, True), True),

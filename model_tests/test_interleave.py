@@ -92,6 +92,7 @@ CLAUSES = {
     "drain_pass||finish_drain": ("STO-4", "SHD-3", "SHD-5"),
     "release||reconcile_finish": ("STO-4", "SHD-3", "SHD-5", "REC-2"),
     "release||force_inspect": ("STO-4", "SHD-3", "SHD-7", "MSG-6"),
+    "release||force_inspect_claim": ("STO-4", "SHD-3", "SHD-7", "MSG-6"),
     "release||suspend": ("STO-4", "SHD-3", "SHD-9"),
     "complete_plan||reconcile": ("STO-4", "PLN-10", "REC-3", "REC-4"),
 }
@@ -145,6 +146,7 @@ KNOWN_DEFECT: dict[str, tuple[Defect, Defect, Defect]] = {
     "drain_pass||finish_drain": (None, None, None),
     "release||reconcile_finish": (None, None, None),
     "release||force_inspect": (None, None, None),
+    "release||force_inspect_claim": (None, None, None),
     "release||suspend": (None, None, None),
     "complete_plan||reconcile": (None, None, None),
 }
@@ -271,10 +273,13 @@ UNRACED = {
     "member.inspect/shutdown": "the completion of a drain whose member the inspection just stopped: a finish "
     "refuses a member that no longer drains (SHD-5), the monitor has timed the drain out before any "
     "force-termination (SHD-7), and a release in flight finds its note already written by the inspection's "
-    "own note (member.inspect/record) or the request ended, and writes nothing",
+    "own note (member.inspect/record), or refuses when it never let its task go, and writes nothing",
     "task.suspend/member": "the member's hold cleared once the suspension's task write won: a release in flight "
     "(release||suspend) then finds the task suspended and writes nothing more (SHD-3), and reconciliation counts a "
     "suspended task as held (REC-2), so no other process writes the member's task then",
+    "task.inspect/task": "the Lead's putting back of a task it flagged needs_inspection: only the Lead's own "
+    "inspection moves a flagged task (a release writes only a task claimed by its member, a claim only a pending "
+    "one, release||force_inspect_claim), and the Lead's steps run in one process",
     "shutdown.finish/message": "the acknowledgement of the request message whose delivery began this drain: "
     "after delivery nobody else writes it (a redelivery returns the recorded result, MSG-5; the monitor leaves "
     "a begun drain's message, SHD-6), and a second finish is a no-op once the request completed (SHD-5)",

@@ -60,8 +60,13 @@ RECOVERY_CAUGHT_BY: dict[str, list[str]] = {
     "cut_release_judged_by_status": [
         "tests/test_recovery_rows.py::test_a_task_the_lead_put_back_is_not_noted_as_released",
     ],
+    "release_judged_by_its_hold": [
+        "tests/test_shutdown_details.py::test_a_release_whose_task_the_lead_put_back_meanwhile_refuses_and_notes_nothing",
+        "model_tests/test_interleave.py::test_every_interleaving_keeps_every_invariant[release||force_inspect_claim-memory]",
+    ],
     "cut_release_judged_by_last_move": [
         "tests/test_shutdown_details.py::test_a_release_in_flight_is_noted_though_another_member_claimed_its_task",
+        "model_tests/test_interleave.py::test_every_caller_gets_what_some_serial_order_gives[release||force_inspect_claim-memory]",
     ],
     "drain_refusal_reads_member_once": [
         "model_tests/test_interleave.py::test_every_caller_gets_what_some_serial_order_gives[release||force_inspect-memory]",

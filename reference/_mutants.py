@@ -149,6 +149,10 @@ MUTANTS: dict[str, str] = {
     "cut_release_judged_by_status": "SHD-3, SHD-7, REC-2: a release cut short is told by its task being back in "
     "pending, not by the member's own release since its last claim: a task the Lead flagged and re-pended is "
     "noted on the request as released",
+    "release_judged_by_its_hold": "SHD-3, SHD-7, MSG-6: a release refuses only when its member still holds the task "
+    "after the task write, not unless its own release is the task's news: when the Lead terminated and inspected "
+    "the member and put the task back meanwhile, the release notes a task it never let go on the request the "
+    "inspection completed, its shutdown_ack saying nothing released",
     "cut_release_judged_by_last_move": "SHD-3, SHD-7, MSG-6: a release cut short is told by the task's last move "
     "being the member's release: when another member claimed the task before the Lead's inspection, the "
     "request completes saying nothing was released, which no serial order says",

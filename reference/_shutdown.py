@@ -305,25 +305,31 @@ class ShutdownProtocol:
             return str(task_id)
 
     def _released_or_refused(self, member: Document, task_id: str) -> None:
-        """SHD-3, SHD-7: the note is written only for a task the member let go. A task its
-        incarnation still holds after the release's task write was flagged ``needs_inspection`` by
-        the Lead's last rung meanwhile (another process force-terminated the member after this one
-        read it draining): the release stops there, noting nothing, and the inspection decides
-        (``released_task_left_its_member``; mutant ``release_notes_flagged_task``). Its refusal is
-        the one a release after the Lead's termination gets (linearizability,
-        ``release||force_inspect``); a task suspended meanwhile by its unit deadline (SHD-9) gets
-        the refusal a release after the suspension gets."""
+        """SHD-3, SHD-7, SHD-9: the note is written only for a task the member let go: after the
+        release's task write, the member's last ``claimed`` or ``released`` event in the task's
+        history must be its release (:func:`~reference._tasks.released_by`; written now, or by an
+        earlier run of this release cut short). Otherwise another process moved the task after
+        this one read the member draining, and the release stops, noting nothing, with the refusal
+        a release after that process's steps gets (linearizability):
+
+        - the Lead's last rung flagged it ``needs_inspection`` (the flag is the force-termination's
+          point of no return, its member write may not have landed yet), or the Lead went on to
+          inspect the member and put the task back or give it to another: refused as a drain of a
+          member that no longer drains (``release||force_inspect``; mutants
+          ``release_notes_flagged_task``, ``release_judged_by_its_hold``);
+        - its unit deadline suspended it (SHD-9), perhaps resumed since: the member holds no task
+          (``release||suspend``)."""
         task = self.h.task_row(task_id).doc
+        if released_by(task, member["member_id"]) or broken("release_notes_flagged_task"):
+            return
         held = (task["owner_id"], task["owner_incarnation"]) == (member["member_id"], member["incarnation"])
-        if held and not broken("release_notes_flagged_task"):
-            if task["status"] == "needs_inspection":
-                # The flag is the force-termination's point of no return (its member write may not
-                # have landed yet): the refusal is the one a release after the termination gets.
-                now = self.h.member(member["member_id"])
-                status = "unhealthy" if now["status"] == "draining" else now["status"]
-                raise _not_draining(member["member_id"], status)
-            # suspended meanwhile by its unit deadline (SHD-9): as a release after the suspension
-            raise ShutdownRefused(f"release by {member['member_id']}", "it holds no task")
+        if broken("release_judged_by_its_hold") and not held:
+            return
+        now = self.h.member(member["member_id"])
+        flagged = held and task["status"] == "needs_inspection"
+        if flagged or now["status"] != "draining":
+            raise _not_draining(member["member_id"], "unhealthy" if now["status"] == "draining" else now["status"])
+        raise ShutdownRefused(f"release by {member['member_id']}", "it holds no task")
 
     def note_cut_release(self, step: str, member: Document) -> None:
         """SHD-3, SHD-7, REC-2 (the model's ``_ops.note_release``): a release cut short after its task

@@ -686,8 +686,9 @@ def checkpoint_never_lost(before: Snapshot, after: Snapshot) -> list[str]:
 
 
 REASONS = frozenset(REASON_CODES)  # XPR-5's one taxonomy, from the schemas (one source)
-_NEEDS_REASON = frozenset({"rejected", "cancelled", "expired", "withdrawn", "timed_out"})
-
+_ANY_REASON = frozenset({"cancelled", "withdrawn"})
+"""The outcomes other than success that the taxonomy does not name by themselves: such a record
+carries any reason of the taxonomy (who or what ended it)."""
 
 _NAMED = frozenset({"rejected", "expired", "timed_out"})
 """The outcomes the taxonomy names by themselves: such a record's reason is its status (a timed-out
@@ -701,7 +702,7 @@ def terminal_outcomes_carry_reasons(snap: Snapshot) -> list[str]:
     for kind in _DECIDED:
         for record in snap[kind]:
             status, reason = record["status"], record["reason"]
-            if status in _NEEDS_REASON and reason not in REASONS:
+            if status in _ANY_REASON and reason not in REASONS:
                 problems.append(
                     f"{kind}/{record['protocol_id']}: {status} with reason {reason!r}, not one of the taxonomy"
                 )

@@ -6,10 +6,13 @@ Clause: REC-1, REC-2, REC-3, XPR-2, SHD-8, SHD-10, AUD-5.
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 
 import reference as r
 from reference._member_process import MemberProcess
+from reference._recovery import RECOVERY_STEPS
 from reference._runtime import ScriptedModel, Turn
 from spec import invariants
 from spec.ids import message_id, protocol_id
@@ -280,6 +283,33 @@ def test_a_release_cut_short_is_noted_on_the_request_before_the_member_lets_go(t
     assert invariants.check_state(h.snapshot()) == []
 
 
+@pytest.mark.clause("REC-1", "REC-2", "SHD-3", "MSG-6")
+@pytest.mark.parametrize("cut", RECOVERY_STEPS)
+def test_a_reconciliation_cut_short_still_gets_a_release_cut_short_onto_its_request(team: Team, cut: str) -> None:
+    """A release dies after its task write; the reconciliation that follows dies after its own write
+    step ``cut``; the next one finishes the job. Whatever the cut, the request ends naming t0 and the
+    finish's ``shutdown_ack`` says so: reconciliation notes the release before it clears the member's
+    task, so no cut between its writes loses the note (an outside review's plant, clearing the
+    member first, passed every other test)."""
+    h = team.harness
+    pid = h.shutdowns.request("lead", "m0", "stop-m0")
+    h.shutdowns.begin_drain("m0", message_id(pid, "request"))
+    h.storage.faults.crash_after.add("shutdown.release_task/task")
+    with pytest.raises(r.Crash):
+        h.shutdowns.release_task("m0")
+    h.storage.faults.crash_after.clear()
+    h.storage.faults.crash_after.add(cut)
+    with contextlib.suppress(r.Crash):  # a cut at a step this reconciliation does not take: none
+        h.reconcile()
+    h.storage.faults.crash_after.clear()
+    team = reconciled(team)
+    h = team.harness
+    assert (h.member("m0")["current_task_id"], h.shutdowns.require(pid).doc["released_task_id"]) == (None, "t0")
+    h.shutdowns.finish("m0")
+    acks = [row.doc["message"]["body"] for row in h.storage.scan("outbox_entry")]
+    assert [(a["protocol_id"], a["released_task_id"]) for a in acks if "released_task_id" in a] == [(pid, "t0")]
+
+
 def test_released_by_reads_the_members_last_claim_or_release() -> None:
     """TSK-3's history, read as ``released_by`` reads it: this member's last ``claimed`` or
     ``released`` event is a release, whatever others did to the task since; not another member's
@@ -292,6 +322,8 @@ def test_released_by_reads_the_members_last_claim_or_release() -> None:
 
     assert released_by(task("pending", ("m0", "claimed"), ("m0", "released")), "m0")
     assert released_by(task("claimed", ("m0", "claimed"), ("m0", "released"), ("m1", "claimed")), "m0")
+    lead_flags_m1 = ("m1", "claimed"), ("lead", "needs_inspection")
+    assert released_by(task("needs_inspection", ("m0", "claimed"), ("m0", "released"), *lead_flags_m1), "m0")
     m1_too = ("m1", "claimed"), ("m1", "released")
     assert released_by(task("pending", ("m0", "claimed"), ("m0", "released"), *m1_too), "m0")
     assert not released_by(task("pending", ("m0", "claimed"), ("m0", "released")), "m1")

@@ -472,6 +472,32 @@ def test_a_release_that_finds_its_task_flagged_refuses_as_after_the_termination(
     assert team.task("t0")["status"] == "needs_inspection"
 
 
+@pytest.mark.clause("SHD-3", "SHD-7", "MSG-6", "STO-4")
+@pytest.mark.parametrize("then", ["put_back", "claimed_by_m1"])
+def test_a_release_whose_task_the_lead_put_back_meanwhile_refuses_and_notes_nothing(team: Team, then: str) -> None:
+    """As above, and the Lead goes on: it inspects m0 (the request completes, its ack saying nothing
+    released) and puts t0 back to ``pending`` (``put_back``), and m1 may claim it. The task is no
+    longer m0's, yet m0 never let it go: the release writes and notes nothing and gets the refusal a
+    release after the inspection gets (m0 is stopped). Found by an outside review: the release judged
+    only whether m0 still held the task, then noted t0 on the completed request (MSG-6 broken)."""
+
+    def terminate_inspect_put_back(lead: r.Harness) -> None:
+        team.clock.advance(101)
+        lead.monitor_pass()
+        lead.shutdowns.force_terminate(lead.member("m0")["shutdown_request_id"])
+        lead.members.inspect("m0")
+        lead.tasks.inspect("t0", "pending")
+        if then == "claimed_by_m1":
+            lead.claim("m1", "t0")
+
+    refusal = _release_beside(team, terminate_inspect_put_back)
+    assert (type(refusal), str(refusal)) == (
+        r.MemberBusy,
+        "m0 is stopped: cannot drain; a drain begins with a shutdown request",
+    )
+    assert team.task("t0")["status"] == ("pending" if then == "put_back" else "claimed")
+
+
 @pytest.mark.clause("SHD-3", "SHD-9", "STO-4")
 def test_a_release_that_finds_its_task_suspended_refuses_as_after_the_suspension(team: Team) -> None:
     """Must differ from the flagged case: the task's unit deadline passed and another process

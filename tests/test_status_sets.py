@@ -129,3 +129,131 @@ def test_a_request_names_as_released_only_a_task_its_member_let_go(
         ],
     }
     assert len(safety.released_task_left_its_member(snap)) == int(named)
+
+
+def _statuses(machine: str) -> list[str]:
+    return sorted({e.source for e in _tables.edges(machine)} | {e.target for e in _tables.edges(machine)})
+
+
+# The expectations below are the protocol's, written out here status by status: each table is
+# this test's own statement, never the check's set read back (the 2026-12-05 sweep of
+# ``spec/safety.py``'s sets found each of these members droppable with every fast test passing).
+
+OUT_OF_HAND = {"pending": True, "suspended": True, "completed": True, "claimed": False}
+OUT_OF_HAND |= {"needs_inspection": False, "failed": False}
+"""SHD-4, SHD-9, SHD-3: a task released, suspended or completed is out of its owner's hands; a
+claimed one is still its owner's, a flagged one the Lead's inspection's, a failed one ended."""
+
+
+@pytest.mark.clause("SHD-4", "SHD-9", "JOB-1")
+@pytest.mark.parametrize("task", _statuses("task"))
+def test_a_busy_job_beside_its_task_is_named_status_by_status(task: str) -> None:
+    """``task_leaves_owner_after_jobs_settle``: a task in ``task`` with a job still running is named
+    exactly when the task is out of its owner's hands."""
+    snap = {
+        "task": [{"task_id": "t0", "status": task}],
+        "job": [{"job_id": "j0", "task_id": "t0", "status": "running"}],
+    }
+    assert set(OUT_OF_HAND) == set(_statuses("task"))
+    assert bool(safety.task_leaves_owner_after_jobs_settle(snap)) is OUT_OF_HAND[task]
+
+
+HELD = {"claimed": True, "suspended": True}
+"""REC-2, SHD-9: the statuses in which a task its member names is still that member's."""
+
+
+@pytest.mark.clause("REC-2", "TSK-1", "SHD-9")
+@pytest.mark.parametrize("task", _statuses("task"))
+def test_a_member_naming_its_own_task_is_named_unless_it_holds_it(task: str) -> None:
+    """``members_hold_their_claims``: a running m0 naming t0, owned by m0's incarnation, in ``task``:
+    named exactly when that status is not one in which m0 holds it."""
+    snap = {
+        "member": [{"member_id": "m0", "incarnation": 1, "status": "running", "current_task_id": "t0"}],
+        "task": [{"task_id": "t0", "status": task, "owner_id": "m0", "owner_incarnation": 1}],
+    }
+    assert bool(safety.members_hold_their_claims(snap)) is not HELD.get(task, False)
+
+
+AFTER_DELIVERY = {"approved", "consumed", "withdrawn", "expired"}
+"""PLN-6: what an approved plan may become once its decision was delivered: run, withdrawn by its
+requester, or past its deadline; never pending, rejected or back to a draft."""
+
+
+@pytest.mark.clause("PLN-6")
+@pytest.mark.parametrize("plan", _statuses("plan_approval"))
+def test_a_delivered_plan_is_named_in_any_status_a_retraction_gives(plan: str) -> None:
+    """``retraction_only_before_delivery``: a plan delivered and now in ``plan`` is named exactly
+    when no delivered plan may be in that status."""
+    before = {"plan_approval": [{"protocol_id": "p0", "status": "approved", "decision_delivered": True}]}
+    after = {"plan_approval": [{"protocol_id": "p0", "status": plan, "decision_delivered": True}]}
+    assert bool(safety.retraction_only_before_delivery(before, after)) is (plan not in AFTER_DELIVERY)
+
+
+APPROVAL_SAYS = {"approved": {"approved", "consumed", "cancelled", "expired"}, "rejected": {"rejected"}}
+"""MSG-6: an approval a decision message says is approved may since have been consumed, cancelled
+or expired; one it says is rejected stays rejected."""
+
+
+@pytest.mark.clause("MSG-6", "APR-5")
+@pytest.mark.parametrize("decision", sorted(APPROVAL_SAYS))
+@pytest.mark.parametrize("approval", _statuses("operation_approval"))
+def test_an_approval_decision_disagrees_with_its_record_status_by_status(decision: str, approval: str) -> None:
+    snap = {
+        "operation_approval": [{"protocol_id": "a0", "status": approval}],
+        "message": [{"status": "delivered", "message": _decision("approval_decision", "a0", decision=decision)}],
+        "outbox_entry": [],
+    }
+    assert bool(safety._approval_decisions_agree(snap)) is (approval not in APPROVAL_SAYS[decision])
+
+
+PLAN_SAYS = {"approved": AFTER_DELIVERY, "rejected": {"rejected"}, "needs_revision": {"needs_revision"}}
+
+
+@pytest.mark.clause("MSG-6", "PLN-6")
+@pytest.mark.parametrize("decision", sorted(PLAN_SAYS))
+@pytest.mark.parametrize("plan", _statuses("plan_approval"))
+def test_a_live_plan_decision_disagrees_with_its_record_status_by_status(decision: str, plan: str) -> None:
+    snap = {
+        "plan_approval": [{"protocol_id": "p0", "status": plan, "decision_delivered": True}],
+        "message": [
+            {"status": "delivered", "message": _decision("plan_decision", "p0", decision=decision, sequence=0)}
+        ],
+        "outbox_entry": [],
+    }
+    assert bool(safety._plan_decisions_agree(snap)) is (plan not in PLAN_SAYS[decision])
+
+
+def _decision(kind: str, pid: str, **body: object) -> dict[str, Any]:
+    return {"message_type": kind, "correlation_id": pid, "message_id": f"{pid}-decision", "body": body}
+
+
+DECIDED = ("operation_approval", "plan_approval", "shutdown_request")
+NEEDS_REASON = {"rejected", "cancelled", "expired", "withdrawn", "timed_out"}
+"""XPR-5: the outcomes other than success; ``NAMED`` are those the taxonomy names by themselves."""
+NAMED = {"rejected", "expired", "timed_out"}
+
+
+@pytest.mark.clause("XPR-5")
+@pytest.mark.parametrize(
+    ("kind", "status"),
+    [
+        (kind, status)
+        for kind in ("operation_approval", "plan_approval", "shutdown_request")
+        for status in _statuses(kind)
+    ],
+)
+def test_an_outcome_without_its_reason_is_named_status_by_status(kind: str, status: str) -> None:
+    """``terminal_outcomes_carry_reasons``, per status of each decided record: with no reason it is
+    named exactly when the status is an outcome other than success; with a reason of the taxonomy
+    that is not its own (``superseded``) exactly when the taxonomy names the status by itself; with
+    its own status as the reason, where that is a reason, never."""
+
+    def named(reason: str | None) -> bool:
+        snap: dict[str, Any] = {k: [] for k in DECIDED}
+        snap[kind] = [{"protocol_id": "r0", "status": status, "reason": reason}]
+        return bool(safety.terminal_outcomes_carry_reasons(snap))
+
+    assert named(None) is (status in NEEDS_REASON)
+    assert named("superseded") is (status in NAMED)
+    if status in _schema_reasons():
+        assert not named(status)
