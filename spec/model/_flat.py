@@ -333,7 +333,7 @@ def _member_task(f: Flat, m: int, task: int) -> Flat:
 
 
 def _task(f: Flat, t: int, target: str, changes: dict[int, Any] | None = None) -> Flat:
-    """The model's ``_ops._task``: every move but a release's forgets who released it last."""
+    """The model's ``_ops._task``."""
     return _move(f, TASKS, "task", t, target, changes)
 
 
