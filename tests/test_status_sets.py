@@ -12,8 +12,13 @@ import pytest
 
 from spec import _tables, safety
 
-JOB_STATUSES = sorted({edge.source for edge in _tables.edges("job")} | {e.target for e in _tables.edges("job")})
-MEMBER_STATUSES = sorted({e.source for e in _tables.edges("member")} | {e.target for e in _tables.edges("member")})
+
+def _statuses(machine: str) -> list[str]:
+    return sorted({e.source for e in _tables.edges(machine)} | {e.target for e in _tables.edges(machine)})
+
+
+JOB_STATUSES = _statuses("job")
+MEMBER_STATUSES = _statuses("member")
 BUSY = {status for status in JOB_STATUSES if status not in _tables.final_states("job")}
 """A job not yet ended may still run: asking it to cancel is not its having stopped (SHD-3)."""
 LIVE = {"running", "draining"}
@@ -129,10 +134,6 @@ def test_a_request_names_as_released_only_a_task_its_member_let_go(
         ],
     }
     assert len(safety.released_task_left_its_member(snap)) == int(named)
-
-
-def _statuses(machine: str) -> list[str]:
-    return sorted({e.source for e in _tables.edges(machine)} | {e.target for e in _tables.edges(machine)})
 
 
 # The expectations below are the protocol's, written out here status by status: each table is
