@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
 
 # Deterministic by default: the README's test command gives the same result on every machine.
 settings.register_profile(
@@ -31,3 +31,10 @@ settings.register_profile(
     "mutation", max_examples=10, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+# `teamproto mutants --no-shrink` (as in .ci/run): a mutant is caught once a test fails; the
+# shrinking that would make its failing program minimal took some 90 % of a slow mutant's run.
+if os.environ.get("TEAMPROTO_NO_SHRINK"):
+    settings.register_profile(
+        "no-shrink", parent=settings.default, phases=[p for p in settings.default.phases if p is not Phase.shrink]
+    )
+    settings.load_profile("no-shrink")

@@ -39,11 +39,10 @@ def main() -> int:
     shutil.rmtree(staging, ignore_errors=True)
     shutil.copytree(ROOT / "spec", staging / "spec", ignore=shutil.ignore_patterns("__pycache__", "*.so"))
     shutil.copy(ROOT / "pyproject.toml", staging / "pyproject.toml")  # mypy's settings
-    print(f"compile: mypyc on {len(COMPILED)} modules (about a minute) …", flush=True)
+    print(f"compile: mypyc on {len(COMPILED)} modules (under a minute on two processors) …", flush=True)
     started = time.perf_counter()
-    run = subprocess.run(
-        [sys.executable, "-m", "mypyc", *COMPILED], cwd=staging, capture_output=True, text=True, check=False
-    )
+    build = [sys.executable, str(ROOT / "scripts" / "mypyc_build.py"), "build_ext", "--inplace", *COMPILED]
+    run = subprocess.run(build, cwd=staging, capture_output=True, text=True, check=False)
     if run.returncode != 0:
         print("\n".join((run.stdout + run.stderr).splitlines()[-12:]), file=sys.stderr)  # the error is last
         print("compile: mypyc failed; teamproto runs interpreted", file=sys.stderr)

@@ -64,13 +64,18 @@ CHECK_NAMES = [inv.name for inv in INVARIANTS] + [
 enabledness (the reference ran or refused an operation that the model did not)."""
 
 
-def _pytest(mutant: str | None, tests: list[str], root: Path, stop_at_first: bool = True) -> tuple[int | None, str]:
+def _pytest(
+    mutant: str | None, tests: list[str], root: Path, stop_at_first: bool = True, shrink: bool = True
+) -> tuple[int | None, str]:
     """Run ``tests`` in a fresh process, with ``mutant`` switched on (or none): (exit code, output);
-    the exit code is None when the run passed :data:`TIMEOUT_SECONDS`."""
-    env = {key: value for key, value in os.environ.items() if key != "TEAMPROTO_MUTANT"}
+    the exit code is None when the run passed :data:`TIMEOUT_SECONDS`. Without ``shrink`` a failing
+    Hypothesis example is reported as found (the root ``conftest.py`` drops the shrink phase)."""
+    env = {key: value for key, value in os.environ.items() if key not in ("TEAMPROTO_MUTANT", "TEAMPROTO_NO_SHRINK")}
     env["HYPOTHESIS_PROFILE"] = os.environ.get("HYPOTHESIS_PROFILE", "ci")
     if mutant:
         env["TEAMPROTO_MUTANT"] = mutant
+    if not shrink:
+        env["TEAMPROTO_NO_SHRINK"] = "1"
     flags = ["-x"] if stop_at_first else []
     command = [sys.executable, "-m", "pytest", *flags, "-q", "-p", "no:cacheprovider", "--hypothesis-show-statistics"]
     try:
@@ -92,15 +97,16 @@ def selections(name: str) -> list[tuple[str, list[str]]]:
     return ([("declared", declared)] if declared else []) + [("all", wide)]
 
 
-def run_mutant(name: str, root: Path) -> dict[str, Any]:
-    """Run the mutant's selections in order; it is caught when a test fails under it."""
+def run_mutant(name: str, root: Path, shrink: bool = True) -> dict[str, Any]:
+    """Run the mutant's selections in order; it is caught when a test fails under it. Without
+    ``shrink`` the failing program is not made minimal, and the row gives no program length."""
     started = time.perf_counter()
     ran: list[str] = []
     code: int | None = 0
     output = ""
     for label, tests in selections(name):
         ran.append(label)
-        code, output = _pytest(name, tests, root)
+        code, output = _pytest(name, tests, root, shrink=shrink)
         if code != 0:  # failed (caught) or timed out (neither caught nor cleared): stop here
             break
     row: dict[str, Any] = {"mutant": name, "breaks": MUTANTS[name], "selection": ", then ".join(ran)}
@@ -123,7 +129,9 @@ def run_mutant(name: str, root: Path) -> dict[str, Any]:
         "test": test,
         # Hypothesis's statistics of the test that failed; the explorer's tests have none.
         "examples_until_caught": int(passing[0][0]) + 1 if caught and passing and "test_stateful" in test else None,
-        "shrunk_program_steps": len([p for p in program if "invariant" not in p and "teardown" not in p]) or None,
+        "shrunk_program_steps": (len([p for p in program if "invariant" not in p and "teardown" not in p]) or None)
+        if shrink
+        else None,
         "seconds": seconds,
     }
 
@@ -159,7 +167,7 @@ def command(args: argparse.Namespace, console: Console) -> int:
     def run(name: str) -> dict[str, Any]:
         if not args.json:
             console.print(f"[dim]running model tests with reference mutant {name} …[/dim]", highlight=False)
-        return run_mutant(name, root)
+        return run_mutant(name, root, shrink=not args.no_shrink)
 
     # Each mutant's tests run in a subprocess of their own: threads only wait for them. Results keep
     # the order of the names, whatever order the processes end in.
@@ -235,6 +243,12 @@ def register(commands: Any) -> Any:
         action="store_true",
         help="do not run the tests that caught a mutant again without one (only where they just passed "
         "in this tree, as in .ci/run after its pytest step)",
+    )
+    parser.add_argument(
+        "--no-shrink",
+        action="store_true",
+        help="stop at a mutant's first failing example, without shrinking it to a minimal program "
+        "(the verdicts are the same; the 'program steps' column stays empty; .ci/run uses it)",
     )
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     return command

@@ -405,7 +405,7 @@ def test_mutants_on_two_jobs_report_in_the_order_asked(
 
     both_running = threading.Barrier(2, timeout=10)  # fails unless the two really run at once
 
-    def fake(name: str, root: Path) -> dict[str, Any]:
+    def fake(name: str, root: Path, shrink: bool = True) -> dict[str, Any]:
         both_running.wait()
         time.sleep(0.05 if name == "skip_digest_check" else 0.0)  # the first named ends last
         return {

@@ -3,6 +3,7 @@ is caught only when a test fails under it that passes without it (DESIGN rule 7)
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -49,8 +50,10 @@ def fake_runs(monkeypatch: pytest.MonkeyPatch, outcomes: dict[str, tuple[int | N
     """Replace the pytest subprocess: the first selection whose first test is in ``outcomes``."""
     calls: list[Any] = []
 
-    def run(mutant: str | None, tests: list[str], root: Path, stop_at_first: bool = True) -> tuple[int | None, str]:
-        calls.append((mutant, tests, stop_at_first))
+    def run(
+        mutant: str | None, tests: list[str], root: Path, stop_at_first: bool = True, shrink: bool = True
+    ) -> tuple[int | None, str]:
+        calls.append((mutant, tests, stop_at_first) if shrink else (mutant, tests, stop_at_first, "no shrink"))
         return outcomes.get(tests[0], (0, "1 passed"))
 
     monkeypatch.setattr(_mutants_cli, "_pytest", run)
@@ -115,3 +118,46 @@ def test_the_subprocess_gets_the_mutant_or_none(monkeypatch: pytest.MonkeyPatch)
     _mutants_cli._pytest(None, ["tests/x.py"], ROOT)
     _mutants_cli._pytest("skip_digest_check", ["tests/x.py"], ROOT)
     assert "TEAMPROTO_MUTANT" not in seen[0] and seen[1]["TEAMPROTO_MUTANT"] == "skip_digest_check"
+
+
+def test_no_shrink_reaches_the_subprocess_and_only_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--no-shrink`` sets TEAMPROTO_NO_SHRINK for the mutant's run; a caller's own setting never
+    leaks into a run that shrinks (the baseline, or ``teamproto mutants`` without the flag)."""
+    seen: list[dict[str, str]] = []
+
+    def run(command: list[str], **options: Any) -> Any:
+        seen.append(options["env"])
+        return subprocess.CompletedProcess(command, 0, "", "")
+
+    monkeypatch.setattr(_mutants_cli.subprocess, "run", run)
+    monkeypatch.setenv("TEAMPROTO_NO_SHRINK", "1")
+    _mutants_cli._pytest("skip_digest_check", ["tests/x.py"], ROOT)
+    _mutants_cli._pytest("skip_digest_check", ["tests/x.py"], ROOT, shrink=False)
+    assert "TEAMPROTO_NO_SHRINK" not in seen[0] and seen[1]["TEAMPROTO_NO_SHRINK"] == "1"
+    calls = fake_runs(monkeypatch, {})
+    _mutants_cli.run_mutant("consume_twice", ROOT, shrink=False)
+    assert calls and all(call[-1] == "no shrink" for call in calls)
+
+
+@pytest.mark.parametrize(("no_shrink", "shrinks"), [("", True), ("1", False)])
+def test_the_root_conftest_drops_the_shrink_phase_only_under_no_shrink(no_shrink: str, shrinks: bool) -> None:
+    """The profile the tests run under keeps every other setting of the chosen profile."""
+    probe = (
+        "import conftest; from hypothesis import Phase, settings; "
+        "print(Phase.shrink in settings.default.phases, Phase.generate in settings.default.phases, "
+        "settings.default.max_examples, settings.default.derandomize)"
+    )
+    env = {**os.environ, "HYPOTHESIS_PROFILE": "ci", "TEAMPROTO_NO_SHRINK": no_shrink}
+    result = subprocess.run(
+        [sys.executable, "-c", probe], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=True
+    )
+    assert result.stdout.split() == [str(shrinks), "True", "200", "True"]
+
+
+def test_a_mutant_run_without_shrinking_is_caught_and_gives_no_program_length() -> None:
+    """The real subprocess: the stateful test fails under the mutant at once, and the row does
+    not present the unshrunk program's length as a minimal one."""
+    row = _mutants_cli.run_mutant("anyone_may_reject", ROOT, shrink=False)
+    assert row["caught"] and row["selection"] == "declared"
+    assert row["test"].startswith("model_tests/test_stateful.py::TestApprovalProtocol")
+    assert row["shrunk_program_steps"] is None
