@@ -23,6 +23,7 @@ Contract (every backend passes ``tests/test_storage_contract.py``):
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import sqlite3
@@ -623,24 +624,42 @@ class SQLiteStorage(Storage):
             self._db = sqlite3.connect(self.path, isolation_level=None, timeout=30, check_same_thread=False)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=FULL")
-            self._db.execute(self.SCHEMA)
-            self._db.execute(self.STATUS_INDEX)
-            self._db.execute(self.SUBJECT_INDEX)
-            marked = self._db.execute(
-                "SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name LIKE 'owed_%'"
-            ).fetchone()[0]
-            owed = [t for t in self.OWED_TRIGGERS if "_written" in t or not broken("owed_mark_never_set")]
-            for trigger in (*self.RETIRED, *self.TRIGGERS, *owed):
-                if broken("sqlite_log_count_walks_log"):
-                    trigger = trigger.replace(" INDEXED BY records_subject", "")
-                self._db.execute(trigger)
-            if marked < len(self.OWED_TRIGGERS):
-                for statement in self.OWED_SINCE:
-                    self._db.execute(statement)
+            statements = self._schema()
+            stamp = self._stamp(statements)
+            if self._db.execute("PRAGMA user_version").fetchone()[0] != stamp:
+                self._create(statements)
+                self._db.execute(f"PRAGMA user_version = {stamp}")
         except sqlite3.Error as error:
             raise StorageUnavailable(f"cannot open {self.path}: {error}") from None
         self._lock = threading.Lock()
         self._marking = False
+
+    def _schema(self) -> tuple[str, ...]:
+        """Every statement that brings a file to this version's tables, indexes and triggers."""
+        owed = [t for t in self.OWED_TRIGGERS if "_written" in t or not broken("owed_mark_never_set")]
+        triggers = [*self.RETIRED, *self.TRIGGERS, *owed]
+        if broken("sqlite_log_count_walks_log"):
+            triggers = [trigger.replace(" INDEXED BY records_subject", "") for trigger in triggers]
+        return (self.SCHEMA, self.STATUS_INDEX, self.SUBJECT_INDEX, *triggers)
+
+    @staticmethod
+    def _stamp(statements: tuple[str, ...]) -> int:
+        """The file's ``user_version`` once ``statements`` have run on it: a file that carries it
+        opens without them (a connection's open is then two pragmas and this read, not some twenty
+        statements). Any other file, older or newer or written under a mutant, runs them all again
+        (each is idempotent) and is stamped. Never 0, the version of a file no one stamped."""
+        digest = hashlib.sha256("\n".join(statements).encode()).digest()
+        return int.from_bytes(digest[:4], "big") % (2**31 - 1) + 1
+
+    def _create(self, statements: tuple[str, ...]) -> None:
+        marked = self._db.execute(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name LIKE 'owed_%'"
+        ).fetchone()[0]
+        for statement in statements:
+            self._db.execute(statement)
+        if marked < len(self.OWED_TRIGGERS):
+            for statement in self.OWED_SINCE:
+                self._db.execute(statement)
 
     def _query(self, sql: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
         try:

@@ -103,6 +103,7 @@ def test_an_sqlite_file_from_before_the_marks_gets_them_when_opened(tmp_path: Pa
         for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'trigger' AND name LIKE 'owed_%'"):
             db.execute(f"DROP TRIGGER {name}")
         db.execute("DELETE FROM records WHERE tbl = ?", (OWED,))
+        db.execute("PRAGMA user_version = 0")  # older versions never stamped a file
     reopened = r.SQLiteStorage(path)
     assert reopened.owed("plan_execution") == [cut]
     again = r.Harness(reopened, team.clock, list(team.h.tools.values()))
