@@ -114,6 +114,11 @@ MUTANTS: dict[str, str] = {
     "member's requested approvals",
     "sqlite_log_count_walks_log": "AUD-5, REC-4: the trigger that clears an unlogged mark counts the subject's "
     "log entries by the primary key, walking the whole log at every audited decision",
+    "schema_stamped_before_statements": "STO-3, STO-1: a SQLite file is stamped with the current schema "
+    "before its statements run, outside their transaction (an open cut short leaves a file stamped current "
+    "without its triggers, and every later open skips them)",
+    "schema_stamp_skips_triggers": "STO-3, REC-3: the schema stamp hashes the table and its indexes only, "
+    "so a file of a version with other triggers opens as current",
     "free_text_not_redacted": "AUD-3, INV-10: a shutdown's reason and a plan's goal, rollback and risks are "
     "stored and sent as written",
     "receive_keeps_article_layout": "MSG-1, PLN-1: a message received in the source article's layout is "

@@ -625,41 +625,58 @@ class SQLiteStorage(Storage):
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=FULL")
             statements = self._schema()
-            stamp = self._stamp(statements)
+            stamp = self._stamp(statements[:3] if broken("schema_stamp_skips_triggers") else statements)
             if self._db.execute("PRAGMA user_version").fetchone()[0] != stamp:
-                self._create(statements)
-                self._db.execute(f"PRAGMA user_version = {stamp}")
+                self._create(statements, stamp)
         except sqlite3.Error as error:
             raise StorageUnavailable(f"cannot open {self.path}: {error}") from None
         self._lock = threading.Lock()
         self._marking = False
 
-    def _schema(self) -> tuple[str, ...]:
+    @classmethod
+    def _schema(cls) -> tuple[str, ...]:
         """Every statement that brings a file to this version's tables, indexes and triggers."""
-        owed = [t for t in self.OWED_TRIGGERS if "_written" in t or not broken("owed_mark_never_set")]
-        triggers = [*self.RETIRED, *self.TRIGGERS, *owed]
+        owed = [t for t in cls.OWED_TRIGGERS if "_written" in t or not broken("owed_mark_never_set")]
+        triggers = [*cls.RETIRED, *cls.TRIGGERS, *owed]
         if broken("sqlite_log_count_walks_log"):
             triggers = [trigger.replace(" INDEXED BY records_subject", "") for trigger in triggers]
-        return (self.SCHEMA, self.STATUS_INDEX, self.SUBJECT_INDEX, *triggers)
+        return (cls.SCHEMA, cls.STATUS_INDEX, cls.SUBJECT_INDEX, *triggers)
 
     @staticmethod
     def _stamp(statements: tuple[str, ...]) -> int:
         """The file's ``user_version`` once ``statements`` have run on it: a file that carries it
         opens without them (a connection's open is then two pragmas and this read, not some twenty
         statements). Any other file, older or newer or written under a mutant, runs them all again
-        (each is idempotent) and is stamped. Never 0, the version of a file no one stamped."""
-        digest = hashlib.sha256("\n".join(statements).encode()).digest()
+        (each is idempotent) and is stamped. A hash of every statement's text, so that a change to
+        any one is a new stamp; never 0, the version of a file no one stamped."""
+        digest = hashlib.sha256("\0".join(statements).encode()).digest()
         return int.from_bytes(digest[:4], "big") % (2**31 - 1) + 1
 
-    def _create(self, statements: tuple[str, ...]) -> None:
-        marked = self._db.execute(
-            "SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name LIKE 'owed_%'"
-        ).fetchone()[0]
-        for statement in statements:
-            self._db.execute(statement)
-        if marked < len(self.OWED_TRIGGERS):
-            for statement in self.OWED_SINCE:
-                self._db.execute(statement)
+    def _create(self, statements: tuple[str, ...], stamp: int) -> None:
+        """Run ``statements`` and stamp the file, all in one transaction: a process that dies, or a
+        statement that fails, part way leaves the file as it was and unstamped, so the next open
+        runs them all again. A second process opening the same file meanwhile waits for the
+        transaction, then finds the stamp (read again inside it) and runs nothing."""
+        if broken("schema_stamped_before_statements"):
+            self._db.execute(f"PRAGMA user_version = {stamp}")
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            if self._db.execute("PRAGMA user_version").fetchone()[0] != stamp or broken(
+                "schema_stamped_before_statements"
+            ):
+                marked = self._db.execute(
+                    "SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name LIKE 'owed_%'"
+                ).fetchone()[0]
+                for statement in statements:
+                    self._db.execute(statement)
+                if marked < len(self.OWED_TRIGGERS):
+                    for statement in self.OWED_SINCE:
+                        self._db.execute(statement)
+                self._db.execute(f"PRAGMA user_version = {stamp}")
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
 
     def _query(self, sql: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
         try:
