@@ -25,6 +25,13 @@ RECOVERY_CAUGHT_BY: dict[str, list[str]] = {
     "monitor_reads_history": ["tests/test_deadlines.py::test_the_monitor_reads_the_open_records_not_the_history"],
     "sqlite_reads_walk_history": ["tests/test_history_cost.py"],
     "sqlite_log_count_walks_log": ["tests/test_history_cost.py"],
+    "claim_under_timed_out_request": [
+        "tests/test_shutdown_in_force.py::test_a_running_member_claims_exactly_when_no_request_for_it_is_in_force"
+    ],
+    "completed_drain_reported_lost": [
+        "tests/test_shutdown_in_force.py::"
+        "test_reconciliation_reports_a_draining_member_lost_exactly_when_its_request_no_longer_stands"
+    ],
     "schema_stamped_before_statements": [
         "tests/test_storage_contract.py::"
         "test_an_open_that_fails_part_way_leaves_the_file_unstamped_and_the_next_open_finishes_it"

@@ -119,6 +119,10 @@ MUTANTS: dict[str, str] = {
     "without its triggers, and every later open skips them)",
     "schema_stamp_skips_triggers": "STO-3, REC-3: the schema stamp hashes the table and its indexes only, "
     "so a file of a version with other triggers opens as current",
+    "claim_under_timed_out_request": "MEM-1, SHD-6: a claim is refused under a requested or draining shutdown "
+    "request only; a timed-out one (its drain cut short before the member's write) lets the member claim",
+    "completed_drain_reported_lost": "REC-2, SHD-10: reconciliation reports a draining member lost when its "
+    "request is completed (between a finish's record write and its member write, by another instance)",
     "free_text_not_redacted": "AUD-3, INV-10: a shutdown's reason and a plan's goal, rollback and risks are "
     "stored and sent as written",
     "receive_keeps_article_layout": "MSG-1, PLN-1: a message received in the source article's layout is "

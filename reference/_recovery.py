@@ -38,6 +38,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from spec import open_states
 from spec.ids import protocol_id
 
 from . import _audit
@@ -51,8 +52,8 @@ from ._tasks import claims_of
 if TYPE_CHECKING:
     from ._harness import Harness
 
-VALID_DRAIN = ("requested", "draining", "timed_out", "completed")
-ACTIVE_SHUTDOWN = ("requested", "draining", "timed_out")
+ACTIVE_SHUTDOWN = open_states("shutdown_request")
+VALID_DRAIN = (*ACTIVE_SHUTDOWN, "completed")  # a drain in force, or done and its member not yet stopped
 HELD_TASK = ("claimed", "suspended", "needs_inspection")
 RECOVERY_STEPS = (
     "shutdown.reconcile/member",
@@ -151,7 +152,8 @@ def _members(h: Harness) -> None:
         member = row.doc
         drains_for = member["shutdown_request_id"]
         request = h.storage.read("shutdown_request", drains_for) if drains_for is not None else None
-        valid = request is not None and request.doc["status"] in VALID_DRAIN
+        stands = VALID_DRAIN[:-1] if broken("completed_drain_reported_lost") else VALID_DRAIN
+        valid = request is not None and request.doc["status"] in stands
         if member["status"] == "draining" and not valid and not broken("unhealthy_member_not_reported"):
             h.set_member("member.reconcile/member", row.key, "unhealthy", accepting_new_tasks=False)
         member = h.member(row.key)

@@ -41,6 +41,7 @@ import functools
 from typing import TYPE_CHECKING, Any
 
 import spec
+from spec import open_states
 from spec.ids import message_id, protocol_id
 from spec.redaction import redact
 from spec.safety import DRAIN_BEGUN
@@ -57,7 +58,7 @@ if TYPE_CHECKING:
     from ._harness import Harness
 
 KIND = "shutdown_request"
-ACTIVE = ("requested", "draining", "timed_out")
+ACTIVE = open_states(KIND)
 SHUTDOWN_STEPS = tuple(
     f"shutdown.{op}/{step}"
     for op, steps in (

@@ -21,6 +21,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 import spec
+from spec import open_states
 from spec.ids import message_id
 
 from ._errors import VersionConflict
@@ -40,7 +41,15 @@ from ._team_errors import (
 if TYPE_CHECKING:
     from ._harness import Harness
 
-ACTIVE_SHUTDOWN = ("requested", "draining", "timed_out")
+ACTIVE_SHUTDOWN = open_states("shutdown_request")  # MEM-1: a request in force refuses the claim
+
+
+def _in_force() -> tuple[str, ...]:
+    if broken("claim_under_timed_out_request"):
+        return tuple(status for status in ACTIVE_SHUTDOWN if status != "timed_out")
+    return ACTIVE_SHUTDOWN
+
+
 TASK_STEPS = (
     "task.claim/task",
     "task.claim/member",
@@ -111,8 +120,8 @@ class Tasks:
     def _active_shutdowns(self, member: Document) -> list[str]:
         return [
             row.key
-            for row in self.h.storage.scan_status("shutdown_request", ACTIVE_SHUTDOWN)  # not the history
-            if row.doc["status"] in ACTIVE_SHUTDOWN
+            for row in self.h.storage.scan_status("shutdown_request", _in_force())  # not the history
+            if row.doc["status"] in _in_force()
             and row.doc["target_id"] == member["member_id"]
             and row.doc["target_incarnation"] == member["incarnation"]
         ]
@@ -120,9 +129,7 @@ class Tasks:
     def _guard(self, member: Stored) -> Guard:
         unchanged = () if broken("claim_while_draining") else (("member", member.key, member.version),)
         fields = (("target_id", member.key), ("target_incarnation", member.doc["incarnation"]))
-        none_match = (
-            () if broken("claim_ignores_shutdown_request") else (("shutdown_request", fields, ACTIVE_SHUTDOWN),)
-        )
+        none_match = () if broken("claim_ignores_shutdown_request") else (("shutdown_request", fields, _in_force()),)
         return Guard(unchanged=unchanged, none_match=none_match)
 
     # ---- TSK-1: the holder's operations ------------------------------------------------------

@@ -119,6 +119,13 @@ def final_states(name: str) -> frozenset[str]:
     return machine_table(name).finals
 
 
+def open_states(name: str) -> tuple[str, ...]:
+    """The states of ``name`` that some edge leaves (its record is not final yet), in the
+    machine's order: e.g. a shutdown request still in force (MEM-1, INV-2, REC-2)."""
+    table = machine_table(name)
+    return tuple(state for state in table.states if state not in table.finals)
+
+
 def initial_state(name: str) -> str:
     """The one initial state of ``name``."""
     return machine_table(name).initial

@@ -17,12 +17,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import ids, safety
-from ._tables import final_states, initial_state, transition_table
+from ._tables import final_states, initial_state, open_states, transition_table
 from .schemas import RECORD_MACHINES, record_id, record_key
 from .secret_corpus import SECRETS
 
 Snapshot = Mapping[str, Any]
-ACTIVE_SHUTDOWN = frozenset({"requested", "draining", "timed_out"})
+ACTIVE_SHUTDOWN = frozenset(open_states("shutdown_request"))
+"""A shutdown request still in force: the machine's states no edge ends (one source for the model,
+the invariants and the reference; an outside review dropped ``timed_out`` from a copy unseen)."""
 
 
 @dataclass(frozen=True)

@@ -26,14 +26,14 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from .._tables import IllegalTransition, ensure_transition, initial_state
+from .._tables import IllegalTransition, ensure_transition, initial_state, open_states
 from ..safety import BUSY_JOB
 from ._action import Action as Action  # re-exported: the model's moves are named here
 from ._config import Config
 from ._mutants import MUTANTS
 from ._state import NONE, Approval, Execution, Job, Member, Message, Owed, Plan, PlanRun, Shutdown, State, Task, replace
 
-ACTIVE_SHUTDOWN = frozenset({"requested", "draining", "timed_out"})
+ACTIVE_SHUTDOWN = frozenset(open_states("shutdown_request"))  # as spec.invariants.ACTIVE_SHUTDOWN
 
 
 HARNESS = Action("harness.crash")
