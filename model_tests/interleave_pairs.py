@@ -367,6 +367,10 @@ PAIRS: dict[str, Scenario] = {
         # reconciliation may clear the member's task once the task's write is in, before the
         # release notes it on the request, and the finish then completes the request.
         Scenario("release||reconcile_finish", draining_with_task, ((RELEASE,), (RECONCILE, FINISH_DRAIN))),
+        # A drain's finish beside another live instance's reconciliation (SHD-5, SHD-10, REC-2,
+        # REC-4): between the finish's request write and its member write the member drains for a
+        # completed request, which still stands; an outside review's plant called it lost there.
+        Scenario("finish_drain||reconcile", drain_begun, ((FINISH_DRAIN,), (RECONCILE,))),
         # A release beside the Lead's last rung (SHD-6, SHD-7): the monitor times the drain out, the
         # Lead force-terminates the member and inspects it, which ends the request; the release's
         # note must not land on the ended request (an outside review found it did, MSG-6).
