@@ -75,13 +75,30 @@ class Members:
             and now - row.doc["last_heartbeat_at"] > max_age
         ]
 
-    def lapse(self, member_id: str) -> None:
-        """SHD-10, the last will: the team is told once, on the member's behalf; claims flagged."""
-        with self.h.assignment_lock:
+    def lapse(self, member_id: str, max_age: float | None = None) -> None:
+        """SHD-10, the last will: the team is told once, on the member's behalf; claims flagged.
+
+        With ``max_age`` (the watcher's, :func:`reference._lead.watch_lapses`) the lapse is judged
+        again on the read its write is compared against: a member that beat, or was restarted, since
+        :meth:`lapsed` saw it is refused (``MemberBusy``), never declared lost while it lives (STO-4;
+        an outside review found a beat between the two ignored). Without, the caller has decided."""
+        now = self.h.clock.now()
+
+        def judge_and_write() -> None:
             stored = self.h.member_row(member_id)
-            if stored.doc["status"] not in ("running", "draining"):
-                raise MemberBusy(member_id, stored.doc["status"], "lapse", "only a live member's heartbeat lapses")
-            self.h.set_member("member.lapse/member", member_id, "unhealthy", accepting_new_tasks=False)
+            doc = stored.doc
+            if doc["status"] not in ("running", "draining"):
+                raise MemberBusy(member_id, doc["status"], "lapse", "only a live member's heartbeat lapses")
+            beat = doc["last_heartbeat_at"]
+            fresh = max_age is not None and (beat is None or now - beat <= max_age)
+            if fresh and not broken("lapse_ignores_fresh_beat"):
+                raise MemberBusy(member_id, doc["status"], "lapse", f"it beat at {beat}, within {max_age} s")
+            spec.ensure_transition("member", doc["status"], "unhealthy")
+            lost = {**doc, "status": "unhealthy", "accepting_new_tasks": False}
+            self.h.storage.update("member.lapse/member", "member", member_id, lost, stored.version)
+
+        with self.h.assignment_lock:
+            settle(judge_and_write)
             flagged = self.flag_tasks("member.lapse/task", member_id)
             self.owe_lost("member.lapse/outbox", self.h.member(member_id), flagged)
             if broken("lapse_twice"):  # mutant: a second notice under a fresh id

@@ -104,3 +104,33 @@ def test_a_member_that_never_beats_lapses_from_its_registration(team: Team) -> N
     team.clock.advance(6)
     assert "m0" in h.members.lapsed(5)
     assert incarnation == 2
+
+
+@pytest.mark.clause("SHD-10", "STO-4")
+def test_a_member_that_beats_between_the_watchers_read_and_its_lapse_is_not_declared_lost(
+    team: Team, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The watcher reads who lapsed, then lapses each: a beat in between (the member's own thread)
+    keeps the member alive, and no ``member_lost`` is owed; one that did not beat lapses as before
+    (an outside review found the beat ignored and a live member declared lost)."""
+    from reference._lead import watch_lapses
+
+    h = team.h
+    h.members.heartbeat("m0", 1)
+    h.members.heartbeat("m1", 1)
+    team.clock.advance(30)
+    read = h.members.lapsed
+
+    def read_then_m0_beats(max_age: float) -> list[str]:
+        seen = read(max_age)
+        h.members.heartbeat("m0", 1)
+        return seen
+
+    monkeypatch.setattr(h.members, "lapsed", read_then_m0_beats)
+    assert watch_lapses(h, 10) == ["m1"]
+    assert (team.member("m0")["status"], team.member("m1")["status"]) == ("running", "unhealthy")
+    lost = [row.doc["message"] for row in h.storage.scan("outbox_entry")]
+    assert [m["body"]["member_id"] for m in lost if m["message_type"] == "member_lost"] == ["m1"]
+    assert says(team, lambda: h.members.lapse("m0", 10), r.MemberBusy) == (
+        "m0 is running: cannot lapse; it beat at 30.0, within 10 s"
+    )
