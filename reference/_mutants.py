@@ -119,6 +119,8 @@ MUTANTS: dict[str, str] = {
     "without its triggers, and every later open skips them)",
     "schema_stamp_skips_triggers": "STO-3, REC-3: the schema stamp hashes the table and its indexes only, "
     "so a file of a version with other triggers opens as current",
+    "stopped_member_drain_left_timed_out": "REC-2, INV-4, INV-12: reconciliation completes a stopped member's "
+    "drain only from draining; a timed-out one stays open for good",
     "lapse_ignores_fresh_beat": "SHD-10, STO-4: the watcher lapses every member it read as lapsed, though one "
     "beat (or was restarted) between its read and the lapse: a live member is declared lost",
     "claim_under_timed_out_request": "MEM-1, SHD-6: a claim is refused under a requested or draining shutdown "

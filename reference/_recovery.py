@@ -94,6 +94,11 @@ def _shutdowns(h: Harness, owners: Owners) -> None:
             _shutdown_row(h, request)
 
 
+def _begun() -> tuple[str, ...]:
+    """A drain begun and not ended, as reconciliation's stopped-member row reads it."""
+    return ("draining",) if broken("stopped_member_drain_left_timed_out") else ("draining", "timed_out")
+
+
 def _of(request: Stored) -> tuple[str, str]:
     return "shutdown_request", request.key
 
@@ -118,7 +123,7 @@ def _shutdown_row(h: Harness, sd: Stored) -> None:
     elif status in ("draining", "timed_out") and current and member["status"] == "draining":
         if member["shutdown_request_id"] == pid and not broken("resumed_drain_keeps_requests"):
             h.cancel_own_requests("shutdown.reconcile/requests", member["member_id"], "member_draining")
-    elif status in ("draining", "timed_out") and current and member["status"] == "stopped":
+    elif status in _begun() and current and member["status"] == "stopped":
         _complete(h, pid, ("draining", "timed_out"))
     elif status in ("draining", "timed_out") and member["incarnation"] > doc["target_incarnation"]:
         if broken("reconcile_leaves_old_drain"):

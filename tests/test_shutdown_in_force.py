@@ -111,3 +111,49 @@ def test_a_drain_cut_short_and_timed_out_by_another_process_still_refuses_the_me
     with pytest.raises(r.ClaimRefused):
         lead.h.claim("m0", "t0")
     assert invariants.check_state(lead.h.snapshot()) == []
+
+
+MEMBER_STATUSES = ("running", "draining", "stopped", "unhealthy")
+_ = None  # the request's or the member's status as it was
+RECONCILED = {  # REC-2's shutdown rows: (request, member) after reconciliation, for the member's own incarnation
+    "requested": dict.fromkeys(MEMBER_STATUSES, (_, _)),  # its message delivered again; nothing moves
+    "draining": {"running": (_, "draining"), "draining": (_, _), "stopped": ("completed", _), "unhealthy": (_, _)},
+    "timed_out": {"running": (_, "draining"), "draining": (_, _), "stopped": ("completed", _), "unhealthy": (_, _)},
+    "completed": {"running": (_, _), "draining": (_, "stopped"), "stopped": (_, _), "unhealthy": (_, _)},
+    "cancelled": dict.fromkeys(MEMBER_STATUSES, (_, _)),
+    "expired": dict.fromkeys(MEMBER_STATUSES, (_, _)),
+}
+"""SHD-2's member half finished, a stopped member's drain completed, a completed drain's member
+stopped; the Lead's ladder, not reconciliation, ends an unhealthy member's drain (SHD-7)."""
+
+RECONCILED_OLDER = {"draining": "completed", "timed_out": "completed"}
+"""XPR-1, INV-12: a request for an incarnation restarted since is over once its drain began (its
+incarnation has stopped); the new incarnation is never touched."""
+
+
+@pytest.mark.clause("REC-2", "SHD-2", "SHD-5", "XPR-1")
+@pytest.mark.parametrize("older", [False, True], ids=["same-incarnation", "restarted-since"])
+@pytest.mark.parametrize("member", MEMBER_STATUSES)
+@pytest.mark.parametrize("status", STATUSES)
+def test_reconciliations_shutdown_rows_status_by_status(
+    storage: Storage, status: str, member: str, older: bool
+) -> None:
+    """Reconciliation's request rows (``_recovery._shutdowns``) for each request status beside each
+    member status, the member drained for that request (an outside review dropped ``timed_out``
+    from the stopped member's row and only one conformance vector noticed)."""
+    team = Team(storage).setup()
+    pid = team.request("m0")
+    _as(storage, pid, status)
+    row = storage.read("member", "m0")
+    assert row is not None
+    doc = {**row.doc, "status": member, "accepting_new_tasks": member == "running",
+           "shutdown_request_id": None if member == "running" else pid,
+           "incarnation": 2 if older else 1}  # fmt: skip
+    storage.update("test/status", "member", "m0", doc, row.version)
+    _recovery._shutdowns(team.h, _recovery.Owners(storage))
+    request, after = team.h.shutdowns.require(pid).doc["status"], team.member("m0")["status"]
+    if older:
+        assert (request, after) == (RECONCILED_OLDER.get(status, status), member)
+    else:
+        want_request, want_member = RECONCILED[status][member]
+        assert (request, after) == (want_request or status, want_member or member)
