@@ -105,8 +105,8 @@ def test_a_test_that_fails_without_the_mutant_catches_nothing(monkeypatch: pytes
     assert _mutants_cli.check_baseline(rows, ROOT) == ["tests/t.py::test_good"] and not rows[1]["caught"]
 
 
-def test_the_subprocess_gets_the_mutant_or_none(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The baseline runs without TEAMPROTO_MUTANT even when the caller's environment has one."""
+def subprocess_environments(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, str]]:
+    """Replace the subprocess itself: the environment of each run, in order."""
     seen: list[dict[str, str]] = []
 
     def run(command: list[str], **options: Any) -> Any:
@@ -114,6 +114,12 @@ def test_the_subprocess_gets_the_mutant_or_none(monkeypatch: pytest.MonkeyPatch)
         return subprocess.CompletedProcess(command, 0, "", "")
 
     monkeypatch.setattr(_mutants_cli.subprocess, "run", run)
+    return seen
+
+
+def test_the_subprocess_gets_the_mutant_or_none(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The baseline runs without TEAMPROTO_MUTANT even when the caller's environment has one."""
+    seen = subprocess_environments(monkeypatch)
     monkeypatch.setenv("TEAMPROTO_MUTANT", "consume_twice")
     _mutants_cli._pytest(None, ["tests/x.py"], ROOT)
     _mutants_cli._pytest("skip_digest_check", ["tests/x.py"], ROOT)
@@ -123,13 +129,7 @@ def test_the_subprocess_gets_the_mutant_or_none(monkeypatch: pytest.MonkeyPatch)
 def test_no_shrink_reaches_the_subprocess_and_only_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
     """``--no-shrink`` sets TEAMPROTO_NO_SHRINK for the mutant's run; a caller's own setting never
     leaks into a run that shrinks (the baseline, or ``teamproto mutants`` without the flag)."""
-    seen: list[dict[str, str]] = []
-
-    def run(command: list[str], **options: Any) -> Any:
-        seen.append(options["env"])
-        return subprocess.CompletedProcess(command, 0, "", "")
-
-    monkeypatch.setattr(_mutants_cli.subprocess, "run", run)
+    seen = subprocess_environments(monkeypatch)
     monkeypatch.setenv("TEAMPROTO_NO_SHRINK", "1")
     _mutants_cli._pytest("skip_digest_check", ["tests/x.py"], ROOT)
     _mutants_cli._pytest("skip_digest_check", ["tests/x.py"], ROOT, shrink=False)
