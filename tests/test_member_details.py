@@ -134,3 +134,34 @@ def test_a_member_that_beats_between_the_watchers_read_and_its_lapse_is_not_decl
     assert says(team, lambda: h.members.lapse("m0", 10), r.MemberBusy) == (
         "m0 is running: cannot lapse; it beat at 30.0, within 10 s"
     )
+
+
+@pytest.mark.clause("SHD-10", "SHD-7", "STO-4")
+def test_a_beat_between_the_lapses_own_read_and_its_write_keeps_the_member_and_its_claim(
+    team: Team, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The beat lands after the lapse read the member and before its compare-and-set: the write
+    loses, the lapse reads again and refuses, and nothing of the lapse is left — the member runs
+    with its new beat, its claimed task is not flagged, no ``member_lost`` is owed (a second
+    outside review judged the retry on the first read, and flagged the task before the member)."""
+    h = team.h
+    h.claim("m0", "t0")
+    h.members.heartbeat("m0", 1)
+    team.clock.advance(30)
+    read, beaten = h.member_row, []
+
+    def read_then_beat(member_id: str) -> r.Stored:
+        row = read(member_id)
+        if member_id == "m0" and not beaten:
+            beaten.append(True)
+            h.members.heartbeat("m0", 1)  # the member's own thread, between the read and the write
+        return row
+
+    monkeypatch.setattr(h, "member_row", read_then_beat)
+    with pytest.raises(r.MemberBusy, match="it beat at 30.0, within 10 s"):
+        h.members.lapse("m0", 10)
+    assert beaten and (team.member("m0")["status"], team.member("m0")["last_heartbeat_at"]) == ("running", 30.0)
+    assert (team.task("t0")["status"], team.task("t0")["owner_id"]) == ("claimed", "m0")
+    assert [
+        row.doc for row in h.storage.scan("outbox_entry") if row.doc["message"]["message_type"] == "member_lost"
+    ] == []
