@@ -32,6 +32,8 @@ PLAN_MUTANTS: dict[str, str] = {
     "execution that ever finished, not of those the storage marks owed (its cost follows history)",
     "owed_mark_never_set": "REC-3, PLN-10: the storage never marks a finished execution's completion owed, so a "
     "crash between the execution's last write and its outbox entry loses the plan_completion",
+    "run_timed_by_plan_deadline": "PLN-9, INV-12: the monitor times a running execution out by its plan's "
+    "deadline (submit + ttl), not its own (start + ttl)",
     "expiry_ignores_marker": "PLN-5, PLN-7, PLN-11, STO-4: the monitor's expiry and the requester's withdrawal "
     "of an approved plan ignore its executed marker, so a start that committed is left with a run beside an "
     "expired or withdrawn plan",
@@ -53,6 +55,7 @@ PLAN_CAUGHT_BY["reconcile_plans_reads_history"] = [
 ]
 PLAN_CAUGHT_BY["reconcile_reads_finished_runs"] = ["tests/test_history_cost.py"]
 PLAN_CAUGHT_BY["owed_mark_never_set"] = ["tests/test_owed_completions.py"]
+PLAN_CAUGHT_BY["run_timed_by_plan_deadline"] = ["tests/test_deadline_boundaries.py"]
 """Mutant → the tests that must fail with it (run by ``teamproto mutants`` for it)."""
 
 __all__ = ["PLAN_CAUGHT_BY", "PLAN_MUTANTS"]

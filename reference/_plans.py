@@ -699,8 +699,10 @@ class PlanProtocol:
             self.h.outbox.owe("plan.expire/outbox", self.abandoned(gone))
             self._audit("plan.expire/audit", gone)  # last, so a crash before it leaves it unlogged
         run = self.h.storage.read(RUN, row.key)
-        if run is not None and run.doc["status"] == "running" and _past(run.doc["deadline"], now):
-            self._move_run("plan.expire/execution", run, "failed", "monitor", "timed_out")
+        if run is not None and run.doc["status"] == "running":
+            deadline = row.doc["deadline"] if broken("run_timed_by_plan_deadline") else run.doc["deadline"]
+            if _past(deadline, now):  # PLN-9: the run's own deadline, start + ttl
+                self._move_run("plan.expire/execution", run, "failed", "monitor", "timed_out")
 
     # ---- helpers -----------------------------------------------------------------------------
     def require(self, pid: str) -> Stored:

@@ -68,12 +68,16 @@ class Team:
         body = {"goal": "g", "steps": STEPS, "estimated_cost": 1.0, "rollback": "r", "risks": [], "ttl_seconds": TTL}
         pid = self.h.plans.draft(self.ctx(), "p", body)
         self.h.plans.submit(self.ctx(), pid)
-        if status in ("approved", "delivered", "running"):
+        if status in ("approved", "delivered", "running", "running_late"):
             self.h.plans.decide("lead", pid, "approved")
-        if status in ("delivered", "running"):
+        if status in ("delivered", "running", "running_late"):
             self.h.plans.deliver_decision("m0", message_id(pid, "decision-0"))
-        if status == "running":
+        if status == "running_late":  # started just before the approval's own deadline
+            self.clock.advance(self.deadline("plan_approval", pid) - 1 - self.clock.now())
+        if status in ("running", "running_late"):
+            started = self.clock.now()
             self.h.plans.start(self.ctx(), pid)
+            assert self.deadline("plan_execution", pid) == started + TTL  # PLN-9: the run's own ttl
         return pid
 
     def deadline(self, table: str, key: str) -> float:
@@ -173,6 +177,12 @@ READERS: dict[str, Reader] = {
     ),
     "monitor_plan_execution_running": Reader(
         ("PLN-9", "INV-12"), "plan_execution", lambda t: t.plan("running"), _monitor()
+    ),
+    # started late in the approval's ttl: the run's deadline lies well past the plan's, and the
+    # monitor reads the run's (a second outside review's plant read the plan's, and every row
+    # above started the run at the instant it was approved)
+    "monitor_plan_execution_started_late": Reader(
+        ("PLN-9", "INV-12"), "plan_execution", lambda t: t.plan("running_late"), _monitor()
     ),
 }
 """Every reader of a deadline in the reference, by what reads it and the record's status."""
