@@ -861,7 +861,8 @@ def reconcile_plans(h: Harness, owners: Owners | None = None) -> None:
 def _plan_row(h: Harness, row: Stored) -> None:
     plans, doc, pid = h.plans, row.doc, row.key
     if doc["status"] == "draft" and h.storage.read("message", message_id(pid, "request")) is not None:
-        doc = plans._move("plan.reconcile/record", row, "pending", "lead", deadline=h.clock.now() + plans._ttl(doc))
+        due = doc["deadline"] if broken("cut_submit_keeps_draft_deadline") else h.clock.now() + plans._ttl(doc)
+        doc = plans._move("plan.reconcile/record", row, "pending", "lead", deadline=due)
     elif doc["status"] == "pending" and not broken("reconcile_skips_redelivery"):
         plans.post_request(doc)
     elif doc["status"] in DECISIONS and not broken("reconcile_skips_redelivery"):

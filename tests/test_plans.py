@@ -522,3 +522,26 @@ def test_the_free_text_of_plans_and_shutdowns_is_stored_redacted(team: Team) -> 
     assert body["risks"][1] == "lock contention" and body["steps"] == plan(*STEPS)["steps"]
     shutdown = team.h.read("shutdown_request", sid)
     assert shutdown is not None and shutdown.doc["reason_text"].endswith(" tonight")
+
+
+@pytest.mark.clause("PLN-5", "REC-2")
+def test_a_submit_cut_short_after_its_message_is_finished_by_the_restart_with_a_whole_ttl_from_then(
+    team: Team,
+) -> None:
+    """The submit dies after its request message and before its record; the restart comes later
+    and finishes it as the model's reconciliation does: pending, due ``ttl`` after the restart
+    (not after the draft), and a decision late in that ttl is taken. A second outside review's
+    plant kept the draft's provisional deadline; every crash test restarted at the draft's instant."""
+    pid = team.h.plans.draft(team.ctx(), "p", plan(*STEPS))
+    team.storage.faults.crash_after.add("plan.submit/message")
+    with pytest.raises(r.Crash):
+        team.h.plans.submit(team.ctx(), pid)
+    team.storage.faults.crash_after.clear()
+    team.clock.advance(2 * TTL)
+    team.h = r.Harness(team.storage, team.clock, [team.copy.tool(r.normalize_paths("path")), team.swap.tool()])
+    team.h.reconcile()
+    doc = team.plan_doc(pid)
+    assert (doc["status"], doc["deadline"]) == ("pending", team.clock.now() + TTL)
+    team.clock.advance(TTL - 1)
+    team.h.plans.decide("lead", pid, "approved")
+    assert team.plan_doc(pid)["status"] == "approved"
