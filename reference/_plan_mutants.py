@@ -32,6 +32,8 @@ PLAN_MUTANTS: dict[str, str] = {
     "execution that ever finished, not of those the storage marks owed (its cost follows history)",
     "owed_mark_never_set": "REC-3, PLN-10: the storage never marks a finished execution's completion owed, so a "
     "crash between the execution's last write and its outbox entry loses the plan_completion",
+    "decision_comment_not_redacted": "AUD-3, INV-10: the approver's comment on a plan decision is stored and "
+    "sent as written",
     "cut_submit_keeps_draft_deadline": "PLN-5, REC-2: reconciliation finishes a submit cut short after its "
     "message with the draft's provisional deadline, not a whole ttl from the restart",
     "run_timed_by_plan_deadline": "PLN-9, INV-12: the monitor times a running execution out by its plan's "
@@ -58,6 +60,9 @@ PLAN_CAUGHT_BY["reconcile_plans_reads_history"] = [
 PLAN_CAUGHT_BY["reconcile_reads_finished_runs"] = ["tests/test_history_cost.py"]
 PLAN_CAUGHT_BY["owed_mark_never_set"] = ["tests/test_owed_completions.py"]
 PLAN_CAUGHT_BY["run_timed_by_plan_deadline"] = ["tests/test_deadline_boundaries.py"]
+PLAN_CAUGHT_BY["decision_comment_not_redacted"] = [
+    f"{_EXAMPLES}::test_the_approvers_comment_is_stored_and_sent_redacted_in_every_decision"
+]
 PLAN_CAUGHT_BY["cut_submit_keeps_draft_deadline"] = [
     f"{_EXAMPLES}::test_a_submit_cut_short_after_its_message_is_finished_by_the_restart_with_a_whole_ttl_from_then"
 ]

@@ -251,7 +251,7 @@ class PlanProtocol:
         if now > doc["deadline"]:
             raise PlanExpired(pid, doc["deadline"], now, "decide")
         reason = "rejected" if decision == "rejected" else None
-        note = redact(comment) if comment else None
+        note = (comment if broken("decision_comment_not_redacted") else redact(comment)) if comment else None
         decided = self._move(
             "plan.decide/record", stored, decision, actor_id, summary=comment, reason=reason, comment=note
         )

@@ -524,6 +524,23 @@ def test_the_free_text_of_plans_and_shutdowns_is_stored_redacted(team: Team) -> 
     assert shutdown is not None and shutdown.doc["reason_text"].endswith(" tonight")
 
 
+@pytest.mark.clause("AUD-3", "INV-10", "PLN-2", "PLN-6")
+@pytest.mark.parametrize("decision", ["approved", "rejected", "needs_revision"])
+def test_the_approvers_comment_is_stored_and_sent_redacted_in_every_decision(team: Team, decision: str) -> None:
+    """The Lead's comment on a plan is free text too: decided in each way, and retracted into a
+    rejection that is sent again, the record, its events and the decision messages carry no secret
+    of the corpus (a second outside review stored it as written; the tests' comments were benign)."""
+    text = "use " + " or ".join(carrier(name) for name in CARRIERS) + " instead"
+    pid = team.pending()
+    team.h.plans.decide("lead", pid, decision, comment=text)
+    if decision == "approved":
+        team.h.plans.retract("lead", pid, "rejected")
+    assert invariants.no_secret_stored(team.h.snapshot()) == []
+    decisions = [m for m in team.h.snapshot()["message"] if m["message"]["message_type"] == "plan_decision"]
+    assert len(decisions) == (2 if decision == "approved" else 1)
+    assert all("[REDACTED]" in str(m["message"]["body"]) for m in decisions)
+
+
 @pytest.mark.clause("PLN-5", "REC-2")
 def test_a_submit_cut_short_after_its_message_is_finished_by_the_restart_with_a_whole_ttl_from_then(
     team: Team,
