@@ -158,7 +158,7 @@ def test_a_beat_between_the_lapses_own_read_and_its_write_keeps_the_member_and_i
         return row
 
     monkeypatch.setattr(h, "member_row", read_then_beat)
-    with pytest.raises(r.MemberBusy, match="it beat at 30.0, within 10 s"):
+    with pytest.raises(r.MemberBusy, match=r"it beat at 30\.0, within 10 s"):
         h.members.lapse("m0", 10)
     assert beaten and (team.member("m0")["status"], team.member("m0")["last_heartbeat_at"]) == ("running", 30.0)
     assert (team.task("t0")["status"], team.task("t0")["owner_id"]) == ("claimed", "m0")
