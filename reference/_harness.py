@@ -331,7 +331,14 @@ class Harness:
         returns the recorded result. Reading never completes a request (MSG-3). A message that
         was never handled and is no longer pending (expired unread, MSG-1) is refused with
         :class:`MessageNotPending`, as the protocols' own deliveries refuse it: nothing is
-        written (a late reader must not bring it back)."""
+        written (a late reader must not bring it back). Its write lost to another process's (a
+        second delivery, the monitor's expiry) is judged again from a fresh read (STO-4): the
+        duplicate's recorded result, or the refusal."""
+        if broken("delivery_not_settled"):
+            return self._deliver_once(message_id_, correlation_id)
+        return settle(lambda: self._deliver_once(message_id_, correlation_id))
+
+    def _deliver_once(self, message_id_: str, correlation_id: str) -> Document:
         stored = self._require("message", message_id_)
         if stored.doc["message"]["correlation_id"] != correlation_id:
             actual = stored.doc["message"]["correlation_id"]

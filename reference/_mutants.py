@@ -119,6 +119,8 @@ MUTANTS: dict[str, str] = {
     "without its triggers, and every later open skips them)",
     "schema_stamp_skips_triggers": "STO-3, REC-3: the schema stamp hashes the table and its indexes only, "
     "so a file of a version with other triggers opens as current",
+    "delivery_not_settled": "MSG-5, STO-4: the generic receipt of a message writes against the version it "
+    "read and fails with a raw version conflict where another process delivered or expired it meanwhile",
     "stopped_member_drain_left_timed_out": "REC-2, INV-4, INV-12: reconciliation completes a stopped member's "
     "drain only from draining; a timed-out one stays open for good",
     "lapse_ignores_fresh_beat": "SHD-10, STO-4: the watcher lapses every member it read as lapsed, though one "

@@ -20,6 +20,7 @@ import pytest
 import reference as r
 import spec
 from spec import invariants
+from spec.ids import message_id
 from tests.conftest import BACKENDS, Team
 
 ARGS = {"path": "srv/app"}
@@ -206,3 +207,32 @@ def test_a_write_that_keeps_losing_fails_closed(team: Team) -> None:
     assert str(caught.value).startswith(
         "refused: a write that lost 3 compare-and-sets in a row could not be completed ("
     )
+
+
+@pytest.mark.clause("MSG-5", "STO-4")
+def test_a_receipt_that_loses_to_another_gets_the_recorded_result_or_the_refusal(pair: tuple[Team, Team]) -> None:
+    """The generic receipt (``Harness.deliver``, the conformance driver's) of a message another
+    process receives, or expires, between this one's read and its write: the duplicate's recorded
+    result, or ``MessageNotPending`` — never a raw version conflict (a second outside review's
+    finding), and the message delivered once."""
+    a, b = pair
+    pid = a.harness.approvals.request(a.ctx(), "deploy", ARGS)
+    mid = message_id(pid, "request")
+    got: list[dict[str, Any]] = []
+    a.storage.faults = RunBefore("message.deliver/message", lambda: got.append(b.harness.deliver(mid, pid)))
+    assert a.harness.deliver(mid, pid) == got[0] == b.harness.deliver(mid, pid)
+    row = a.storage.read("message", mid)
+    assert row is not None and (row.doc["status"], row.doc["recorded_result"]) == ("delivered", got[0])
+    key = a.harness.approvals.request(a.ctx(call="call-2"), "deploy", ARGS)
+    late = message_id(key, "request")
+
+    def expire() -> None:
+        stored = b.storage.read("message", late)
+        assert stored is not None
+        b.storage.update("monitor.pass/records", "message", late, {**stored.doc, "status": "expired"}, stored.version)
+
+    a.storage.faults = RunBefore("message.deliver/message", expire)
+    with pytest.raises(r.MessageNotPending):
+        a.harness.deliver(late, key)
+    row = a.storage.read("message", late)
+    assert row is not None and (row.doc["status"], row.doc["recorded_result"]) == ("expired", None)
