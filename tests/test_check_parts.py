@@ -269,3 +269,21 @@ def test_a_reason_that_misnames_what_became_of_the_requester_is_named(
     after = {**before, kind: [{**record, "status": ended, "reason": reason}]}
     assert bool(safety.reasons_name_their_causes(before, after)) is named
     assert safety.reasons_name_their_causes(after, after) == []
+
+
+@pytest.mark.clause("PLN-6")
+@pytest.mark.parametrize(
+    ("delivered_before", "delivered_after", "named"),
+    [(True, True, True), (True, False, True), (False, True, True), (False, False, False)],
+)
+@pytest.mark.parametrize("target", ["pending", "rejected"])
+def test_a_retraction_after_delivery_is_named_whichever_side_shows_the_delivery(
+    target: str, delivered_before: bool, delivered_after: bool, named: bool
+) -> None:
+    """An approved plan back in ``pending`` or ``rejected`` is named when its decision was delivered
+    before the step, after it, or both — also where the step cleared the flag (a second outside
+    review kept only the "after" half and no test failed)."""
+    plan = {"protocol_id": "p1", "status": "approved", "decision_delivered": delivered_before}
+    before = {"plan_approval": [plan]}
+    after = {"plan_approval": [{**plan, "status": target, "decision_delivered": delivered_after}]}
+    assert bool(safety.retraction_only_before_delivery(before, after)) == named
