@@ -38,7 +38,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from spec import open_states
 from spec.ids import protocol_id
 
 from . import _audit
@@ -47,12 +46,12 @@ from ._instances import Owners
 from ._mutants import broken
 from ._plans import reconcile_plans
 from ._storage import Document, Stored
-from ._tasks import claims_of
+from ._tasks import ACTIVE_SHUTDOWN, claims_of
 
 if TYPE_CHECKING:
     from ._harness import Harness
 
-ACTIVE_SHUTDOWN = open_states("shutdown_request")
+DRAIN_OPEN = tuple(status for status in ACTIVE_SHUTDOWN if status != "requested")  # begun, not ended
 VALID_DRAIN = (*ACTIVE_SHUTDOWN, "completed")  # a drain in force, or done and its member not yet stopped
 HELD_TASK = ("claimed", "suspended", "needs_inspection")
 RECOVERY_STEPS = (
@@ -96,7 +95,7 @@ def _shutdowns(h: Harness, owners: Owners) -> None:
 
 def _begun() -> tuple[str, ...]:
     """A drain begun and not ended, as reconciliation's stopped-member row reads it."""
-    return ("draining",) if broken("stopped_member_drain_left_timed_out") else ("draining", "timed_out")
+    return ("draining",) if broken("stopped_member_drain_left_timed_out") else DRAIN_OPEN
 
 
 def _of(request: Stored) -> tuple[str, str]:
@@ -110,7 +109,7 @@ def _shutdown_row(h: Harness, sd: Stored) -> None:
     status = doc["status"]
     if status == "requested" and not broken("reconcile_skips_redelivery"):
         h.shutdowns.post_request(doc)
-    elif status in ("draining", "timed_out") and current and member["status"] == "running":
+    elif status in DRAIN_OPEN and current and member["status"] == "running":
         if not broken("reconcile_keeps_half_drain"):
             h.set_member(
                 "shutdown.reconcile/member",
@@ -120,17 +119,17 @@ def _shutdown_row(h: Harness, sd: Stored) -> None:
                 shutdown_request_id=pid,
             )
             h.cancel_own_requests("shutdown.reconcile/requests", member["member_id"], "member_draining")
-    elif status in ("draining", "timed_out") and current and member["status"] == "draining":
+    elif status in DRAIN_OPEN and current and member["status"] == "draining":
         if member["shutdown_request_id"] == pid and not broken("resumed_drain_keeps_requests"):
             h.cancel_own_requests("shutdown.reconcile/requests", member["member_id"], "member_draining")
     elif status in _begun() and current and member["status"] == "stopped":
-        _complete(h, pid, ("draining", "timed_out"))
-    elif status in ("draining", "timed_out") and member["incarnation"] > doc["target_incarnation"]:
+        _complete(h, pid, DRAIN_OPEN)
+    elif status in DRAIN_OPEN and member["incarnation"] > doc["target_incarnation"]:
         if broken("reconcile_leaves_old_drain"):
             return
         # Its incarnation has stopped (a restart needs a stopped member): the drain is over. It never
         # drains the new incarnation (XPR-1) and must not stay open forever (INV-12).
-        _complete(h, pid, ("draining", "timed_out"))
+        _complete(h, pid, DRAIN_OPEN)
     elif status == "completed":
         if current and member["status"] == "draining":
             h.set_member(
