@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Iterator
 
 import pytest
 
@@ -62,6 +63,23 @@ def test_the_explorers_states_witness_every_bound_of_pair() -> None:
         search = _search(Model(load_config(name)))
         assert search.report.complete
         assert unreached_bounds(search.config, search.states, bool(search.report.crashed_at)) == []
+
+
+def test_the_states_are_read_only_until_every_bound_has_its_witness() -> None:
+    """``unreached_bounds`` stops reading once every bound is witnessed (``standard/plans`` stores
+    3.4 million states, each decoded to be read): a state past that point is never asked for;
+    one bound never reached, and every state is read."""
+    search = _search(Model(load_config("pair")))
+
+    def then_fail() -> Iterator[State]:
+        yield from search.states
+        raise AssertionError("read past the last state")
+
+    assert unreached_bounds(search.config, then_fail(), bool(search.report.crashed_at)) == []
+    read: list[State] = []
+    ticking = dataclasses.replace(search.config, max_ticks=3)  # pair's clock never reaches 3
+    unreached = unreached_bounds(ticking, (read.append(s) or s for s in search.states), True)
+    assert [line.split(":")[0] for line in unreached] == ["max_ticks=3"] and len(read) == len(search.states)
 
 
 def _timeless(s: State) -> object:

@@ -251,8 +251,28 @@ def test_teamproto_check_spreads_the_parts_of_a_split_configuration(capsys: pyte
         assert status == 1  # bounded: incomplete
     spread, one = (d["runs"][0] for d in documents)
     assert [d["workers"] for d in documents] == [2, 1]
+    assert [d["spread"] for d in documents] == [2, 1]
     whole = min(spread["expanded_through_depth"], one["expanded_through_depth"]) + 2  # depths both found whole
     assert whole >= 5 and spread["states_by_depth"][:whole] == one["states_by_depth"][:whole]
+
+
+def test_teamproto_check_runs_the_parts_one_after_another_each_spread(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--config standard`` on two processes: its two parts one after another, each search
+    spread over both (not side by side on one each, which waits on the plan part alone); with
+    another configuration beside them, or one process, nothing is spread."""
+    from teamproto._cli import main
+
+    def run(*argv: str) -> dict[str, Any]:
+        main(["check", *argv, "--max-states", "300", "--json"])
+        return json.loads(capsys.readouterr().out)  # type: ignore[no-any-return]
+
+    both = run("--config", "standard", "--jobs", "2")
+    assert [r["config"] for r in both["runs"]] == ["standard/approvals", "standard/plans"]
+    assert (both["workers"], both["spread"]) == (2, 2)
+    mixed = run("--config", "standard", "--config", "pair", "--jobs", "2")
+    assert (mixed["workers"], mixed["spread"]) == (2, 1)
+    alone = run("--config", "standard", "--jobs", "1")
+    assert (alone["workers"], alone["spread"]) == (1, 1)
 
 
 @pytest.mark.clause("INV-3")

@@ -225,7 +225,7 @@ class Canonical:
         return tuple(out)
 
 
-MEMO_LIMIT = 1 << 14
+MEMO_LIMIT = 1 << 18
 """Entries a cache of the flat search holds at most (:meth:`FlatSearch.trim`)."""
 TRIM_EVERY = 2000
 """States expanded between two trims of the caches."""
@@ -919,7 +919,13 @@ class FlatSearch:
         none with fingerprints, which keeps no state once expanded)."""
         if self.fingerprints:
             return iter(())
-        return (decode(self.state(number)) for number in range(self.count))
+        return self._decoded()
+
+    def _decoded(self) -> Iterator[State]:
+        # A generator function, not a generator expression: compiled, the expression was built
+        # into a list at once (every stored state decoded, about 50 µs each, wanted or not).
+        for number in range(self.count):
+            yield decode(self.state(number))
 
     def stopped(self) -> bool:
         return self.stop_on is not None and (

@@ -109,13 +109,13 @@ def _explored_as(config: Config) -> list[Config]:
 
 
 def _spread(jobs: list[Job], bounds: Bounds, processes: int) -> int:
-    """Over how many processes each run's search is spread (:mod:`spec._parallel`): the runs are
-    the exhaustive searches of a split configuration's parts and there are at least twice as many
-    processes as runs (e.g. one part named alone on two), else 1. Measured on this 2-core machine
-    (``bench/explore.py --spread``): 1.2x on ``standard/approvals`` whole, 1.4x on the first
-    150,000 states of ``standard/plans``; the two parts side by side already use both processes."""
+    """Over how many processes each run's search is spread (:mod:`spec._parallel`): every one
+    when the runs are the exhaustive searches of a split configuration's parts (they then run one
+    after another), else 1. Measured on this 2-core machine (2026-12-05, compiled): the parts of
+    ``standard`` side by side, one process each, wait on ``standard/plans`` alone on one process
+    (about 1,200 s); one after another, each spread over two, ``standard/plans`` takes 368 s."""
     parted = all(how is None and config.name.partition("/")[2] in PARTS for config, how in jobs)
-    return processes // len(jobs) if parted and bounds.checkpoint is None and processes >= 2 * len(jobs) else 1
+    return processes if parted and bounds.checkpoint is None and processes >= 2 else 1
 
 
 def _bounds(args: argparse.Namespace, jobs: list[Job]) -> Bounds:
@@ -266,8 +266,8 @@ def command(args: argparse.Namespace, console: Console) -> int:
                 highlight=False,
             )
     processes = args.jobs or default_workers()
-    workers = min(processes, len(jobs))
     bounds = dataclasses.replace(bounds, processes=_spread(jobs, bounds, processes))
+    workers = 1 if bounds.processes > 1 else min(processes, len(jobs))  # a spread run has them all
 
     def say(line: str) -> None:
         console.print(line, highlight=False)
@@ -289,7 +289,7 @@ def command(args: argparse.Namespace, console: Console) -> int:
     trace_error = _write_trace(args.trace_out, runs)
     kind = "compiled" if _compiled.ACTIVE else "interpreted (scripts/compile.py builds the compiled explorer)"
     if args.json:
-        emit_json(_document(runs, summary, peak, workers * bounds.processes, wall, trace_error))
+        emit_json(_document(runs, summary, peak, workers * bounds.processes, bounds.processes, wall, trace_error))
     else:
         spread = f", each search spread over {bounds.processes}" if bounds.processes > 1 else ""
         footer = (
@@ -305,7 +305,13 @@ def command(args: argparse.Namespace, console: Console) -> int:
 
 
 def _document(
-    runs: list[Run], summary: Summary, peak: float, workers: int, wall: float, trace_error: str | None
+    runs: list[Run],
+    summary: Summary,
+    peak: float,
+    workers: int,
+    spread: int,
+    wall: float,
+    trace_error: str | None,
 ) -> dict[str, Any]:
     return {
         "runs": [report_json(r, s, c) for r, s, c in runs],
@@ -316,6 +322,7 @@ def _document(
         "outgrown": summary.outgrown,
         "peak_memory_mib": round(peak, 1),
         "workers": workers,
+        "spread": spread,  # the processes each search was spread over (spec/_parallel.py)
         "compiled": _compiled.ACTIVE,
         "seconds": round(wall, 3),
         **({"mutant_caught_by": mutant_caught(runs)} if any(r.mutant for r, _, _ in runs) else {}),

@@ -150,10 +150,12 @@ def unreached_bounds(config: Config, states: Iterable[State], crashed: bool = Fa
     """The bounds of ``config`` that none of ``states`` reaches (``crashed``: the search that found
     them crashed somewhere — an explorer keeps crashed states out of its stored states)."""
     use = BoundUse(config)
-    for s in states:
-        use.observe(s)
     if crashed:
         use.most["crashes"] = 1
+    for s in states:
+        use.observe(s)
+        if use.done():  # every bound has its witness: the other states cannot change the verdict
+            break
     return use.unreached()
 
 
