@@ -53,6 +53,12 @@ times, to completion or to ``--states`` states with ``--bounded``; both must fin
 per depth (a bounded pair: the depths both found whole), transitions, checks broken, edges and
 crash points (complete runs). It prints each one's wall and CPU seconds (the spread: its
 processes' together) and states per wall-second, and the ratio of wall times (best round each).
+
+``--memo-limit CONFIG --states N [--limits A B …]`` (issue 18 item 5) runs CONFIG's flat search to
+``N`` states with the checks' memo tables emptied past each limit in turn
+(:data:`spec._flat_explore.MEMO_LIMIT`; default 2^14, the old limit, against 2^18, today's), each in
+a fresh process, alternately ``--rounds`` times; all must find the same states per depth,
+transitions and findings; it prints states per CPU-second and peak memory of each, and the ratio.
 """
 
 from __future__ import annotations
@@ -128,6 +134,22 @@ print(json.dumps({"states": report.states, "transitions": report.transitions, "c
                                {n: [v.clause, v.message, [str(a) for a, _ in v.trace]]
                                 for n, v in sorted(report.violations.items())}]}))
 """
+MEMO_CHILD = """
+import json, resource, sys, time
+import spec._flat_explore as flat
+from spec import _compiled
+from spec.model import Model, load_config
+flat.MEMO_LIMIT = int(sys.argv[3])  # read at each trim, compiled or not
+model = Model(load_config(sys.argv[1]))
+started = time.process_time()
+report = flat.search_flat(model, max_states=int(sys.argv[2])).report
+cpu = time.process_time() - started
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(json.dumps({"states": report.states, "transitions": report.transitions, "cpu": cpu, "peak_mib": peak,
+                  "compiled": _compiled.ACTIVE, "by_depth": report.states_by_depth,
+                  "findings": [sorted(map(list, report.edges_taken)), sorted(report.crashed_at),
+                               sorted(report.violations)]}))
+"""
 STANDARD_ESTIMATE = (1.5e8, 7e8)
 """``standard``'s estimated states (issue 18's review): the extrapolation's default range."""
 
@@ -195,6 +217,36 @@ def print_flat_against_model(name: str, result: dict[str, Any], estimate: tuple[
             f"{name:<10} both with fingerprints; one more state costs {more['model']:,.0f} bytes (model) "
             f"against {more['flat']:,.0f} (flat): peak at the bound minus peak at half of it, per state"
         )
+
+
+def memo_limits(name: str, states: int, limits: list[int], rounds: int, compiled: bool) -> dict[str, Any]:
+    """The flat search of ``name``'s first ``states`` states with its memo tables trimmed at each
+    of ``limits`` entries (:data:`spec._flat_explore.MEMO_LIMIT`), each in a fresh process,
+    alternately ``rounds`` times: the memo's size against its time (issue 18 item 5)."""
+    runs: dict[int, list[dict[str, Any]]] = {limit: [] for limit in limits}
+    for number in range(rounds):
+        for limit in limits:
+            print(f"{name}: memo limit {limit:,}, round {number + 1} …", file=sys.stderr, flush=True)
+            runs[limit].append(run_child(MEMO_CHILD, [name, str(states), str(limit)], {}, ROOT, compiled))
+    first = runs[limits[0]][0]
+    fields = ("states", "transitions", "by_depth", "findings")
+    same = all(tuple(r[f] for f in fields) == tuple(first[f] for f in fields) for rs in runs.values() for r in rs)
+    best = {limit: max(rs, key=lambda r: r["states_per_cpu_second"]) for limit, rs in runs.items()}
+    return {"config": name, "states": states, "best": best, "same": same}
+
+
+def print_memo_limits(result: dict[str, Any]) -> None:
+    best, name = result["best"], result["config"]
+    print(f"{'config':<16} {'memo limit':>10} {'states':>9} {'CPU s':>7} {'states/CPU-s':>12} {'peak MiB':>8}")
+    for limit, r in best.items():
+        kind = "  (compiled)" if r["compiled"] else "  (interpreted)"
+        print(
+            f"{name:<16} {limit:>10,} {r['states']:>9,} {r['cpu']:>7.1f} {r['states_per_cpu_second']:>12,.0f} "
+            f"{r['peak_mib']:>8,.0f}{kind}"
+        )
+    rates = [r["states_per_cpu_second"] for r in best.values()]
+    agree = "same states per depth, transitions, findings" if result["same"] else "the runs DIFFER"
+    print(f"{name:<16} last limit / first, states per CPU-second: {rates[-1] / rates[0]:.2f}x ({agree})")
 
 
 def unpack(revision: str, folder: Path) -> None:
@@ -419,7 +471,16 @@ def main() -> None:
     parser.add_argument("--spread", metavar="CONFIG", help="CONFIG's flat search on one process and on several")
     parser.add_argument("--processes", type=int, default=2, help="with --spread: processes of the spread search")
     parser.add_argument("--bounded", action="store_true", help="with --spread: stop each at --states states")
+    parser.add_argument("--memo-limit", metavar="CONFIG", help="CONFIG's flat search with the memo trimmed at --limits")
+    parser.add_argument("--limits", type=int, nargs="+", default=[1 << 14, 1 << 18], help="with --memo-limit")
     args = parser.parse_args()
+    if args.memo_limit:
+        memo = memo_limits(args.memo_limit, args.states, args.limits, args.rounds, args.compiled)
+        if args.json:
+            print(json.dumps(memo, indent=2))
+        else:
+            print_memo_limits(memo)
+        return
     if args.spread:
         spread = one_against_spread(args.spread, args.processes, args.states if args.bounded else None, args.rounds)
         print(json.dumps(spread, indent=2) if args.json else _spread_lines(args.spread, spread))
