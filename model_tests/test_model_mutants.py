@@ -62,6 +62,7 @@ SHORTEST = {
     "plan_start_ignores_incarnation": 12,
     "inspection_cancels_as_draining": 5,  # a draft plan, the lapse, its notice, the inspection
     "release_notes_before_task": 4,  # claim, request, begin, the release cut after its note
+    "release_drops_checkpoint": 4,  # claim, request, begin, the release
 }
 """The length (steps after the initial state) of each issue-19 mutant's shortest trace: breadth-first
 search finds the shortest, so a change of it is a change of the model to review."""

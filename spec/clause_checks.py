@@ -93,7 +93,12 @@ _CHECKS: dict[str, Checked] = {
         )
     ),
     "SHD-3": _C(
-        ("release_only_after_jobs_settle", "task_leaves_owner_after_jobs_settle", "released_task_left_its_member")
+        (
+            "release_only_after_jobs_settle",
+            "task_leaves_owner_after_jobs_settle",
+            "released_task_left_its_member",
+            "released_task_has_checkpoint",
+        )
     ),
     "SHD-4": _C(("task_leaves_owner_after_jobs_settle", "non_cancellable_job_never_signalled")),
     "SHD-5": _C(("shutdown_completed_iff_member_stopped", "owed_messages_present", "messages_agree_with_records")),
@@ -110,7 +115,7 @@ _CHECKS: dict[str, Checked] = {
     ),
     "SHD-9": _C(("task_leaves_owner_after_jobs_settle", "transitions_follow_tables")),
     "SHD-10": _C(("task_flagged_only_for_its_lost_owner", "owed_messages_present", "every_request_can_finish")),
-    "TSK-3": _C(("checkpoint_never_lost",)),
+    "TSK-3": _C(("checkpoint_never_lost", "released_task_has_checkpoint")),
     "JOB-1": _C(("task_leaves_owner_after_jobs_settle", "release_only_after_jobs_settle", "transitions_follow_tables")),
     "JOB-2": _C(("non_cancellable_job_never_signalled",)),
     "XPR-1": _C(("stale_incarnation_changes_nothing", "restart_raises_incarnation")),

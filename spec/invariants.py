@@ -680,6 +680,14 @@ INVARIANTS: tuple[Invariant, ...] = (
         safety.released_task_left_its_member,
         ("task", _SHUTDOWNS),
     ),
+    Invariant(
+        "TSK-3",
+        "released_task_has_checkpoint",
+        "state",
+        False,
+        safety.released_task_has_checkpoint,
+        ("task", _SHUTDOWNS),
+    ),
     Invariant("TSK-3", "checkpoint_never_lost", "step", False, safety.checkpoint_never_lost, ("task",)),
     Invariant(
         "REC-2", "members_hold_their_claims", "state", True, safety.members_hold_their_claims, ("member", "task")

@@ -675,6 +675,26 @@ def released_task_left_its_member(snap: Snapshot) -> list[str]:
     return problems
 
 
+def released_task_has_checkpoint(snap: Snapshot) -> list[str]:
+    """TSK-3, SHD-3: a task a shutdown request names as released carries a checkpoint.
+
+    A drain pass checkpoints the task and releases it in one write (SHD-3), so the next claimer
+    resumes from that checkpoint (TSK-3); ``checkpoint_never_lost`` keeps a checkpoint once
+    written, but only this check asks that the release wrote one. The release writes the task
+    before the request notes it (``released_task_left_its_member``), so no state shows a noted
+    release whose task has not been written yet."""
+    tasks = _by(snap["task"], "task_id")
+    problems = []
+    for sd in snap["shutdown_request"]:
+        task = tasks.get(sd["released_task_id"]) if sd["released_task_id"] is not None else None
+        if task is not None and task["checkpoint"] is None:
+            problems.append(
+                f"shutdown_request/{sd['protocol_id']}: says it released task {task['task_id']}, "
+                f"which has no checkpoint ({task['status']}): the next claimer has nothing to resume from"
+            )
+    return problems
+
+
 def checkpoint_never_lost(before: Snapshot, after: Snapshot) -> list[str]:
     """TSK-3, TSK-2: a task's checkpoint, once written, is kept through release, claim and inspection."""
     kept = {task["task_id"] for task in before["task"] if task["checkpoint"] is not None}

@@ -109,6 +109,15 @@ MUTANTS: dict[str, Mutant] = {
             "the release notes its task on the request before it writes the task back to pending: a crash "
             "between the two leaves a request that says it released a task its member still holds (and a "
             "Lead's inspection then completes it so, its shutdown_ack saying so too)",
+            also=("released_task_has_checkpoint",),  # the task named is not yet checkpointed either
+        ),
+        Mutant(
+            "release_drops_checkpoint",
+            "TSK-3",
+            "released_task_has_checkpoint",
+            "shutdown",
+            "a drain pass releases the task without checkpointing it: the request says it released the "
+            "task, and the next claimer has nothing to resume from",
         ),
         Mutant(
             "reconcile_ignores_incarnation",
@@ -333,6 +342,7 @@ MUTANTS: dict[str, Mutant] = {
             "checkpoint_never_lost",
             "pair_lapses",
             "a claim of a released task starts from no checkpoint",
+            also=("released_task_has_checkpoint",),  # the request still names the task as released
         ),
         Mutant(
             "withdraw_without_reason",

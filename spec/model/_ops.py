@@ -374,7 +374,9 @@ def _drain_ops(model: Model, s: State, m: int, slot: int) -> Iterator[Operation]
     if t != NONE and (settled or model.broken("release_before_jobs_settle")):
         yield (
             A("shutdown.release_task", member=m),
-            _release_steps(m, t, slot, model.broken("release_notes_before_task")),
+            _release_steps(
+                m, t, slot, model.broken("release_notes_before_task"), not model.broken("release_drops_checkpoint")
+            ),
         )
     if settled and (t == NONE or model.broken("finish_keeps_task")):
         yield (
@@ -394,7 +396,7 @@ def _acknowledge_request(s: State, slot: int) -> State:
     return set_message(s, key, "acknowledged") if message_status(s, key) == "delivered" else s
 
 
-def _release_steps(m: int, t: int, slot: int, broken_order: bool = False) -> list[Step]:
+def _release_steps(m: int, t: int, slot: int, broken_order: bool = False, keep: bool = True) -> list[Step]:
     """SHD-3, TSK-3: the task back to pending, then noted on the request, then off the member.
 
     The member's write is last: while the member holds the task no finish can complete the
@@ -411,7 +413,7 @@ def _release_steps(m: int, t: int, slot: int, broken_order: bool = False) -> lis
     def release(x: State) -> State:
         task = x.tasks[t]
         if task.status == "claimed" and task.owner == m:
-            x = _task(x, t, "pending", owner=NONE, checkpoint=True)
+            x = _task(x, t, "pending", owner=NONE, checkpoint=True if keep else x.tasks[t].checkpoint)
             # the reference's ``released`` event in the task's history, seen from the member
             return replace(x, members=put(x.members, m, replace(x.members[m], released=True)))
         return x
