@@ -71,6 +71,8 @@ MUTANTS: dict[str, str] = {
     "unhealthy, and no member_lost is owed",
     "signal_notice_not_recovered": "SHD-8, REC-3: a member stopped on a signal whose shutdown_notice was never "
     "owed stays silent",
+    "entry_sent_before_message": "REC-3: an outbox entry is marked sent before its message is on the bus: a "
+    "crash between the two loses the message for good",
     "reconcile_reowes_sent_outbox": "REC-1, REC-3: reconciliation marks a sent outbox entry owed again",
     "shutdown_not_audited": "AUD-5: a shutdown request's decisions (request, drain, completion, expiry, "
     "cancellation) are kept in its record only, never in the team log",
@@ -125,6 +127,8 @@ MUTANTS: dict[str, str] = {
     "drain only from draining; a timed-out one stays open for good",
     "lapse_ignores_fresh_beat": "SHD-10, STO-4: the watcher lapses every member it read as lapsed, though one "
     "beat (or was restarted) between its read and the lapse: a live member is declared lost",
+    "claim_token_per_member": "TSK-1: the claim token names the claimer, not the claim: a member's second "
+    "claim of a task gets its first token again, and that stale token still acts",
     "claim_under_timed_out_request": "MEM-1, SHD-6: a claim is refused under a requested or draining shutdown "
     "request only; a timed-out one (its drain cut short before the member's write) lets the member claim",
     "completed_drain_reported_lost": "REC-2, SHD-10: reconciliation reports a draining member lost when its "

@@ -51,10 +51,15 @@ class Outbox:
             raise UnknownRecord(TABLE, message_id, "nothing is owed under this id")
         if stored.doc["status"] == "sent":
             return
-        with self.h.step("outbox.send/message"):
-            self.h.post("outbox.send/message", stored.doc["message"])
+        first = broken("entry_sent_before_message")  # the mutant: marked sent, then posted
+        if not first:
+            with self.h.step("outbox.send/message"):
+                self.h.post("outbox.send/message", stored.doc["message"])
         spec.ensure_transition(TABLE, "owed", "sent")
         self.h.storage.update("outbox.send/entry", TABLE, message_id, {**stored.doc, "status": "sent"}, stored.version)
+        if first:
+            with self.h.step("outbox.send/message"):
+                self.h.post("outbox.send/message", stored.doc["message"])
 
     def owed(self) -> list[str]:
         return [row.key for row in active(self.h.storage, TABLE, ("owed",)) if row.doc["status"] == "owed"]

@@ -81,6 +81,8 @@ class Tasks:
                 self._check_claim(member.doc, task.doc, incarnation)
                 claims = claims_of(task.doc) + 1
                 token = message_id(task_id, f"claim-{claims}")  # stable, like every id (DESIGN rule 4)
+                if broken("claim_token_per_member"):
+                    token = message_id(task_id, f"claim-{member_id}")
                 claimed = {
                     **task.doc,
                     "status": "claimed",

@@ -39,6 +39,30 @@ def test_a_second_send_of_a_sent_entry_writes_nothing(team: Team) -> None:
     assert team.h.snapshot() == after_first and again is not None and again.version == row.version
 
 
+@pytest.mark.clause("REC-3", "MSG-6")
+@pytest.mark.parametrize("after", [False, True], ids=["crash-before-message", "crash-after-message"])
+def test_a_send_cut_short_leaves_the_entry_owed_until_its_message_is_on_the_bus(team: Team, after: bool) -> None:
+    """The message goes on the bus before its entry is marked sent (REC-3: at least once): a crash
+    before the post leaves no message and the entry owed; one after it, the message and the entry
+    still owed. Either way the restarted team's send puts the message on the bus exactly once,
+    under its stable id (MSG-4), and marks the entry sent."""
+    team.h.members.lapse("m0")
+    (owed,) = team.h.outbox.owed()
+    (team.storage.faults.crash_after if after else team.storage.faults.crash_before).add("outbox.send/message")
+    with pytest.raises(r.Crash):
+        team.h.outbox.send(owed)
+
+    def on_bus(team: Team) -> int:
+        return sum(1 for m in team.h.snapshot()["message"] if m["message"]["message_id"] == owed)
+
+    assert on_bus(team) == int(after)
+    assert [(e["message_id"], e["status"]) for e in team.h.snapshot()["outbox_entry"]] == [(owed, "owed")]
+    team = team.restart()
+    team.h.outbox.send_owed()
+    assert on_bus(team) == 1
+    assert [(e["message_id"], e["status"]) for e in team.h.snapshot()["outbox_entry"]] == [(owed, "sent")]
+
+
 @pytest.mark.clause("REC-3")
 def test_a_send_of_nothing_owed_names_the_id_and_changes_nothing(team: Team) -> None:
     assert says(team, lambda: team.h.outbox.send("msg-nope"), r.UnknownRecord) == (

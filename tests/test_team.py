@@ -159,6 +159,31 @@ def test_only_the_current_claim_token_and_incarnation_act_on_a_task(team: Team) 
     assert team.task("t0")["status"] == "completed" and team.member("m0")["current_task_id"] is None
 
 
+@pytest.mark.clause("TSK-1", "SHD-9")
+def test_a_second_claim_by_the_same_member_makes_its_first_token_stale(team: Team) -> None:
+    """TSK-1's promise is about claims, not claimers: m0 claims t0, its unit passes, the task is
+    suspended and resumed, and m0 (same incarnation) claims it again. The first claim's token no
+    longer acts — finish and checkpoint refused, nothing changed — and the new one does; the two
+    differ, and so does a third claim's from both."""
+    first = team.h.claim("m0", "t0")
+    team.clock.advance(5)
+    team.h.tasks.suspend("m0", unit_seconds=5)
+    team.h.tasks.resume("t0")
+    second = team.h.claim("m0", "t0")
+    assert second != first
+    unchanged(team, lambda: team.h.finish_task("m0", "t0", "completed", first), r.NotClaimHolder)
+    unchanged(team, lambda: team.h.tasks.checkpoint("m0", "t0", first, {"step": 1}), r.NotClaimHolder)
+    team.h.tasks.checkpoint("m0", "t0", second, {"step": 2})
+    team.clock.advance(5)
+    team.h.tasks.suspend("m0", unit_seconds=5)
+    team.h.tasks.resume("t0")
+    third = team.h.claim("m0", "t0")
+    assert third not in (first, second)
+    unchanged(team, lambda: team.h.finish_task("m0", "t0", "completed", second), r.NotClaimHolder)
+    team.h.finish_task("m0", "t0", "completed", third)
+    assert team.task("t0")["status"] == "completed"
+
+
 @pytest.mark.clause("TSK-2")
 @pytest.mark.parametrize(
     "state",
