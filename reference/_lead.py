@@ -147,7 +147,7 @@ def inspect_lost_member(harness: Harness, member_id: str) -> list[str]:
     if left and not broken("inspection_ignores_survivors"):
         raise ProcessesSurvive(member_id, sorted(left))
     for job_id in busy:
-        harness.jobs.exited(job_id, -signal.SIGKILL)
+        harness.jobs.exited(job_id, signal.SIGKILL if broken("inspection_exit_unsigned") else -signal.SIGKILL)
     harness.members.inspect(member_id)
     return [row.key for row in harness.storage.scan("task") if row.doc["status"] == "needs_inspection"]
 

@@ -71,6 +71,10 @@ MUTANTS: dict[str, str] = {
     "unhealthy, and no member_lost is owed",
     "signal_notice_not_recovered": "SHD-8, REC-3: a member stopped on a signal whose shutdown_notice was never "
     "owed stays silent",
+    "repeat_review_skips_responder": "APR-4: a review repeating the recorded decision is taken as the "
+    "idempotent repeat before the responder is checked: any member may re-approve",
+    "inspection_exit_unsigned": "SHD-7, JOB-1: the Lead's inspection records a killed job's exit as code 9, "
+    "not -SIGKILL: the job seems to have exited by itself, and one asked to cancel is recorded failed",
     "entry_sent_before_message": "REC-3: an outbox entry is marked sent before its message is on the bus: a "
     "crash between the two loses the message for good",
     "reconcile_reowes_sent_outbox": "REC-1, REC-3: reconciliation marks a sent outbox entry owed again",

@@ -17,11 +17,14 @@ PROCESS_MUTANTS: dict[str, str] = {
     "signal_exit_cancels_any_job": "JOB-2: a member shutting down on a signal cancels its non-cancellable jobs too",
     "signal_exit_keeps_requests": "XPR-2: a member shutting down on a signal leaves its own approval requests open",
     "processes_found_by_id_alone": "SHD-7: the Lead finds member and job processes by their ids, whatever their team",
+    "close_leaves_zombies": "MEM-4, SHD-7: the job runner's close kills its jobs without waiting for them: "
+    "it returns before they are gone, and leaves them unreaped",
     "call_id_ignores_claim": "TSK-3: a member derives a call's id without the task's claim, so a re-claimed "
     "task gets the earlier claim's job",
 }
 
 CAUGHT_BY: dict[str, list[str]] = {
+    "close_leaves_zombies": ["tests/test_processes.py::test_close_kills_every_job_and_unknown_jobs_are_refused"],
     "safe_point_ignores_draining": [
         "tests/test_runtime.py::test_draining_raises_drain_requested_at_the_next_safe_point_not_inside_a_tool"
     ],

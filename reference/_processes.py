@@ -203,7 +203,7 @@ class SubprocessJobRunner:
         """Kill and reap every job still running (for tests and for a process that exits)."""
         for job_id in self.running():
             self.signal(job_id, signal.SIGKILL)
-        for process in self.processes.values():
+        for process in [] if broken("close_leaves_zombies") else self.processes.values():
             with contextlib.suppress(subprocess.TimeoutExpired):  # SIGKILL cannot be caught
                 process.wait(timeout=5)
 

@@ -109,6 +109,10 @@ def test_review_only_by_the_responder_idempotent_and_redacted(team: Team) -> Non
     again = team.harness.approvals.review("lead", pid, "approved", "again")
     assert again["status"] == "approved" and len(again["events"]) == len(first["events"])
     refused(team, r.ReviewConflict, lambda: team.harness.approvals.review("lead", pid, "rejected"))
+    # once decided too, only the responder's word counts: the same decision again from another
+    # member is refused (not taken as the idempotent repeat), and so is a different one
+    for decision in ("approved", "rejected"):
+        refused(team, r.NotResponder, lambda d=decision: team.harness.approvals.review("m1", pid, d))
 
 
 @pytest.mark.clause("APR-4", "INV-12")

@@ -102,6 +102,11 @@ def test_close_kills_every_job_and_unknown_jobs_are_refused(runner: SubprocessJo
     pid = runner.pid("j1")
     runner.close()
     assert not alive(pid)
+    # reaped too, not left a zombie (``alive`` counts a zombie as dead): nothing left to wait for
+    # (an outside review's plant closed without waiting, and this test passed)
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)
+    assert runner.poll("j1") == -signal.SIGKILL
     with pytest.raises(ProcessGone, match="job nope"):
         runner.pid("nope")
     assert runner.poll("nope") is None  # not started here: its exit is not known here

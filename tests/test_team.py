@@ -7,6 +7,7 @@ the protected tool is ``deploy``.
 from __future__ import annotations
 
 import math
+import signal
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ import pytest
 import reference as r
 import spec
 from reference import Harness, InProcessJobRunner, ManualClock, RecordingTool, Storage
+from reference._lead import inspect_lost_member
 from spec import invariants
 from spec.ids import message_id
 
@@ -242,6 +244,24 @@ def test_a_cancel_request_is_not_a_stopped_job(team: Team) -> None:
     assert team.h.jobs.require("job-1").doc["status"] == "cancelled"
     assert team.h.shutdowns.drain_pass("m0")["ready"]
     assert team.h.shutdowns.require(team.member("m0")["shutdown_request_id"]).doc["waited_job_ids"] == ["job-1"]
+
+
+@pytest.mark.clause("SHD-7", "JOB-1")
+@pytest.mark.parametrize("asked_to_cancel", [False, True], ids=["running", "cancel_requested"])
+def test_a_lost_members_jobs_are_recorded_killed_by_the_inspection(team: Team, asked_to_cancel: bool) -> None:
+    """SHD-7: the Lead's inspection of a lost member kills its busy jobs and records each one's
+    exit as the kill's, ``-SIGKILL`` (a signal, not a code the job chose): a job still running
+    ``failed``, one already asked to cancel ``cancelled`` (JOB-1: its cancel request came first)."""
+    team.h.claim("m0", "t0")
+    team.h.jobs.start("m0", "job-1", "make deploy", cancellable=True)
+    if asked_to_cancel:
+        team.drain("m0")
+        team.h.shutdowns.drain_jobs("m0")
+    team.h.members.lapse("m0")
+    assert inspect_lost_member(team.h, "m0") == ["t0"]
+    job = team.h.jobs.require("job-1").doc
+    assert (job["status"], job["exit_code"]) == ("cancelled" if asked_to_cancel else "failed", -signal.SIGKILL)
+    assert team.member("m0")["status"] == "stopped"
 
 
 @pytest.mark.clause("JOB-1")
