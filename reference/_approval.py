@@ -178,13 +178,11 @@ class ApprovalProtocol:
     def _review_once(self, actor_id: str, pid: str, decision: str, summary: str) -> Document:
         stored = self._require(pid)
         doc = stored.doc
-        repeat_first = broken("repeat_review_skips_responder")  # the mutant: the repeat checked first
-        if repeat_first and doc["status"] == decision:
-            self._post_decision(doc)
-            return doc
-        if actor_id != doc["responder_id"] and not (broken("anyone_may_reject") and decision == "rejected"):
+        repeat = doc["status"] == decision
+        responder = actor_id == doc["responder_id"] or (repeat and broken("repeat_review_skips_responder"))
+        if not responder and not (broken("anyone_may_reject") and decision == "rejected"):
             raise NotResponder(pid, doc["responder_id"], actor_id)
-        if doc["status"] == decision:  # the same outcome twice is idempotent
+        if repeat:  # the same outcome twice is idempotent
             self._post_decision(doc)
             return doc
         if doc["status"] != "requested":
