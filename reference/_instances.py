@@ -127,10 +127,19 @@ def _boot() -> str | None:
         return None
 
 
+_SELF: dict[int, tuple[int | None, str | None]] = {}
+"""This process's start time and boot id, by pid: read once a process (a forked child has its
+own pid, so it reads its own); every reconciliation and registration asks for them."""
+
+
 def this_process(instance_id: str) -> Instance:
-    stat = _stat(os.getpid())
-    started = int(stat[19]) if stat is not None else None  # field 22 of stat: starttime
-    return Instance(instance_id, os.getpid(), started, _boot(), socket.gethostname())
+    pid = os.getpid()
+    key = 0 if broken("process_facts_outlive_fork") else pid
+    if key not in _SELF:
+        stat = _stat(pid)
+        _SELF[key] = (int(stat[19]) if stat is not None else None, _boot())  # field 22 of stat: starttime
+    started, boot = _SELF[key]
+    return Instance(instance_id, pid, started, boot, socket.gethostname())
 
 
 def parse(key: str, text: str) -> Instance:

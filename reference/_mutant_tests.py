@@ -219,6 +219,7 @@ CAUGHT_BY: dict[str, list[str]] = {
         "tests/test_instances.py::test_a_live_instances_consumption_is_left_and_a_closed_ones_taken_over",
         "model_tests/test_interleave.py::test_every_final_state_is_some_serial_orders[consume||reconcile-memory]",
     ],
+    "process_facts_outlive_fork": ["tests/test_instances.py::test_a_forked_child_registers_its_own_start_time"],
     "version_conflict_escapes": ["tests/test_races.py"],
     "execution_overwritten": ["tests/test_races.py::test_the_execution_key_is_the_second_guard"],
     # what the model abstracts away: the audit chain's verifier, the arguments' digest

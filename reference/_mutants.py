@@ -145,6 +145,9 @@ MUTANTS: dict[str, str] = {
     "pattern keyword (a digest or hash that is not 64 hex digits is stored)",
     "reconcile_takes_live_work": "REC-4: reconciliation takes every harness instance for dead and takes over "
     "the work a live one has in flight (its consumption, its request's or decision's message)",
+    "process_facts_outlive_fork": "REC-4: an instance's process start time is read once for the harness's "
+    "process, not once per process: a forked child registers its parent's, and is judged gone (its live work "
+    "taken over) as soon as anyone looks",
     "status_by_id_unscoped": "AUD-4: the status tool asked for one record by id returns it to any caller",
     "monitor_expires_begun_drain": "SHD-2, MSG-1: the monitor expires the unread message of a shutdown request a "
     "drain began under (the drain's delivery, its last write, then meets an expired message)",

@@ -178,6 +178,9 @@ OUTSIDE = "test/"
 """The family of steps a test writes under beside the reference (another writer, a tampered row):
 a store accepts them, and the reference never writes one (``tests/test_write_steps.py``)."""
 
+_encode = json.JSONEncoder(sort_keys=True).encode
+"""A record's stored text: ``json.dumps(doc, sort_keys=True)``, without building an encoder a write."""
+
 _VALIDATED: OrderedDict[tuple[str, str], None] = OrderedDict()
 """(table, exact JSON text) already validated: unchanged rows are not validated again."""
 
@@ -327,7 +330,7 @@ class Storage:
         """A new record (:class:`AlreadyExists` where ``key`` is taken); with ``guard``, only while
         its conditions hold, atomically with the write (a failed guard: :class:`VersionConflict`,
         nothing written)."""
-        text = json.dumps(doc, sort_keys=True)
+        text = _encode(doc)
         if guard is None:
             return self._write(step, lambda: self._insert(table, key, text), table, key, doc, text)
         g = guard
@@ -337,7 +340,7 @@ class Storage:
         self, step: str, table: str, key: str, doc: Document, expected_version: int, guard: Guard | None = None
     ) -> Stored:
         """Compare-and-set; with ``guard``, also its conditions, atomically with the write."""
-        text = json.dumps(doc, sort_keys=True)
+        text = _encode(doc)
         if guard is None:
             return self._write(step, lambda: self._update(table, key, text, expected_version), table, key, doc, text)
         g = guard

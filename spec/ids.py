@@ -10,25 +10,42 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
+from functools import lru_cache
 from typing import Any
 
 NAMESPACE = uuid.UUID("3b8c0d4e-5f61-4a72-9c83-9d4e5f607182")
 """The teamproto namespace for name-based (version 5) UUIDs. Part of the spec: never change it."""
 
 
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
 def canonical_json(value: Any) -> str:
     """Sorted keys, no insignificant whitespace, UTF-8 text (APR-2)."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return _CANONICAL.encode(value)
 
 
 def protocol_id(requester_id: str, tool_call_id: str, kind: str) -> str:
     """The stable id of one request (MSG-4)."""
-    return str(uuid.uuid5(NAMESPACE, canonical_json([requester_id, tool_call_id, kind])))
+    return _name_id(requester_id, tool_call_id, kind)
 
 
 def message_id(protocol_id_: str, phase: str) -> str:
     """The stable id of the message of ``phase`` (e.g. ``"request"``, ``"decision"``) of a request."""
-    return str(uuid.uuid5(NAMESPACE, canonical_json([protocol_id_, phase])))
+    return _name_id(protocol_id_, phase)
+
+
+def _name_id(*parts: Any) -> str:
+    """uuid5 of the canonical JSON list of ``parts``. Asked for again at every retry, delivery and
+    reconciliation, so an id of strings is computed once (a bounded cache of a pure function)."""
+    if all(type(part) is str for part in parts):
+        return _cached_name_id(parts)
+    return str(uuid.uuid5(NAMESPACE, canonical_json(list(parts))))
+
+
+@lru_cache(maxsize=1 << 14)
+def _cached_name_id(parts: tuple[str, ...]) -> str:
+    return str(uuid.uuid5(NAMESPACE, canonical_json(list(parts))))
 
 
 def arguments_digest(tool_name: str, normalized_arguments: Any) -> str:

@@ -250,3 +250,26 @@ def test_a_sigkilled_processs_consumption_is_taken_over_by_the_survivor(tmp_path
         child.kill()
         child.wait(timeout=30)
         storage.close()
+
+
+@pytest.mark.clause("REC-4")
+def test_a_forked_child_registers_its_own_start_time(tmp_path: Path) -> None:
+    """The process facts an instance registers are read once a process: a child forked after its
+    parent registered one reads its own start time, not its parent's (with the parent's, any
+    reconciliation would take the child for a recycled pid and take over its live work)."""
+    parent = r.SQLiteStorage(tmp_path / "team.db")
+    parent.open_instance()
+    parent.close()
+    child = os.fork()
+    if child == 0:  # the child: register an instance and judge it as a survivor would
+        code = 1
+        try:
+            storage = r.SQLiteStorage(tmp_path / "team.db")
+            mine = _instances.read(storage, storage.open_instance())
+            stat = _instances._stat(os.getpid())
+            same = mine is not None and mine.pid == os.getpid() and (stat is None or mine.started == int(stat[19]))
+            code = 0 if same and _instances.alive(mine) else 1  # type: ignore[arg-type]
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0, "the child registered its parent's start time"
