@@ -37,6 +37,8 @@ NARROW = {
     "draining_member_runs_steps": "a drain that begins after the plan started and before its step, within the ttl",
     "consume_ignores_incarnation": "an approval approved, its member drained, stopped and restarted, and the same "
     "task claimed again, all before the approval's deadline (11 steps)",
+    "consume_ignores_profile_version": "the one profile change of tiny, its tool kept, between the approval and the "
+    "consume, before the deadline",
 }
 """Mutants that random walks of their configuration do not find within 3,000 walks (seed 0, default
 crash rate): each needs a narrow interleaving. The exhaustive search finds them."""

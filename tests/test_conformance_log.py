@@ -188,3 +188,42 @@ def test_every_event_by_anyone_but_its_actor_is_refused_naming_the_event(log: st
         assert verdict == {"ok": True, "events": len(events)}, verdict
     else:
         assert not verdict["ok"] and verdict["index"] == index + 1, verdict
+
+
+def _about(subject: str, event: str, actor: str, at: float, **extra: object) -> dict[str, object]:
+    return {**_event(event, actor, at, **extra), "subject": subject}
+
+
+TWO = {
+    "consumed": (
+        [_about("A", "requested", "m0", 0.0, ttl_seconds=1), _about("B", "requested", "m0", 0.0, ttl_seconds=1)],
+        [_about("A", "approved", "lead", 0.0), _about("A", "consumed", "m0", 1.0)],
+    ),
+    "cancelled": (
+        [_about("A", "requested", "m0", 0.0, ttl_seconds=1), _about("B", "requested", "m0", 0.0, ttl_seconds=1)],
+        [
+            _about("A", "approved", "lead", 0.0),
+            _about("B", "rejected", "lead", 0.0),
+            _about("A", "cancelled", "m0", 1.0),
+        ],
+    ),
+    "expired": (
+        [_about("A", "requested", "m0", 0.0, ttl_seconds=1), _about("B", "requested", "m0", 1.0, ttl_seconds=1)],
+        [_about("A", "expired", "monitor", 2.0)],
+    ),
+}
+"""Two approvals of one requester, then events about A that B, in its status, could not have."""
+
+
+@pytest.mark.clause("APR-4", "APR-5", "APR-9", "INV-1", "INV-12", "AUD-5")
+@pytest.mark.parametrize("case", sorted(TWO))
+def test_an_event_about_another_approval_is_refused_naming_the_event(case: str) -> None:
+    """Events are matched to their own approval: the last event said to be about B — B never
+    approved and consumed (INV-1), cancelled once rejected, expired before its deadline — is
+    refused at that event, though A, by the same requester, could do it there. (An outside
+    review's plant matched an event by its kind and requester alone, and every log above passed.)"""
+    requests, events = TWO[case]
+    assert validate(HEADER, [*requests, *events]) == {"ok": True, "events": len(requests) + len(events)}
+    edited = [*requests, *events[:-1], {**events[-1], "subject": "B"}]
+    verdict = validate(HEADER, edited)
+    assert not verdict["ok"] and verdict["index"] == len(edited), verdict

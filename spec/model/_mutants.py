@@ -58,6 +58,14 @@ MUTANTS: dict[str, Mutant] = {
             "consume skips the capability-profile check and the profile version check",
         ),
         Mutant(
+            "consume_ignores_profile_version",
+            "APR-7",
+            "INV-9",
+            "tiny",
+            "consume checks that the tool is still in the requester's profile, but not that the profile is "
+            "the version the approval was bound to (a profile changed and the tool kept)",
+        ),
+        Mutant(
             "cancel_after_consume",
             "APR-9",
             "INV-3",

@@ -545,13 +545,15 @@ def consume_allowed(model: Model, s: State, a: int, m: int, changed: bool) -> bo
     allowed = ("running", "draining") if model.broken("draining_member_consumes") else ("running",)
     if ap.status == "" or member.status not in allowed:
         return False
+    # the profile the approval was bound to (a changed profile bumps the version, kept tool or not)
+    bound = member.profile_version == ap.profile_version or model.broken("consume_ignores_profile_version")
     checks = (
         ("consume_unapproved", ap.status == "approved"),
         ("consume_by_other_member", ap.requester == m),
         ("consume_without_task", model.holds(s, m) == ap.task),
         ("consume_without_digest_check", not changed),
         ("consume_after_deadline", s.clock <= ap.deadline),
-        ("approval_grants_capability", member.has_tool and member.profile_version == ap.profile_version),
+        ("approval_grants_capability", member.has_tool and bound),
         ("consume_ignores_incarnation", member.incarnation == ap.incarnation),
     )
     return all(ok or model.broken(name) for name, ok in checks)

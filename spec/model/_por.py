@@ -97,6 +97,7 @@ _APPROVAL_GUARD_MUTANTS = frozenset(
         "consume_after_deadline",
         "consume_by_other_member",
         "approval_grants_capability",
+        "consume_ignores_profile_version",
         "cancel_after_consume",
         "retry_new_message_id",
         "draining_member_consumes",
