@@ -41,6 +41,7 @@ SHORTEST = {
     "retract_after_delivery": 6,
     "drain_signals_non_cancellable": 5,
     "suspend_while_job_runs": 7,
+    "finish_beside_busy_job": 3,  # a job started, the task finished beside it
     "inspect_treats_draining_as_lost": 10,
     "lapse_flags_other_task": 2,
     "decision_before_record": 4,

@@ -249,15 +249,15 @@ def non_cancellable_job_never_signalled(snap: Snapshot) -> list[str]:
     ]
 
 
-_OUT_OF_HAND = frozenset({"pending", "suspended", "completed"})
+_OUT_OF_HAND = frozenset({"pending", "suspended", "completed", "failed"})
 
 
 def task_leaves_owner_after_jobs_settle(snap: Snapshot) -> list[str]:
     """SHD-4, SHD-9, JOB-1, SHD-3: a task is out of its owner's hands only once its jobs settled.
 
-    A postcondition over every route (release, suspension and resume, inspection, completion): no
-    task that is ``pending``, ``suspended`` or ``completed`` has a job still running or asked to
-    cancel (a cancel request is not a stopped job).
+    A postcondition over every route (release, suspension and resume, inspection, completion,
+    failure): no task that is ``pending``, ``suspended``, ``completed`` or ``failed`` has a job
+    still running or asked to cancel (a cancel request is not a stopped job).
     """
     busy: dict[str, list[str]] = {}
     for job in snap["job"]:

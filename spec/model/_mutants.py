@@ -274,6 +274,13 @@ MUTANTS: dict[str, Mutant] = {
             "a unit deadline suspends the task while its member's job runs; resume re-pends it",
         ),
         Mutant(
+            "finish_beside_busy_job",
+            "SHD-4",
+            "task_leaves_owner_after_jobs_settle",
+            "shutdown",
+            "a member finishes its task (completed or failed) while its job still runs",
+        ),
+        Mutant(
             "inspect_treats_draining_as_lost",
             "SHD-7",
             "task_flagged_only_for_its_lost_owner",

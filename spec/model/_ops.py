@@ -50,7 +50,11 @@ def task_ops(model: Model, s: State) -> Iterator[Operation]:
                     keep = not model.broken("claim_drops_checkpoint")
                     yield A("task.claim", member=m, task=t), _claim_steps(m, t, track, keep)
         t = model.holds(s, m)
-        if t != NONE and member.status == "running" and not model.job_busy(s, m):
+        if (
+            t != NONE
+            and member.status == "running"
+            and (not model.job_busy(s, m) or model.broken("finish_beside_busy_job"))
+        ):
             for outcome in ("completed", "failed"):
                 yield A("task.finish", member=m, outcome=outcome), _finish_task_steps(m, t, outcome)
         due = t != NONE and model.config.units and s.clock >= s.tasks[t].claimed_at + model.config.unit_ticks
