@@ -322,6 +322,11 @@ TRIPPED = [
         {"sections": ("bad input",), "clauses": ("MSG-5",)},
         {"bad-redelivered-message": "the second delivery returned another result than the first"},
     ),
+    (
+        "refusal-drifts",
+        {"sections": ("random programs",)},
+        {"random-000": "after the refused approval.consume: the snapshot does not abstract to the model's state"},
+    ),
 ]
 """Each mode of the altered driver, the options that meet it, and the cases it must fail, by a
 part of what they say: one per branch of the random programs' and the bad-input judges that
@@ -339,7 +344,9 @@ def test_each_branch_of_the_judges_fails_the_driver_that_trips_it(
     of the fixture (the reference with one behaviour altered: a snapshot that drifts from the
     model, an empty audit log, a review refused, one id for every request, an armed crash that
     does not crash, a deviation that leaves the execution running, a death on the first tick, the
-    wrong refusal codes, a redelivery answered anew) fails exactly the cases named, each with the
+    wrong refusal codes, a redelivery answered anew, a refusal that changed the state — an outside
+    review stopped judging the snapshot after a refusal, and the partial-write fixture's change is
+    one the abstraction ignores) fails exactly the cases named, each with the
     message of the branch it trips; ``test_the_reference_passes_what_the_altered_driver_fails``
     runs the same cases on the reference."""
     kills = counted_kills(monkeypatch)

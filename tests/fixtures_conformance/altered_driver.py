@@ -28,7 +28,10 @@ argument) says:
     every refusal but a deviation's (``plan_deviation``) carries the code ``illegal_transition``;
 ``counted-delivery``
     every ``message.deliver`` answered ``ok`` also reports how many deliveries this process made:
-    a redelivery's result is not the first one's.
+    a redelivery's result is not the first one's;
+``refusal-drifts``
+    once an operation was refused, definite, every snapshot omits the team's last task record: the
+    refusal changed what the model decides, though it said it changed nothing.
 
 ``tests/test_conformance.py`` runs the suite against each mode (an outside review found that a
 judge could drop a branch and every test still passed).
@@ -55,6 +58,7 @@ MODES = (
     "dies-on-tick",
     "wrong-code",
     "counted-delivery",
+    "refusal-drifts",
 )
 ONE_ID = "protocol-00000000000000aa"
 
@@ -63,7 +67,7 @@ def main(mode: str) -> int:
     if mode not in MODES:
         print(f"altered_driver.py: the mode is one of {', '.join(MODES)}", file=sys.stderr)
         return 2
-    seen = {"operations": 0, "deliveries": 0}
+    seen = {"operations": 0, "deliveries": 0, "refusals": 0}
 
     def rewrite(line: str) -> str | None:
         request = request_of(line)
@@ -81,12 +85,15 @@ def main(mode: str) -> int:
     def answer(kind: str | None, reply: dict[str, Any], line: str) -> str:
         ok, result = reply.get("type") == "ok", reply.get("result")
         if kind == "init":
-            seen["operations"] = seen["deliveries"] = 0  # a new process or another data directory
+            seen["operations"] = seen["deliveries"] = seen["refusals"] = 0  # a new process or data directory
         elif ok and kind not in CONTROL:
             seen["operations"] += 1
+        elif reply.get("type") == "error" and kind not in CONTROL:
+            seen["refusals"] += 1
         snapshot = result.get("snapshot") if ok and kind == "snapshot" and isinstance(result, dict) else None
         if isinstance(snapshot, dict):
-            if mode == "drift" and seen["operations"] and snapshot.get("task"):
+            drifts = seen["operations"] if mode == "drift" else seen["refusals"] if mode == "refusal-drifts" else 0
+            if drifts and snapshot.get("task"):
                 snapshot["task"] = snapshot["task"][:-1]
             elif mode == "unaudited":
                 snapshot["audit_entry"] = []
