@@ -92,6 +92,9 @@ def _record_configs() -> dict[str, Config]:
     )
     plan_pair = dataclasses.replace(plan_pair, symmetry=False)
     small = {"approval_plan@0": dataclasses.replace(approval_plan, max_ticks=0), "plan_pair@0": plan_pair}
+    # Isolation at a clock bound that deadlines pass before (ttl 1: expired, timed out by tick 2):
+    # the records a deadline ended, and the drains it timed out, are reached before time freezes.
+    small["plan_pair@2"] = dataclasses.replace(plan_pair, name="plan_pair@2", max_ticks=2)
     # The harness crash between operations (crash_between: every live state can crash and restart)
     # is one more operation that must keep an isolated record isolated and commute with it (C1).
     return small | {f"{name}+between": dataclasses.replace(c, crash_between=True) for name, c in small.items()}
