@@ -4,9 +4,11 @@ The named model mutants (``spec/model/_mutants.py``) remove the guards someone c
 check can look strong against them and miss the guards nobody named (an outside review's model
 bugs mostly moved the pinned state counts and broke no check). Here every conjunct of every
 ``if``/``while`` test and conditional expression in the model's operations, its driver and its
-reconciliation (:data:`FILES`) is weakened in turn — an operand of ``and`` made ``True``, an
-operand of ``or`` made ``False``, a lone test made ``True`` — except those already under a named
-mutant's switch (``broken(...)``). Each such model is explored on every pinned configuration with
+reconciliation (:data:`FILES`) is weakened in turn — in a condition that enables something, an
+operand made ``True`` (one requirement of an ``and`` dropped; an ``or`` always met); in a refusal
+(an ``if`` whose body returns, continues or raises at once), an operand made ``False`` (one reason
+of an ``or`` dropped; an ``and`` never met) — except those already under a named mutant's switch
+(``broken(...)``). Each such model is explored on every pinned configuration with
 the model's own engine, interpreted (``TEAMPROTO_ENGINE=model``, ``TEAMPROTO_PURE=1``; the flat
 engine is a second implementation, held equal to the model by differential tests, and would not
 see the change), cheapest configurations first, stopping at the first that finds something.
@@ -81,12 +83,9 @@ def guards(root: Path = ROOT, files: tuple[str, ...] = FILES) -> list[Guard]:
             if not isinstance(node, (ast.If, ast.While, ast.IfExp)):
                 continue
             test = node.test
-            if isinstance(test, ast.BoolOp):
-                weakened = "True" if isinstance(test.op, ast.And) else "False"
-                operands = [(operand, weakened) for operand in test.values]
-            else:
-                operands = [(test, "True")]
-            for operand, to in operands:
+            to = "False" if _refuses(node) else "True"
+            operands = test.values if isinstance(test, ast.BoolOp) else [test]
+            for operand in operands:
                 source = ast.get_source_segment(text, operand)
                 if (
                     source is None
@@ -102,6 +101,15 @@ def guards(root: Path = ROOT, files: tuple[str, ...] = FILES) -> list[Guard]:
                 )
         out += sorted(found, key=lambda g: (g.line, g.col))
     return out
+
+
+def _refuses(node: ast.AST) -> bool:
+    """An ``if`` whose body leaves at once (``return``, ``continue``, ``break``, ``raise``) and has
+    no ``else``: its test is a refusal, weakened by making it false more often; any other test is
+    an enabling condition, weakened by making it true more often."""
+    if not isinstance(node, ast.If) or node.orelse:
+        return False
+    return isinstance(node.body[0], (ast.Return, ast.Continue, ast.Break, ast.Raise))
 
 
 def weaken(text: str, guard: Guard) -> str:
