@@ -42,6 +42,7 @@ SHORTEST = {
     "drain_signals_non_cancellable": 5,
     "suspend_while_job_runs": 7,
     "finish_beside_busy_job": 3,  # a job started, the task finished beside it
+    "draining_member_finishes_task": 5,  # a claim, the member lost, its task still finished
     "inspect_treats_draining_as_lost": 10,
     "lapse_flags_other_task": 2,
     "decision_before_record": 4,

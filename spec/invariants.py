@@ -608,7 +608,7 @@ INVARIANTS: tuple[Invariant, ...] = (
         "step",
         False,
         safety.stopped_member_acts_not,
-        ("member", _APPROVALS, _PLANS, "plan_execution", "job"),
+        ("member", _APPROVALS, _PLANS, "plan_execution", "job", "task"),
     ),
     Invariant(
         "SHD-2", "draining_member_accepts_nothing", "state", False, safety.draining_member_accepts_nothing, ("member",)

@@ -111,13 +111,16 @@ def _newly(before: list[Mapping[str, Any]], after: list[Mapping[str, Any]], fiel
 
 
 def stopped_member_acts_not(before: Snapshot, after: Snapshot) -> list[str]:
-    """XPR-2, MEM-3: a member that is not running consumes nothing: no approval, plan or job.
+    """XPR-2, MEM-3, SHD-3: a member that is not running consumes nothing: no approval, plan or job.
 
     Judged on the member as the step found it: a draining, unhealthy or stopped member's call
     consumes no approval (even an ``approved`` one), starts no plan execution and no job, and
     runs no further step of a started execution nor completes it (MEM-3: between two steps a
-    draining member stops). A run's failure and rollback are not the requester's acts alone (the
-    monitor times a run out, PLN-9), so they are not judged here.
+    draining member stops), and does not finish its task: a claimed task it holds becomes
+    completed or failed only by a running member (SHD-3: a drain releases the task; it is never
+    marked completed just to get out). A run's failure and rollback are not the requester's acts
+    alone (the monitor times a run out, PLN-9), nor is the failure of a task the Lead inspected
+    (``needs_inspection``, SHD-7), so they are not judged here.
     """
     members = _by(before["member"], "member_id")
     problems = []
@@ -148,6 +151,11 @@ def stopped_member_acts_not(before: Snapshot, after: Snapshot) -> list[str]:
     for job in after["job"]:
         if job["job_id"] not in old_jobs:
             check(f"job/{job['job_id']}", job["owner_id"], "started")
+    held = _by(before["task"], "task_id")
+    for task in after["task"]:
+        old = held.get(task["task_id"])
+        if old is not None and old["status"] == "claimed" and task["status"] in ("completed", "failed"):
+            check(f"task/{task['task_id']}", old["owner_id"], f"marked {task['status']}")
     return problems
 
 

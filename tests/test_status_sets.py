@@ -280,3 +280,24 @@ def test_an_outcome_without_its_reason_is_named_status_by_status(kind: str, stat
     assert named("superseded") is (status in NAMED)
     if status in _schema_reasons():
         assert not named(status)
+
+
+FINISHES = [("claimed", "completed"), ("claimed", "failed"), ("needs_inspection", "failed")]
+
+
+@pytest.mark.clause("MEM-3", "SHD-3", "SHD-7")
+@pytest.mark.parametrize("member", MEMBER_STATUSES)
+@pytest.mark.parametrize(("was", "now"), FINISHES)
+def test_a_task_finished_by_a_member_not_running_is_named(member: str, was: str, now: str) -> None:
+    """``stopped_member_acts_not``: m0's claimed task finished while m0 was in ``member`` is named
+    exactly when m0 was not running (MEM-3: a draining member stops between two steps; SHD-3: a
+    drain releases the task, never completes it to get out); a flagged task failed by the Lead's
+    inspection is not m0's act (found by ``scripts/model_guards.py``: the finish's running guard
+    dropped moved only the pinned counts)."""
+    member_row = {"member_id": "m0", "incarnation": 1, "status": member}
+    empty: dict[str, list[Any]] = {"operation_approval": [], "plan_approval": [], "plan_execution": [], "job": []}
+    task = {"task_id": "t0", "owner_id": "m0", "owner_incarnation": 1}
+    before = {**empty, "member": [member_row], "task": [{**task, "status": was}]}
+    after = {**empty, "member": [member_row], "task": [{**task, "status": now}]}
+    named = bool(safety.stopped_member_acts_not(before, after))
+    assert named is (member != "running" and was == "claimed")

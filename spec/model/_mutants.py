@@ -281,6 +281,13 @@ MUTANTS: dict[str, Mutant] = {
             "a member finishes its task (completed or failed) while its job still runs",
         ),
         Mutant(
+            "draining_member_finishes_task",
+            "MEM-3",
+            "stopped_member_acts_not",
+            "shutdown",
+            "a member that is no longer running (draining, unhealthy) still marks its task completed or failed",
+        ),
+        Mutant(
             "inspect_treats_draining_as_lost",
             "SHD-7",
             "task_flagged_only_for_its_lost_owner",

@@ -52,7 +52,7 @@ def task_ops(model: Model, s: State) -> Iterator[Operation]:
         t = model.holds(s, m)
         if (
             t != NONE
-            and member.status == "running"
+            and (member.status == "running" or model.broken("draining_member_finishes_task"))
             and (not model.job_busy(s, m) or model.broken("finish_beside_busy_job"))
         ):
             for outcome in ("completed", "failed"):
