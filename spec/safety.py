@@ -634,14 +634,19 @@ _CAUSES = {
 }
 """XPR-5's reasons that name what became of the requester, and the requester statuses (before the
 step that ends the request) in which that is what happened."""
+_CAUSED = {"member_draining": ("draining",)}
+"""And the requester statuses after that step: a request ends ``member_draining`` because its own
+requester drains (XPR-2), so after the step that requester is draining — a running requester
+before it is one whose drain begins in that very step, never a bystander of another's drain."""
 
 
 def reasons_name_their_causes(before: Snapshot, after: Snapshot) -> list[str]:
     """XPR-5: a request ended ``crashed`` was its requester's when that requester was lost, one
-    ended ``member_draining`` when its requester was still running or draining (a step check: the
-    requester's status before the step that ended the request). A cause misnamed is a legal reason
-    all the same, so no state predicate and no pinned count sees it."""
-    members = _by(before["member"], "member_id")
+    ended ``member_draining`` when its requester was still running or draining and is draining
+    after the step (a step check: the requester's status before and after the step that ended the
+    request). A cause misnamed is a legal reason all the same, so no state predicate and no pinned
+    count sees it."""
+    members, members_after = _by(before["member"], "member_id"), _by(after["member"], "member_id")
     problems = []
     for kind in ("operation_approval", "plan_approval"):
         was = {record["protocol_id"]: record["status"] for record in before[kind]}
@@ -655,6 +660,15 @@ def reasons_name_their_causes(before: Snapshot, after: Snapshot) -> list[str]:
                 problems.append(
                     f"{kind}/{record['protocol_id']}: {record['status']} with reason {record['reason']!r} "
                     f"while its requester {record['requester_id']} was {status}, not {' or '.join(causes)}"
+                )
+                continue
+            caused = _CAUSED.get(record["reason"])
+            member = members_after.get(record["requester_id"])
+            status = member["status"] if member is not None else "absent"
+            if caused is not None and status not in caused:
+                problems.append(
+                    f"{kind}/{record['protocol_id']}: {record['status']} with reason {record['reason']!r}, "
+                    f"yet its requester {record['requester_id']} is {status} after that step, not {' or '.join(caused)}"
                 )
     return problems
 

@@ -288,6 +288,13 @@ MUTANTS: dict[str, Mutant] = {
             "a member that is no longer running (draining, unhealthy) still marks its task completed or failed",
         ),
         Mutant(
+            "drain_cancels_others_requests",
+            "XPR-2",
+            "reasons_name_their_causes",
+            "pair_crashes",
+            "a drain beginning cancels every member's requested approvals, not only its own member's",
+        ),
+        Mutant(
             "inspect_treats_draining_as_lost",
             "SHD-7",
             "task_flagged_only_for_its_lost_owner",

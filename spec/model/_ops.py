@@ -334,17 +334,22 @@ def _begin_drain_steps(model: Model, s: State, slot: int) -> list[Step]:
     return [
         ("shutdown.begin_drain/record", record),
         ("shutdown.begin_drain/member", member_half),
-        ("shutdown.begin_drain/cancel_requests", lambda x: cancel_own_requests(x, m)),
+        (
+            "shutdown.begin_drain/cancel_requests",
+            lambda x: cancel_own_requests(x, m, everyone=model.broken("drain_cancels_others_requests")),
+        ),
         deliver,
     ]
 
 
-def cancel_own_requests(s: State, m: int, reason: str = "member_draining") -> State:
+def cancel_own_requests(s: State, m: int, reason: str = "member_draining", everyone: bool = False) -> State:
     """XPR-2: a draining member's requested approvals are cancelled, its pending plans withdrawn
-    (drafts too: nobody else could end them). Inspection of a lost member does the same."""
+    (drafts too: nobody else could end them). Inspection of a lost member does the same.
+    ``everyone``: the mutant ``drain_cancels_others_requests``, which ends every member's."""
     incarnation = s.members[m].incarnation
     for a, approval in enumerate(s.approvals):
-        if approval.status == "requested" and approval.requester == m and approval.incarnation == incarnation:
+        mine = approval.requester == m and approval.incarnation == incarnation
+        if approval.status == "requested" and (mine or everyone):
             s = replace(
                 s,
                 approvals=put(s.approvals, a, move("operation_approval", approval, "cancelled", reason=reason)),

@@ -98,6 +98,7 @@ _APPROVAL_GUARD_MUTANTS = frozenset(
         "consume_by_other_member",
         "approval_grants_capability",
         "consume_ignores_profile_version",
+        "drain_cancels_others_requests",  # another member's drain ends the approval
         "cancel_after_consume",
         "retry_new_message_id",
         "draining_member_consumes",
