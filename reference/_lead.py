@@ -69,7 +69,8 @@ def escalate(harness: Harness, shutdown_id: str, grace_seconds: float = 2.0) -> 
         f"cancel cancellable jobs: {', '.join(cancellable) or 'none'}; still waiting for: "
         f"{', '.join(harness.jobs.busy(member_id)) or 'none'}"
     )
-    pids = member_processes(harness.storage.team, member_id, incarnation)
+    signalled = member["incarnation"] if broken("ladder_signals_current_incarnation") else incarnation
+    pids = member_processes(harness.storage.team, member_id, signalled)  # XPR-1: the request's incarnation
     terminated = [] if broken("ladder_skips_sigterm") else pids
     for pid in terminated:
         signal_group(pid, signal.SIGTERM)

@@ -219,6 +219,15 @@ CAUGHT_BY: dict[str, list[str]] = {
         "tests/test_instances.py::test_a_live_instances_consumption_is_left_and_a_closed_ones_taken_over",
         "model_tests/test_interleave.py::test_every_final_state_is_some_serial_orders[consume||reconcile-memory]",
     ],
+    "ladder_signals_current_incarnation": [
+        "tests/test_shutdown_details.py::test_a_stale_requests_ladder_signals_only_the_incarnation_it_was_made_for"
+    ],
+    "driver_replies_every_error_definite": [
+        "tests/test_conformance.py::test_a_write_the_store_could_not_make_is_replied_indefinite"
+    ],
+    "expiry_logged_before_notice": [
+        "tests/test_plans.py::test_a_plan_expiry_cut_short_at_any_write_owes_its_notice_once"
+    ],
     "process_facts_outlive_fork": ["tests/test_instances.py::test_a_forked_child_registers_its_own_start_time"],
     "version_conflict_escapes": ["tests/test_races.py"],
     "execution_overwritten": ["tests/test_races.py::test_the_execution_key_is_the_second_guard"],

@@ -145,6 +145,13 @@ MUTANTS: dict[str, str] = {
     "pattern keyword (a digest or hash that is not 64 hex digits is stored)",
     "reconcile_takes_live_work": "REC-4: reconciliation takes every harness instance for dead and takes over "
     "the work a live one has in flight (its consumption, its request's or decision's message)",
+    "ladder_signals_current_incarnation": "SHD-7, XPR-1: the Lead's escalation ladder looks up the member's "
+    "processes by its current incarnation, not the request's: a stale request's SIGTERM and SIGKILL reach the "
+    "restarted member",
+    "driver_replies_every_error_definite": "DESIGN rule 8, STO-3: the conformance driver replies definite to every "
+    "refusal, so a write the store could not make (it may have landed) is reported as nothing changed",
+    "expiry_logged_before_notice": "PLN-5, MSG-6, AUD-5: the monitor logs a plan's expiry before it owes the "
+    "plan_abandoned notice, so a crash between leaves a logged plan no restart revisits: the notice is lost",
     "process_facts_outlive_fork": "REC-4: an instance's process start time is read once for the harness's "
     "process, not once per process: a forked child registers its parent's, and is judged gone (its live work "
     "taken over) as soon as anyone looks",

@@ -696,8 +696,11 @@ class PlanProtocol:
             gone = self._move(
                 "plan.expire/record", row, "expired", "monitor", guard=self._unstarted(key), reason="expired"
             )
+            if broken("expiry_logged_before_notice"):
+                self._audit("plan.expire/audit", gone)
             self.h.outbox.owe("plan.expire/outbox", self.abandoned(gone))
-            self._audit("plan.expire/audit", gone)  # last, so a crash before it leaves it unlogged
+            if not broken("expiry_logged_before_notice"):
+                self._audit("plan.expire/audit", gone)  # last, so a crash before it leaves it unlogged
         run = self.h.storage.read(RUN, row.key)
         if run is not None and run.doc["status"] == "running":
             deadline = row.doc["deadline"] if broken("run_timed_by_plan_deadline") else run.doc["deadline"]

@@ -30,6 +30,7 @@ from ._clock import ManualClock
 from ._errors import Crash, UnknownApproval
 from ._harness import CallContext, Harness
 from ._jobs import CANCEL_EXIT
+from ._mutants import broken
 from ._shutdown import ShutdownProtocol
 from ._storage import SQLiteStorage
 from ._team_errors import NotLead
@@ -424,7 +425,8 @@ def serve_line(driver: Driver, line: str) -> Message:
     except DriverError as error:
         return error.reply(_msg_id(line))
     except spec.ProtocolError as error:
-        return DriverError(error_code(error), str(error), error.definite).reply(_msg_id(line))
+        definite = True if broken("driver_replies_every_error_definite") else error.definite
+        return DriverError(error_code(error), str(error), definite).reply(_msg_id(line))
     except UnknownApproval as error:  # pragma: no cover - a ProtocolError; kept for clarity
         return DriverError("unknown_id", str(error)).reply(_msg_id(line))
 

@@ -223,6 +223,35 @@ def test_a_refusal_that_does_not_say_it_changed_nothing_fails_the_bad_input() ->
     assert result["exit"] == 1
 
 
+@pytest.mark.clause("STO-3", "MSG-2")
+def test_a_write_the_store_could_not_make_is_replied_indefinite(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The other half of DESIGN rule 8 through the driver: a refusal the store could not decide
+    (``StorageUnavailable``: a disk full, a lock held past its timeout — the write may have landed)
+    says ``definite: false``, so the caller looks before it retries; a refusal of the protocol in
+    the same session still says ``definite: true``. (An outside review replied definite to every
+    error and no test failed: no test made a write fail through the driver.)"""
+    from conformance._badinput import TEAM
+    from reference import driver
+    from reference._errors import StorageUnavailable
+
+    served = driver.Driver()
+    started = driver.serve_line(served, json.dumps({**TEAM, "msg_id": 1, "data_dir": str(tmp_path), "clock": 0}))
+    assert started["type"] == "ok", started
+    claim = {"type": "task.claim", "msg_id": 2, "member_id": "m0", "task_id": "t0"}
+
+    def unavailable(*args: object, **kwargs: object) -> object:
+        raise StorageUnavailable("disk full: the write of task/t0 failed")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(served.storage, "update", unavailable)
+        reply = driver.serve_line(served, json.dumps(claim))
+    assert reply["type"] == "error" and reply["error"]["definite"] is False, reply
+    refused = driver.serve_line(served, json.dumps({**claim, "msg_id": 3, "member_id": "ghost"}))
+    assert refused["type"] == "error" and refused["error"]["definite"] is True, refused
+
+
 @pytest.mark.clause("APR-5", "MSG-2")
 def test_a_call_the_model_refuses_must_be_refused_definite_in_the_random_programs() -> None:
     """The random programs' judge of a call the model refuses (a consume of an approval the

@@ -88,6 +88,32 @@ def test_a_restarted_member_is_not_lost_for_its_old_incarnations_heartbeat(team:
     assert "m0" in h.members.lapsed(5)
 
 
+@pytest.mark.clause("XPR-1", "SHD-5", "SHD-2", "MEM-1")
+def test_a_member_restarted_after_its_drain_is_a_fresh_running_record(team: Team) -> None:
+    """m0 drained, stopped by its finish (the request named on its record), then restarted: the new
+    incarnation's record is running, accepting, holds no task, names no shutdown request (it drains
+    for nothing, XPR-1) and has beaten at its registration — field by field, on the path where every
+    one of them was set (an outside review's plant kept the old request's id across the restart;
+    only the slow stateful test saw it)."""
+    h = team.h
+    pid = team.drain("m0")
+    assert team.member("m0")["shutdown_request_id"] == pid
+    h.shutdowns.finish("m0")
+    assert team.member("m0")["status"] == "stopped"
+    team.clock.advance(3)
+    incarnation = h.members.restart("m0")
+    fresh = team.member("m0")
+    assert incarnation == 2
+    assert {k: fresh[k] for k in ("status", "incarnation", "accepting_new_tasks", "current_task_id")} == {
+        "status": "running",
+        "incarnation": 2,
+        "accepting_new_tasks": True,
+        "current_task_id": None,
+    }
+    assert fresh["shutdown_request_id"] is None and fresh["last_heartbeat_at"] == team.clock.now()
+    team.check()
+
+
 @pytest.mark.clause("SHD-10")
 def test_a_member_that_never_beats_lapses_from_its_registration(team: Team) -> None:
     """Registering is the first beat (SHD-10): a member process that dies before it ever beats —

@@ -476,6 +476,32 @@ def test_reconciliation_logs_a_plan_decision_a_crash_left_out(team: Team, step: 
     assert again.snapshot() == once
 
 
+@pytest.mark.clause("PLN-5", "MSG-6", "REC-3", "AUD-5")
+@pytest.mark.parametrize("step", ["plan.expire/record", "plan.expire/outbox", "plan.expire/audit"])
+def test_a_plan_expiry_cut_short_at_any_write_owes_its_notice_once(team: Team, step: str) -> None:
+    """The monitor expires a pending plan in three writes: the record, the ``plan_abandoned``
+    notice owed, the log entry last (while unlogged, the record is the restart's to finish). Cut
+    short after any of them, the restart's reconciliation and the next monitor pass leave the plan
+    expired, its notice owed exactly once, its log entry once and the chain intact (an outside
+    review logged before owing: a crash between lost the notice for good, and only a two-instance
+    crash search saw it)."""
+    pid = team.pending()
+    team.clock.advance(TTL + 1)
+    team.storage.faults.crash_after.add(step)
+    with pytest.raises(r.Crash):
+        team.h.monitor_pass()
+    team.storage.faults.crash_after.clear()
+    again = r.Harness(team.storage, team.clock, list(team.h.tools.values()))
+    again.reconcile()
+    again.monitor_pass()
+    assert again.plans.require(pid).doc["status"] == "expired"
+    notices = [e.doc["message"] for e in team.storage.scan("outbox_entry")]
+    assert [m["message_type"] for m in notices].count("plan_abandoned") == 1, notices
+    assert audited(team, pid).count("plan.expired") == 1
+    assert r.verify_audit_log(team.storage).ok
+    assert invariants.check_state(again.snapshot()) == []
+
+
 @pytest.mark.clause("REC-1", "AUD-5")
 def test_reconciliation_reads_active_and_unlogged_plans_not_the_history(
     team: Team, monkeypatch: pytest.MonkeyPatch

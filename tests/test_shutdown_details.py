@@ -11,12 +11,14 @@ agent (or the Lead) reads to decide what to do next; the events are the record's
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 import reference as r
+import spec
 from model_tests.interleave_pairs import SHUTDOWN, draining_with_task
 from reference import Storage
 from spec import invariants
@@ -264,6 +266,32 @@ def _inspection_cut_short(team: Team) -> str:
         team.h.members.inspect("m0")
     team.storage.faults.crash_before.clear()
     return pid
+
+
+@pytest.mark.clause("SHD-7", "XPR-1")
+def test_a_stale_requests_ladder_signals_only_the_incarnation_it_was_made_for(
+    team: Team, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The old request left open (its inspection cut off), m0 restarted, the old request timed out:
+    the Lead's ladder for it looks for the processes of the incarnation it was made for (1), never
+    the restarted member's (2) — its SIGTERM and SIGKILL come before ``force_terminate`` refuses
+    the stale request, so a lookup by the current incarnation kills the live member (an outside
+    review's plant; the ladder's tests never restarted the member)."""
+    from reference import _lead
+
+    asked: list[tuple[str, int]] = []
+    monkeypatch.setattr(
+        _lead, "member_processes", lambda team_, member, incarnation: asked.append((member, incarnation)) or []
+    )
+    h = team.h
+    old = _inspection_cut_short(team)
+    h.members.restart("m0")
+    team.clock.advance(20)
+    h.monitor_pass()
+    assert h.shutdowns.require(old).doc["status"] == "timed_out" and team.member("m0")["incarnation"] == 2
+    with contextlib.suppress(spec.ProtocolError):
+        _lead.escalate(h, old, grace_seconds=0)
+    assert asked and set(asked) == {("m0", 1)}, asked
 
 
 @pytest.mark.clause("SHD-7", "SHD-10", "INV-12", "INV-4")
