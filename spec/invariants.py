@@ -363,12 +363,21 @@ def approval_grants_no_capability(before: Snapshot, after: Snapshot) -> list[str
     """INV-9: approval never grants a tool outside the member's profile (APR-7, XPR-4).
 
     At consumption the requester's current profile holds the tool and has the version the
-    approval was bound to.
+    approval was bound to. And at the request (APR-7: a tool outside the profile is refused,
+    approval or not): a new approval is for a tool of its requester's profile, bound to that
+    profile's version.
     """
     profiles = _index(before["capability_profile"], "member_id")
     was = {a["protocol_id"]: a["status"] for a in before["operation_approval"]}
     problems = []
     for ap in after["operation_approval"]:
+        if ap["protocol_id"] not in was:
+            profile = profiles.get(ap["requester_id"], {"tools": [], "version": None})
+            if ap["tool_name"] not in profile["tools"] or profile["version"] != ap["profile_version"]:
+                problems.append(
+                    f"operation_approval/{ap['protocol_id']}: requested for {ap['tool_name']} under profile "
+                    f"v{ap['profile_version']}, but the requester's profile is v{profile['version']} {profile['tools']}"
+                )
         if ap["status"] != "consumed" or was.get(ap["protocol_id"]) == "consumed":
             continue
         profile = profiles[ap["requester_id"]]

@@ -114,7 +114,8 @@ def stopped_member_acts_not(before: Snapshot, after: Snapshot) -> list[str]:
     """XPR-2, MEM-3, SHD-3: a member that is not running consumes nothing: no approval, plan or job.
 
     Judged on the member as the step found it: a draining, unhealthy or stopped member's call
-    consumes no approval (even an ``approved`` one), starts no plan execution and no job, and
+    requests no approval (its drain cancelled its requests once, XPR-2: a later one would be left
+    open) and consumes none (even an ``approved`` one), starts no plan execution and no job, and
     runs no further step of a started execution nor completes it (MEM-3: between two steps a
     draining member stops), and does not finish its task: a claimed task it holds becomes
     completed or failed only by a running member (SHD-3: a drain releases the task; it is never
@@ -132,6 +133,10 @@ def stopped_member_acts_not(before: Snapshot, after: Snapshot) -> list[str]:
 
     for ap in _newly(before["operation_approval"], after["operation_approval"], "protocol_id", "consumed"):
         check(f"operation_approval/{ap['protocol_id']}", ap["requester_id"], "consumed")
+    requested = {ap["protocol_id"] for ap in before["operation_approval"]}
+    for ap in after["operation_approval"]:
+        if ap["protocol_id"] not in requested:
+            check(f"operation_approval/{ap['protocol_id']}", ap["requester_id"], "requested")
     plans = _by(after["plan_approval"], "protocol_id")
     started = {run["plan_id"] for run in before["plan_execution"]}
     for run in after["plan_execution"]:

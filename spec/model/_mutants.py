@@ -295,6 +295,20 @@ MUTANTS: dict[str, Mutant] = {
             "a drain beginning cancels every member's requested approvals, not only its own member's",
         ),
         Mutant(
+            "draining_member_requests",
+            "XPR-2",
+            "stopped_member_acts_not",
+            "approval_drain",
+            "a member that is no longer running still requests approvals (after its drain cancelled its requests)",
+        ),
+        Mutant(
+            "request_ignores_profile",
+            "APR-7",
+            "INV-9",
+            "tiny",
+            "an approval is requested for a tool the requester's profile no longer holds",
+        ),
+        Mutant(
             "inspect_treats_draining_as_lost",
             "SHD-7",
             "task_flagged_only_for_its_lost_owner",

@@ -468,7 +468,8 @@ def approval_ops(model: Model, s: State) -> Iterator[Operation]:
     free = [i for i, ap in enumerate(s.approvals) if ap.status == ""]
     for m, member in enumerate(s.members):
         t = model.holds(s, m)
-        if free and t != NONE and member.status == "running" and member.has_tool:
+        running = member.status == "running" or model.broken("draining_member_requests")
+        if free and t != NONE and running and (member.has_tool or model.broken("request_ignores_profile")):
             raw = model.broken("secret_not_redacted")
             yield A("approval.request", member=m), _request_approval_steps(free[0], m, t, model.config.ttl_ticks, raw)
     late = 1 if model.broken("review_refused_at_deadline") else 0  # refused at the deadline itself
