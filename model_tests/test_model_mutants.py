@@ -45,6 +45,8 @@ SHORTEST = {
     "draining_member_finishes_task": 5,  # a claim, the member lost, its task still finished
     "drain_cancels_others_requests": 4,  # m0 requests, m1 is asked to stop and drains: m0's request cancelled
     "draining_member_requests": 4,  # a claim, a drain begun, then a request
+    "draining_member_drafts_plan": 4,  # a claim, a drain begun, then a draft
+    "draining_member_submits_plan": 5,  # a draft, the member lost, then its submission
     "inspect_treats_draining_as_lost": 10,
     "lapse_flags_other_task": 2,
     "decision_before_record": 4,

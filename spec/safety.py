@@ -114,10 +114,10 @@ def stopped_member_acts_not(before: Snapshot, after: Snapshot) -> list[str]:
     """XPR-2, MEM-3, SHD-3: a member that is not running consumes nothing: no approval, plan or job.
 
     Judged on the member as the step found it: a draining, unhealthy or stopped member's call
-    requests no approval (its drain cancelled its requests once, XPR-2: a later one would be left
-    open) and consumes none (even an ``approved`` one), starts no plan execution and no job, and
-    runs no further step of a started execution nor completes it (MEM-3: between two steps a
-    draining member stops), and does not finish its task: a claimed task it holds becomes
+    requests no approval and drafts or submits no plan (its drain ended its requests once, XPR-2:
+    a later one would be left open), consumes no approval (even an ``approved`` one), starts no
+    plan execution and no job, runs no further step of a started execution nor completes it
+    (MEM-3: between two steps a draining member stops), and does not finish its task: a claimed task it holds becomes
     completed or failed only by a running member (SHD-3: a drain releases the task; it is never
     marked completed just to get out). A run's failure and rollback are not the requester's acts
     alone (the monitor times a run out, PLN-9), nor is the failure of a task the Lead inspected
@@ -137,6 +137,12 @@ def stopped_member_acts_not(before: Snapshot, after: Snapshot) -> list[str]:
     for ap in after["operation_approval"]:
         if ap["protocol_id"] not in requested:
             check(f"operation_approval/{ap['protocol_id']}", ap["requester_id"], "requested")
+    drafted = {plan["protocol_id"]: plan["status"] for plan in before["plan_approval"]}
+    for plan in after["plan_approval"]:
+        if plan["protocol_id"] not in drafted:
+            check(f"plan_approval/{plan['protocol_id']}", plan["requester_id"], "drafted")
+        elif drafted[plan["protocol_id"]] == "draft" and plan["status"] == "pending":
+            check(f"plan_approval/{plan['protocol_id']}", plan["requester_id"], "submitted")
     plans = _by(after["plan_approval"], "protocol_id")
     started = {run["plan_id"] for run in before["plan_execution"]}
     for run in after["plan_execution"]:

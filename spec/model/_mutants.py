@@ -302,6 +302,20 @@ MUTANTS: dict[str, Mutant] = {
             "a member that is no longer running still requests approvals (after its drain cancelled its requests)",
         ),
         Mutant(
+            "draining_member_drafts_plan",
+            "XPR-2",
+            "stopped_member_acts_not",
+            "plan_drain",
+            "a member that is no longer running still drafts plans (after its drain withdrew its plans)",
+        ),
+        Mutant(
+            "draining_member_submits_plan",
+            "XPR-2",
+            "stopped_member_acts_not",
+            "plan_lost",
+            "a member that is no longer running (lost, before its inspection) still submits its draft plan",
+        ),
+        Mutant(
             "request_ignores_profile",
             "APR-7",
             "INV-9",

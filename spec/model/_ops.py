@@ -617,10 +617,11 @@ def plan_ops(model: Model, s: State) -> Iterator[Operation]:
     free = [i for i, plan in enumerate(s.plans) if plan.status == ""]
     for m, member in enumerate(s.members):
         t = model.holds(s, m)
-        if free and t != NONE and member.status == "running":
+        if free and t != NONE and (member.status == "running" or model.broken("draining_member_drafts_plan")):
             yield A("plan.draft", member=m), _draft_plan_steps(free[0], m, t)
     for p, plan in enumerate(s.plans):
-        if plan.status == "draft" and s.members[plan.requester].status == "running":
+        submits = s.members[plan.requester].status == "running" or model.broken("draining_member_submits_plan")
+        if plan.status == "draft" and submits:
             yield A("plan.submit", slot=p), _submit_plan_steps(p, model.config.ttl_ticks)
         yield from _plan_decisions(model, s, p)
         yield from _plan_requester(model, s, p)
