@@ -83,12 +83,11 @@ def guards(root: Path = ROOT, files: tuple[str, ...] = FILES) -> list[Guard]:
             if not isinstance(node, (ast.If, ast.While, ast.IfExp)):
                 continue
             test = node.test
-            whole = ast.get_source_segment(text, test) or ""
-            if "broken(" in whole:
-                continue  # a guard a named mutant already switches: its operands too (dropping one beside
-                # the switch's ``or`` changes nothing, or only what the mutant does)
             to = "False" if _refuses(node) else "True"
             operands = test.values if isinstance(test, ast.BoolOp) else [test]
+            if any(_switch(ast.get_source_segment(text, operand) or "") for operand in operands):
+                continue  # a condition a named mutant switches itself (``x and broken(...)``, ``x or
+                # broken(...)``): weakening ``x`` does what the mutant does, or nothing
             for operand in operands:
                 source = ast.get_source_segment(text, operand)
                 if (
@@ -105,6 +104,11 @@ def guards(root: Path = ROOT, files: tuple[str, ...] = FILES) -> list[Guard]:
                 )
         out += sorted(found, key=lambda g: (g.line, g.col))
     return out
+
+
+def _switch(source: str) -> bool:
+    """A named mutant's switch itself (``model.broken("name")``, ``not broken("name")``)."""
+    return source.removeprefix("not ").removeprefix("model.").startswith("broken(")
 
 
 def _refuses(node: ast.AST) -> bool:
