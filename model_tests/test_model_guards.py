@@ -4,7 +4,9 @@ The tool itself is not run here (about two hours); what is tested is that it wea
 and judges what it finds: each guard's weakened source is still a model (it parses, and differs
 from the source only at the guard), none is under a named mutant's switch, and on ``fencing`` the
 healthy model is judged ``nothing`` while the model without the shutdown release's ``released``
-guard (SHD-3: a request names a task its member let go) is judged a ``violation``.
+guard (SHD-3: a request names a task its member let go) is judged a ``violation``, and on ``tiny``
+a model whose members never hold their task (``Model.holds`` refusing every claim) requests no
+approval: it breaks no check, but leaves untaken the edges the healthy model takes (``uncovered``).
 """
 
 from __future__ import annotations
@@ -51,3 +53,19 @@ def test_the_judge_tells_a_dropped_guard_from_the_healthy_model(tmp_path: Path) 
     path.write_text(tool.weaken(path.read_text(encoding="utf-8"), guard), encoding="utf-8")
     judged = tool.judge(tree, (("fencing",),), 60.0)
     assert judged["verdict"] == "violation" and "fencing: released_task_left_its_member" in judged["found"]
+
+
+@pytest.mark.clause("APR-1")
+def test_a_guard_weakened_into_disabling_behaviour_is_judged_by_the_edges_it_loses(tmp_path: Path) -> None:
+    tool = _tool()
+    tree = tool._copy(ROOT, tmp_path)
+    healthy = tool.judge(tree, (("tiny",),), 60.0)
+    assert healthy["verdict"] == "nothing" and not healthy["coverage"].lost(healthy["coverage"])
+    assert tool.judge(tree, (("tiny",),), 60.0, healthy["coverage"])["verdict"] == "nothing"
+    guard = next(g for g in tool.guards() if g.source == 'task.status == "claimed"' and g.file.endswith("_model.py"))
+    assert guard.weakened == "False"
+    path = tree / guard.file
+    path.write_text(tool.weaken(path.read_text(encoding="utf-8"), guard), encoding="utf-8")
+    judged = tool.judge(tree, (("tiny",),), 60.0, healthy["coverage"])
+    assert judged["verdict"] == "uncovered"
+    assert "edge operation_approval requested approved" in judged["found"], judged["found"]

@@ -18,6 +18,9 @@ Each weakened guard gets one verdict:
 - ``violation``: some check breaks (an invariant, a step check, an explorer check) — caught;
 - ``refused``: the model itself refuses the state (a status no machine has, a broken table raised
   as a typed error): the checker stops, exit 2 — caught, by the model's own guards;
+- ``uncovered``: no check breaks, but some edge of a machine or some crash point that the healthy
+  model takes on the same configurations is never taken: a guard weakened into one that disables
+  behaviour (``teamproto check`` fails on an edge or crash point no run takes) — caught;
 - ``drift``: no check breaks, but some configuration's states or behaviour differ from their pins —
   the change is seen only as a count to review (the outside review's "only moved the counts");
 - ``nothing``: no check breaks and no count moves — the guard is redundant in every pinned
@@ -55,7 +58,8 @@ CHUNKS = (
     ("shutdown", "pair_plan", "pair_crashes"),
 )
 """Every pinned configuration, cheapest first (interpreted, the model's engine: about 3, 8 and 15 s)."""
-CAUGHT = ("violation", "refused")
+CAUGHT = ("violation", "refused", "uncovered")
+VERDICTS = ("violation", "refused", "uncovered", "drift", "nothing")
 
 
 @dataclass(frozen=True)
@@ -137,10 +141,29 @@ def _names(run: dict[str, Any]) -> list[str]:
     return sorted({(v.get("violation") or {}).get("invariant", "?") for v in found if isinstance(v, dict)})
 
 
-def judge(tree: Path, configs: tuple[tuple[str, ...], ...], seconds: float) -> dict[str, Any]:
-    """Explore ``tree``'s model on ``configs``, chunk by chunk, until something is found."""
+@dataclass(frozen=True)
+class Coverage:
+    """What a model's runs on some configurations left untaken: machine edges and crash points."""
+
+    missing_edges: frozenset[tuple[str, ...]]
+    missing_crash_points: frozenset[str]
+
+    def lost(self, healthy: Coverage) -> list[str]:
+        """What this model leaves untaken that the healthy one takes."""
+        edges = sorted(" ".join(edge) for edge in self.missing_edges - healthy.missing_edges)
+        crashes = sorted(self.missing_crash_points - healthy.missing_crash_points)
+        return [f"edge {e}" for e in edges] + [f"crash point {c}" for c in crashes]
+
+
+def judge(
+    tree: Path, configs: tuple[tuple[str, ...], ...], seconds: float, healthy: Coverage | None = None
+) -> dict[str, Any]:
+    """Explore ``tree``'s model on ``configs``, chunk by chunk, until something is found; with no
+    finding, its coverage against ``healthy``'s (the verdict then carries its own ``coverage``)."""
     env = {**os.environ, "TEAMPROTO_PURE": "1", "TEAMPROTO_ENGINE": "model", "PYTHONPATH": str(tree)}
     drifted: list[str] = []
+    missing: set[tuple[str, ...]] | None = None
+    crashed: set[str] = set()
     started = time.monotonic()
     for chunk in configs:
         command = ["nice", "-n", "10", sys.executable, "-m", "teamproto._cli", "check", "--jobs", "1", "--json"]
@@ -160,8 +183,21 @@ def judge(tree: Path, configs: tuple[tuple[str, ...], ...], seconds: float) -> d
         drifted += [r["config"] for r in report["runs"] if r.get("pinned_states") not in (None, r.get("states"))]
         if report.get("manifest_drift") and not drifted:
             drifted.append(",".join(chunk))
-    verdict = "drift" if drifted else "nothing"
-    return {"verdict": verdict, "found": drifted, "seconds": time.monotonic() - started}
+        for run in report["runs"]:
+            edges = {tuple(edge) for edge in run.get("missing_edges", [])}
+            missing = edges if missing is None else missing & edges
+            crashed |= set(run.get("crashed_at", []))
+    from spec.model import CRASH_POINTS
+
+    coverage = Coverage(frozenset(missing or ()), frozenset(CRASH_POINTS) - crashed)
+    lost = coverage.lost(healthy) if healthy is not None else []
+    verdict = "uncovered" if lost else "drift" if drifted else "nothing"
+    return {"verdict": verdict, "found": lost or drifted, "seconds": time.monotonic() - started, "coverage": coverage}
+
+
+def _untaken(coverage: Coverage) -> str:
+    edges, crashes = len(coverage.missing_edges), len(coverage.missing_crash_points)
+    return f"{edges} edge(s) and {crashes} crash point(s) untaken on these configurations"
 
 
 def _copy(root: Path, into: Path) -> Path:
@@ -199,14 +235,20 @@ def main() -> int:
     results: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="model-guards-") as folder:
         tree = _copy(ROOT, Path(folder))
+        healthy = judge(tree, configs, args.max_seconds)
+        if healthy["verdict"] != "nothing" and healthy["verdict"] != "drift":
+            print(f"model_guards.py: the healthy model is not clean: {healthy['found']}", file=sys.stderr)
+            return 1
+        print(f"the healthy model: {healthy['seconds']:.0f} s, {_untaken(healthy['coverage'])}", file=sys.stderr)
         for number, guard in enumerate(chosen, start=1):
             path = tree / guard.file
             text = path.read_text(encoding="utf-8")
             path.write_text(weaken(text, guard), encoding="utf-8")
             try:
-                verdict = judge(tree, configs, args.max_seconds)
+                verdict = judge(tree, configs, args.max_seconds, healthy["coverage"])
             finally:
                 path.write_text(text, encoding="utf-8")
+            verdict.pop("coverage")
             results.append({"guard": guard.id, **asdict(guard), **verdict})
             print(
                 f"[{number}/{len(chosen)}] {guard.id} {verdict['verdict']} ({verdict['seconds']:.0f} s)",
@@ -218,11 +260,10 @@ def main() -> int:
     if args.json:
         print(json.dumps({**summary, "results": results}, indent=2))
         return 0
-    print(
-        f"{len(results)} guards: " + ", ".join(f"{counts[v]} {v}" for v in ("violation", "refused", "drift", "nothing"))
-    )
+    print(f"{len(results)} guards: " + ", ".join(f"{counts[v]} {v}" for v in VERDICTS))
     if results:
-        print(f"caught (violation or refused): {caught} / {len(results)} = {100 * caught / len(results):.1f} %")
+        share = 100 * caught / len(results)
+        print(f"caught (violation, refused or uncovered): {caught} / {len(results)} = {share:.1f} %")
     for r in results:
         if r["verdict"] not in CAUGHT:
             where = f" in {', '.join(r['found'])}" if r["found"] else ""

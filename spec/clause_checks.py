@@ -47,7 +47,7 @@ _CHECKS: dict[str, Checked] = {
     "MSG-4": _C(("retry_creates_no_duplicate", "messages_agree_with_records")),
     "MSG-5": _C(("retry_creates_no_duplicate", "messages_agree_with_records")),
     "MSG-6": _C(("messages_agree_with_records", "owed_messages_present")),
-    "APR-1": _C(("approval_consumed_at_most_once",)),
+    "APR-1": _C(("approval_consumed_at_most_once", "work_binds_a_held_task")),
     "APR-4": _C(("decisions_only_before_deadline", "no_secret_stored", "deadline_boundaries_reached")),
     "APR-5": _C(
         (

@@ -620,6 +620,14 @@ INVARIANTS: tuple[Invariant, ...] = (
         ("member", _APPROVALS, _PLANS, "plan_execution", "job", "task"),
     ),
     Invariant(
+        "APR-1",
+        "work_binds_a_held_task",
+        "step",
+        False,
+        safety.work_binds_a_held_task,
+        ("member", "task", _APPROVALS, _PLANS, "job"),
+    ),
+    Invariant(
         "SHD-2", "draining_member_accepts_nothing", "state", False, safety.draining_member_accepts_nothing, ("member",)
     ),
     Invariant(

@@ -170,6 +170,48 @@ def stopped_member_acts_not(before: Snapshot, after: Snapshot) -> list[str]:
     return problems
 
 
+def work_binds_a_held_task(before: Snapshot, after: Snapshot) -> list[str]:
+    """APR-1, APR-3: new work is bound to a task its member holds.
+
+    An approval is requested, a plan drafted and a job started for the task its member holds when
+    the step begins: claimed by that member, under its current incarnation (the harness supplies
+    the task's ownership, APR-3). Work named after a task the member never claimed, has released,
+    or holds only under an older incarnation would be bound to someone else's work.
+    """
+    members = _by(before["member"], "member_id")
+    tasks = _by(before["task"], "task_id")
+    problems = []
+
+    def check(record: str, member_id: str, task_id: Any, what: str) -> None:
+        member, task = members.get(member_id), tasks.get(task_id)
+        held = (
+            member is not None
+            and task is not None
+            and task["status"] == "claimed"
+            and task["owner_id"] == member_id
+            and task["owner_incarnation"] == member["incarnation"]
+        )
+        if not held:
+            how = "no such task" if task is None else f"{task['status']} by {task['owner_id']}"
+            if task is not None and task["owner_id"] == member_id and member is not None:
+                how += f" under incarnation {task['owner_incarnation']}, member at {member['incarnation']}"
+            problems.append(f"{record}: {what} by {member_id} for task {task_id}, which it does not hold ({how})")
+
+    requested = {ap["protocol_id"] for ap in before["operation_approval"]}
+    for ap in after["operation_approval"]:
+        if ap["protocol_id"] not in requested:
+            check(f"operation_approval/{ap['protocol_id']}", ap["requester_id"], ap["task_id"], "requested")
+    drafted = {plan["protocol_id"] for plan in before["plan_approval"]}
+    for plan in after["plan_approval"]:
+        if plan["protocol_id"] not in drafted:
+            check(f"plan_approval/{plan['protocol_id']}", plan["requester_id"], plan["task_id"], "drafted")
+    old_jobs = {job["job_id"] for job in before["job"]}
+    for job in after["job"]:
+        if job["job_id"] not in old_jobs:
+            check(f"job/{job['job_id']}", job["owner_id"], job["task_id"], "started")
+    return problems
+
+
 def draining_member_accepts_nothing(snap: Snapshot) -> list[str]:
     """SHD-2, MEM-1: only a running member accepts new tasks; a draining one names its request.
 

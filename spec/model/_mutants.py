@@ -323,6 +323,20 @@ MUTANTS: dict[str, Mutant] = {
             "an approval is requested for a tool the requester's profile no longer holds",
         ),
         Mutant(
+            "request_without_task",
+            "APR-1",
+            "work_binds_a_held_task",
+            "tiny",
+            "a running member that holds no task requests an approval, bound to no task it holds",
+        ),
+        Mutant(
+            "job_without_task",
+            "APR-1",
+            "work_binds_a_held_task",
+            "shutdown",
+            "a running member that holds no task starts a job, bound to no task it holds",
+        ),
+        Mutant(
             "inspect_treats_draining_as_lost",
             "SHD-7",
             "task_flagged_only_for_its_lost_owner",

@@ -144,7 +144,8 @@ def job_ops(model: Model, s: State) -> Iterator[Operation]:
     if not model.config.jobs:
         return
     for m, job in enumerate(s.jobs):
-        if job.status == "" and s.members[m].status == "running" and model.holds(s, m) != NONE:
+        held = model.holds(s, m) != NONE or model.broken("job_without_task")
+        if job.status == "" and s.members[m].status == "running" and held:
             for cancellable in (True, False):
                 yield (
                     A("job.start", member=m, cancellable=cancellable),
@@ -469,7 +470,8 @@ def approval_ops(model: Model, s: State) -> Iterator[Operation]:
     for m, member in enumerate(s.members):
         t = model.holds(s, m)
         running = member.status == "running" or model.broken("draining_member_requests")
-        if free and t != NONE and running and (member.has_tool or model.broken("request_ignores_profile")):
+        bound = t != NONE or model.broken("request_without_task")
+        if free and bound and running and (member.has_tool or model.broken("request_ignores_profile")):
             raw = model.broken("secret_not_redacted")
             yield A("approval.request", member=m), _request_approval_steps(free[0], m, t, model.config.ttl_ticks, raw)
     late = 1 if model.broken("review_refused_at_deadline") else 0  # refused at the deadline itself
