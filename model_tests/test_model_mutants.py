@@ -46,6 +46,7 @@ SHORTEST = {
     "drain_cancels_others_requests": 4,  # m0 requests, m1 is asked to stop and drains: m0's request cancelled
     "request_without_task": 1,  # a request before any claim
     "job_without_task": 1,  # a job before any claim
+    "reconcile_reports_every_member_lost": 2,  # a claim, a crash mid-step: its reconciliation
     "draining_member_requests": 4,  # a claim, a drain begun, then a request
     "draining_member_drafts_plan": 4,  # a claim, a drain begun, then a draft
     "draining_member_submits_plan": 5,  # a draft, the member lost, then its submission

@@ -40,12 +40,14 @@ def _name_id(*parts: Any) -> str:
     reconciliation, so an id of strings is computed once (a bounded cache of a pure function)."""
     if all(type(part) is str for part in parts):
         return _cached_name_id(parts)
+    return _uuid_of(parts)
+
+
+def _uuid_of(parts: tuple[Any, ...]) -> str:
     return str(uuid.uuid5(NAMESPACE, canonical_json(list(parts))))
 
 
-@lru_cache(maxsize=1 << 14)
-def _cached_name_id(parts: tuple[str, ...]) -> str:
-    return str(uuid.uuid5(NAMESPACE, canonical_json(list(parts))))
+_cached_name_id = lru_cache(maxsize=1 << 14)(_uuid_of)
 
 
 def arguments_digest(tool_name: str, normalized_arguments: Any) -> str:

@@ -187,14 +187,22 @@ def owed_messages_present(snap: Snapshot) -> list[str]:
     ]
 
 
+_PLAN_DECISION_EVENTS = frozenset({"approved", "rejected", "needs_revision", "retracted"})
+_NOT_APPROVED = frozenset({"draft", "pending", "rejected", "needs_revision"})
+
+
 def plan_executes_once_and_only_approved_steps(snap: Snapshot) -> list[str]:
     """INV-8: a plan executes at most once and only its approved steps, in order.
 
     Clauses: PLN-4, PLN-5, PLN-7. An approved or consumed plan was approved by its responder
-    (a timeout never approves); an execution belongs to a consumed plan and its executed step
+    (a timeout never approves), and a plan not approved (pending, rejected, sent back) has no
+    approval as its latest decision event; a consumed plan has its executed marker (PLN-7: the
+    marker is written before the plan is marked consumed, so a plan consumed without one was
+    used up by nothing that ran); an execution belongs to a consumed plan and its executed step
     ids are a prefix of the approved steps, none repeated.
     """
     plans = _index(snap["plan_approval"], "protocol_id")
+    runs = {run["plan_id"] for run in snap["plan_execution"]}
     problems = []
     for plan in snap["plan_approval"]:
         if plan["status"] in ("approved", "consumed"):
@@ -204,6 +212,13 @@ def plan_executes_once_and_only_approved_steps(snap: Snapshot) -> list[str]:
                     f"plan_approval/{plan['protocol_id']}: {plan['status']} without approval by "
                     f"{plan['responder_id']} (approved by {actors})"
                 )
+        decisions = [e["event"] for e in plan["events"] if e["event"] in _PLAN_DECISION_EVENTS]
+        if plan["status"] in _NOT_APPROVED and decisions and decisions[-1] == "approved":
+            problems.append(
+                f"plan_approval/{plan['protocol_id']}: {plan['status']}, but its last decision is an approval"
+            )
+        if plan["status"] == "consumed" and plan["protocol_id"] not in runs:
+            problems.append(f"plan_approval/{plan['protocol_id']}: consumed without its executed marker")
     for run in snap["plan_execution"]:
         plan = plans.get(run["plan_id"])
         done = run["executed_step_ids"]
@@ -731,7 +746,7 @@ INVARIANTS: tuple[Invariant, ...] = (
         "state",
         True,
         safety.messages_agree_with_records,
-        (_APPROVALS, _PLANS, "plan_execution", _SHUTDOWNS, *_MESSAGES),
+        ("member", _APPROVALS, _PLANS, "plan_execution", _SHUTDOWNS, *_MESSAGES),
     ),
     Invariant("AUD-5", "decisions_audited", "state", True, decisions_audited, ("audit_entry", *_AUDITED)),
 )

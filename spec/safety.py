@@ -446,7 +446,8 @@ def messages_agree_with_records(snap: Snapshot) -> list[str]:
     correlation id and phase; a decision exists only once its record decided (the record is written
     first, MSG-6) and agrees with it; of a plan's decisions, numbered from 0 without gaps, only the
     latest may be live (not expired) and it agrees with the plan; an acknowledgement or completion
-    repeats its record's facts. Checked after reconciliation (a crash may fall between the writes).
+    repeats its record's facts; a ``member_lost`` speaks of an incarnation that is no longer running
+    or draining (SHD-10). Checked after reconciliation (a crash may fall between the writes).
     """
     problems = []
     for kind in ("message", "outbox_entry"):
@@ -605,6 +606,16 @@ def _replies_agree(snap: Snapshot) -> list[str]:
         facts = sd and (sd["status"], sd["released_task_id"], sd["waited_job_ids"])
         if facts != ("completed", body["released_task_id"], body["waited_job_ids"]):
             problems.append(f"shutdown_ack/{message['message_id']}: says {body}, but the request is {facts}")
+    members = _by(snap["member"], "member_id")
+    for _, message in _messages(snap, "member_lost"):
+        member = members.get(message["body"]["member_id"])
+        if member is None or member["status"] not in LIVE_MEMBER:
+            continue
+        if member["incarnation"] == message["body"]["incarnation"]:
+            problems.append(
+                f"member_lost/{message['message_id']}: says incarnation {member['incarnation']} of "
+                f"{member['member_id']} is lost, but it is {member['status']}"
+            )
     for _, message in _messages(snap, "plan_completion"):
         run = runs.get(message["correlation_id"])
         if run is None or run["status"] != message["body"]["outcome"]:

@@ -250,6 +250,7 @@ MUTANTS: dict[str, Mutant] = {
             "restart_raises_incarnation",
             "fencing",
             "a restart keeps the incarnation (it made fencing's search infinite)",
+            also=("messages_agree_with_records",),  # the lost incarnation's member_lost now names a running one
         ),
         Mutant(
             "retract_after_delivery",
@@ -335,6 +336,27 @@ MUTANTS: dict[str, Mutant] = {
             "work_binds_a_held_task",
             "shutdown",
             "a running member that holds no task starts a job, bound to no task it holds",
+        ),
+        Mutant(
+            "reconcile_reports_every_member_lost",
+            "SHD-10",
+            "messages_agree_with_records",
+            "tiny",
+            "reconciliation owes member_lost for every member, running ones too, not only the unhealthy",
+        ),
+        Mutant(
+            "reconcile_consumes_unstarted_plan",
+            "PLN-7",
+            "INV-8",
+            "plan",
+            "reconciliation marks every approved plan consumed, started or not (no executed marker)",
+        ),
+        Mutant(
+            "decision_names_approver",
+            "AUD-2",
+            "INV-8",
+            "plan",
+            "every plan decision records the Lead's approval, a rejection or a request for revision too",
         ),
         Mutant(
             "inspect_treats_draining_as_lost",

@@ -664,7 +664,7 @@ def _plan_decisions(model: Model, s: State, p: int) -> Iterator[Operation]:
                             x,
                             p,
                             d,
-                            approved_by="lead" if d == "approved" else "",
+                            approved_by="lead" if d == "approved" or model.broken("decision_names_approver") else "",
                             reason="rejected" if d == "rejected" else "",
                         ),
                     ),

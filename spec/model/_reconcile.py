@@ -15,7 +15,7 @@ def reconcile(model: Model, s: State) -> State:
     s = _approvals(model, s)
     s = _plans(model, s)
     s = _shutdowns(model, s)
-    s = _members(s)
+    s = _members(model, s)
     s = _tasks(s)
     return s
 
@@ -63,7 +63,8 @@ def _plans(model: Model, s: State) -> State:
             s = _redeliver(model, s, ("plan_decision", p, phase))
         if plan.retractions and message_status(s, ("plan_decision", p, plan.retractions - 1)) == "pending":
             s = set_message(s, ("plan_decision", p, plan.retractions - 1), "expired")  # PLN-6: retracted
-        if s.plans[p].status == "approved" and s.runs[p].status != "":
+        started = s.runs[p].status != "" or model.broken("reconcile_consumes_unstarted_plan")
+        if s.plans[p].status == "approved" and started:
             s = _plan(s, p, "consumed")  # the executed marker exists: never start a second run
         if s.plans[p].status == "expired":
             s = owe(s, ("plan_abandoned", p, 0))
@@ -103,13 +104,13 @@ def _shutdowns(model: Model, s: State) -> State:
     return s
 
 
-def _members(s: State) -> State:
+def _members(model: Model, s: State) -> State:
     for m, member in enumerate(s.members):
         drains_for = member.shutdown
         valid = drains_for != NONE and s.shutdowns[drains_for].status in ACTIVE_SHUTDOWN | {"completed"}
         if member.status == "draining" and not valid:
             s = _member(s, m, "unhealthy", accepting=False)  # draining without its request: tell the Lead
-        if s.members[m].status == "unhealthy":
+        if s.members[m].status == "unhealthy" or model.broken("reconcile_reports_every_member_lost"):
             s = owe(s, ("member_lost", m, member.incarnation))
     return s
 
