@@ -128,3 +128,29 @@ def test_a_plan_from_outside_the_team_is_refused() -> None:
     with pytest.raises(r.UnknownMember):
         h.receive(REQUEST)
     assert h.snapshot()["message"] == []
+
+
+@pytest.mark.clause("MSG-1", "PLN-3")
+def test_a_reply_is_matched_to_its_own_request_by_correlation_id() -> None:
+    """A decision answers the request of its own correlation id, not whichever request of that
+    type is on the bus: with two plans' requests received, each decision's defaults (sender,
+    target, ``reply_to``) come from its own; one answering neither is refused, changing nothing
+    (an outside review matched by message type only, and nothing failed)."""
+    h = harness()
+    other = copy.deepcopy(REQUEST)
+    other["message_id"], other["correlation_id"] = "other-request", "other-plan"
+    h.receive(other)
+    stray = {**copy.deepcopy(DECISION), "correlation_id": "no-such-plan"}
+    before = h.snapshot()
+    with pytest.raises(spec.SchemaError) as caught:
+        h.receive(stray)
+    assert caught.value.path == "$.sender" and "no plan_request" in caught.value.reason
+    assert h.snapshot() == before
+    h.receive(REQUEST)
+    h.receive(DECISION)
+    h.receive({**copy.deepcopy(DECISION), "message_id": "other-decision", "correlation_id": "other-plan"})
+    decisions = [m["message"] for m in h.snapshot()["message"] if m["message"]["message_type"] == "plan_decision"]
+    assert {d["correlation_id"]: d["reply_to"] for d in decisions} == {
+        DECISION["correlation_id"]: REQUEST["message_id"],
+        "other-plan": "other-request",
+    }

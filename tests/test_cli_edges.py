@@ -69,6 +69,9 @@ BAD = [
     ["mutants", "--only", "no_such_mutant"],
     ["diagrams", "--dir", "README.md"],
     ["diagrams", "--dir", "README.md/diagrams"],
+    # a value with a line break in it still makes one line: the message is collapsed, not trimmed
+    ["diagrams", "--dir", "README.md/line\nbreak"],
+    ["check", "--trace-out", "/no/such\nfolder/trace.json", "--config", "tiny"],
     ["no-such-command"],
 ]
 
@@ -424,3 +427,17 @@ def test_mutants_on_two_jobs_report_in_the_order_asked(
     document = json.loads(out)
     assert [row["mutant"] for row in document["mutants"]] == ["skip_digest_check", "consume_twice"]
     assert status == 1 and document["survived"] == ["consume_twice"]
+
+
+@pytest.mark.parametrize("as_json", [False, True], ids=["text", "json"])
+def test_a_search_stopped_at_its_bound_is_not_a_pass(capsys: pytest.CaptureFixture[str], as_json: bool) -> None:
+    """A search cut off by --max-states proves nothing about the states it did not reach: exit 1,
+    "check failed", and the run reported incomplete, though no check broke (an outside review let
+    an incomplete run pass, and only an unrelated test's set-up noticed)."""
+    status, out, err = run(capsys, "check", "--config", "tiny", "--max-states", "20", *(["--json"] if as_json else []))
+    assert status == 1 and "Traceback" not in err
+    if as_json:
+        document = json.loads(out)
+        assert document["ok"] is False and [(r["complete"], r["violations"]) for r in document["runs"]] == [(False, [])]
+    else:
+        assert out.rstrip().endswith("check failed"), out[-300:]

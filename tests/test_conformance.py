@@ -410,6 +410,14 @@ UNDECIDED = [
     ("no-operations", "reply({'in_reply_to': doc['msg_id'], 'type': 'ok', 'result': {}})", "must list operations"),
     ("off-schema", "reply({'in_reply_to': doc['msg_id'], 'type': 'maybe'})", "a reply outside the reply schema"),
     ("another-id", "reply({'in_reply_to': doc['msg_id'] + 7, 'type': 'ok', 'result': {}})", "a reply to msg_id 7"),
+    # a refusal is an answer too: one to another request is not this one's (only a line the
+    # driver could not read, in_reply_to null, answers no request in particular)
+    (
+        "another-id-refused",
+        "reply({'in_reply_to': doc['msg_id'] + 7, 'type': 'error', "
+        "'error': {'code': 'refused', 'definite': True, 'message': 'no'}})",
+        "a reply to msg_id 7",
+    ),
 ]
 """A driver the runner cannot judge, as its answer to every line (None: a command that does not
 exist), and what the undecided run says: one per reason of ``conformance._run.capabilities`` and
@@ -489,13 +497,18 @@ def test_a_run_with_no_case_to_run_is_undecided_and_says_why() -> None:
 
 
 @pytest.mark.clause("AUD-4")
-@pytest.mark.parametrize("mode", ["drop", "refuse"])
-def test_a_status_read_that_shows_too_little_fails_the_scope_case(mode: str) -> None:
-    """AUD-4 is exact: a status read that leaves out one of the caller's own records, or refuses a
-    member's read outright, fails ``status-scope`` though it leaks nothing (an outside review
-    weakened the judge to a subset check, and to any definite refusal, and nothing failed)."""
+@pytest.mark.parametrize(
+    ("mode", "first"),
+    [("drop", "m0"), ("refuse", "m0"), ("indefinite", "stranger")],
+    ids=["drop", "refuse", "indefinite"],
+)
+def test_a_status_read_that_shows_too_little_fails_the_scope_case(mode: str, first: str) -> None:
+    """AUD-4 is exact: a status read that leaves out one of the caller's own records, refuses a
+    member's read outright, or refuses a stranger without saying it changed nothing, fails
+    ``status-scope`` though it leaks nothing (outside reviews weakened the judge to a subset check,
+    to any definite refusal, and to any refusal of a stranger, and nothing failed)."""
     cases, result = suite(f"{NARROW_STATUS} {mode}", sections=("bad input",), clauses=("AUD-4",))
     verdicts = {c.id: c.verdict for c in cases}
     assert verdicts["status-scope"] == "FAILED" and "AUD-4" in result["failed_clauses"], verdicts
     case = next(c for c in cases if c.id == "status-scope")
-    assert case.message.startswith("m0 asking for everything"), case.message
+    assert case.message.startswith(f"{first} asking for everything"), case.message

@@ -163,10 +163,14 @@ def test_a_job_record_and_every_job_refusal_word_for_word(team: Team) -> None:
     )
     h.jobs.exited("job-1", 0)
     assert says(team, lambda: h.jobs.exited("job-1", 1), r.JobRefused) == "job job-1: it already ended as succeeded"
+    h.claim("m1", "t1")
     team.drain("m1", "sd-1")
+    assert h.member("m1")["current_task_id"] == "t1"  # the drain has begun; its pass has not released t1
     assert says(team, lambda: h.jobs.start("m1", "job-2", "index"), r.JobRefused) == (
         "job job-2: m1 is draining; only a running member starts jobs"
     )
+    # MEM-3, XPR-2: a draining member starts nothing, whether it still holds its task or not
+    assert [j["job_id"] for j in h.snapshot()["job"]] == ["job-1"]
 
 
 class _AlwaysLost(r.FaultPlan):

@@ -148,3 +148,16 @@ def test_arguments_that_are_not_an_object_are_refused_typed(arguments: object) -
         tool.digest(arguments)  # type: ignore[arg-type]
     assert str(caught.value).startswith("the arguments of deploy must be a JSON object (a dict), not ")
     assert caught.value.definite
+
+
+@pytest.mark.clause("AUD-3", "INV-10")
+def test_the_team_log_redacts_what_any_caller_appends(storage: r.Storage) -> None:
+    """The team log redacts every summary it stores, not only the protocol's own (those are redacted
+    before they reach it): ``Harness.audit``, open to any runtime code, appends a summary holding
+    every secret of the corpus, and no secret is stored while the entry and its chain remain (an
+    outside review dropped the log's own redaction, and nothing failed)."""
+    team = team_with(storage, r.IdempotentTool())
+    team.harness.audit("test/audit", "m0", "note", "subject-1", ALL_SECRETS)
+    entries = team.harness.snapshot()["audit_entry"]
+    assert [e["subject_id"] for e in entries][-1] == "subject-1" and entries[-1]["summary"] != ALL_SECRETS
+    no_secret(team)

@@ -1,7 +1,8 @@
 """The reference driver behind a proxy (the fixture drivers' one loop): each request line goes to
 a child ``python -m reference.driver`` unchanged, and each reply line comes back as ``answer``
 makes it from the request's ``type`` (None for a line that is not a JSON object with one), the
-reply and the reply's line. The proxy exits with the child (an armed crash ends both)."""
+reply and the reply's line (the request's line is :data:`request`, for a fixture that answers
+some callers only). The proxy exits with the child (an armed crash ends both)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
+request = ""
+"""The line of the request being answered."""
 
 
 def kind_of(line: str) -> str | None:
@@ -34,8 +37,9 @@ def serve(answer: Callable[[str | None, dict[str, Any], str], str]) -> int:
         bufsize=1,
     )
     assert child.stdin is not None and child.stdout is not None
+    global request
     for line in sys.stdin:
-        kind = kind_of(line)
+        kind, request = kind_of(line), line
         child.stdin.write(line if line.endswith("\n") else line + "\n")
         child.stdin.flush()
         reply_line = child.stdout.readline()
