@@ -96,11 +96,19 @@ def _expected(event: dict[str, Any], slots: dict[str, int], members: dict[str, i
     return (event["event"], slot, requester)
 
 
-def _matches(shown: list[tuple[str, int, int]], want: tuple[str, int, int]) -> bool:
-    if len(shown) != 1:
-        return False
-    name, slot, requester = shown[0]
-    return (name, slot) == want[:2] and (want[2] == -1 or requester == want[2])
+Shown = tuple[tuple[str, int, int], ...]
+
+
+def _rest(shown: Shown, want: tuple[str, int, int]) -> Shown | None:
+    """What ``shown`` leaves to explain once one of its events is the event ``want``, or None.
+
+    One transition may show several events (the monitor expires every overdue approval in one
+    pass); a log writes them one by one, in the order its implementation wrote them, at one time.
+    """
+    for index, (name, slot, requester) in enumerate(shown):
+        if (name, slot) == want[:2] and (want[2] == -1 or requester == want[2]):
+            return shown[:index] + shown[index + 1 :]
+    return None
 
 
 def _closure(model: Model, states: set[State], until: int) -> set[State]:
@@ -136,10 +144,13 @@ def validate(header: dict[str, Any], events: list[dict[str, Any]]) -> dict[str, 
     members = {name: m for m, name in enumerate(header["members"])}
     slots: dict[str, int] = {}
     requesters: dict[str, str] = {}
-    states = {model.initial()}
+    # each state the log so far could have led to, with the events of its last transition the log
+    # has yet to show (none: the next transition may be taken)
+    states: set[tuple[State, Shown]] = {(model.initial(), ())}
     for number, event in enumerate(events, start=1):
         want = _expected(event, slots, members)
-        before = _closure(model, states, int(event["at"]))
+        at = int(event["at"])
+        before = _closure(model, {state for state, owed in states if not owed}, at)
         if want is None:
             return _unexplained(number, event, before, f"unknown event {event['event']!r}", config)
         if event["event"] == "approval.requested":
@@ -152,12 +163,17 @@ def validate(header: dict[str, Any], events: list[dict[str, Any]]) -> dict[str, 
         if actor is not None and event.get("actor") != actor:
             why = f"event {number} is by {event.get('actor')!r}; only {actor!r} does {event['event']}"
             return _unexplained(number, event, before, why, config)
+        assert want is not None
         states = {
-            after
+            (state, rest)
+            for state, owed in states
+            if owed and state.clock == at and (rest := _rest(owed, want)) is not None
+        } | {
+            (after, rest)
             for state in before
-            if state.clock == int(event["at"])
+            if state.clock == at
             for after, shown in _moves(model, state)
-            if _matches(shown, want)
+            if (rest := _rest(tuple(shown), want)) is not None
         }
         if not states:
             return _unexplained(number, event, before, f"no model behaviour explains event {number}", config)

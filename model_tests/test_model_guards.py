@@ -69,3 +69,23 @@ def test_a_guard_weakened_into_disabling_behaviour_is_judged_by_the_edges_it_los
     judged = tool.judge(tree, (("tiny",),), 60.0, healthy["coverage"])
     assert judged["verdict"] == "uncovered"
     assert "edge operation_approval requested approved" in judged["found"], judged["found"]
+
+
+def test_the_command_reports_each_verdict_in_json() -> None:
+    """The command end to end, on one configuration: the healthy model first, then each guard named
+    (a violation ends that guard's search early: its result carries no coverage of its own)."""
+    import json
+    import subprocess
+
+    tool = _tool()
+    released = next(g for g in tool.guards() if g.source == "member.released")
+    claimed = next(g for g in tool.guards() if g.source == 'task.status == "claimed"' and g.file.endswith("_model.py"))
+    done = subprocess.run(
+        [sys.executable, "scripts/model_guards.py", "--only", released.id, claimed.id, "--config", "fencing", "--json"],
+        cwd=ROOT, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    verdicts = {r["guard"]: r["verdict"] for r in report["results"]}
+    assert verdicts == {released.id: "violation", claimed.id: "uncovered"}, verdicts
+    assert report["counts"] == {"violation": 1, "uncovered": 1} and report["score"] == 1.0

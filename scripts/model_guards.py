@@ -248,7 +248,7 @@ def main() -> int:
                 verdict = judge(tree, configs, args.max_seconds, healthy["coverage"])
             finally:
                 path.write_text(text, encoding="utf-8")
-            verdict.pop("coverage")
+            verdict.pop("coverage", None)
             results.append({"guard": guard.id, **asdict(guard), **verdict})
             print(
                 f"[{number}/{len(chosen)}] {guard.id} {verdict['verdict']} ({verdict['seconds']:.0f} s)",

@@ -280,7 +280,9 @@ def requests_final_by_deadline(snap: Snapshot) -> list[str]:
 
     Clauses: SHD-6, PLN-5, APR-5. A draining shutdown held by a non-interruptible job must be
     ``timed_out``, never silently stuck. Plan executions are outcomes, not requests: that a timed-out
-    run fails and rolls back is PLN-9, checked by the explorer's liveness check.
+    run fails and rolls back is PLN-9, checked by the explorer's liveness check. A request's message
+    still unread is expired by the same pass (SHD-6), unless a drain began under it (its reader
+    records the delivery).
     """
     now = snap["clock"]
     problems = []
@@ -293,6 +295,23 @@ def requests_final_by_deadline(snap: Snapshot) -> list[str]:
                 problems.append(
                     f"{record_key(kind, record)}: still {record['status']} at {now}, deadline was {record['deadline']}"
                 )
+    requests = {kind: _index(snap[kind], "protocol_id") for kind in _DEADLINED}
+    for entry in snap["message"]:
+        message = entry["message"]
+        section = safety.REQUEST_MESSAGES.get(message["message_type"], "")
+        pending = section in requests and entry["status"] == "pending"
+        # the request's own message, under its stable id (a second copy is MSG-4's to judge)
+        pending = pending and message["message_id"] == ids.message_id(message["correlation_id"], "request")
+        request = requests[section].get(message["correlation_id"]) if pending else None
+        if request is None or request["status"] == "draft":
+            continue  # a plan's request message goes out before its record is pending (MSG-6, PLN-1)
+        if section == "shutdown_request" and request["status"] in safety.DRAIN_BEGUN:
+            continue
+        if request["deadline"] < now - 1:
+            problems.append(
+                f"message/{message['message_id']}: the {message['message_type']} still pending unread at {now}, "
+                f"its request's deadline was {request['deadline']}"
+            )
     return problems
 
 
@@ -615,7 +634,7 @@ INVARIANTS: tuple[Invariant, ...] = (
         "state",
         False,
         requests_final_by_deadline,
-        ("clock", _APPROVALS, _PLANS, _SHUTDOWNS),
+        ("clock", _APPROVALS, _PLANS, _SHUTDOWNS, "message"),
     ),
     # ---- issue 19: the safety clauses no INV-* names (spec.safety; spec.clause_checks maps them)
     Invariant(

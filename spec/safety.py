@@ -60,7 +60,7 @@ def expiry_only_after_deadline(before: Snapshot, after: Snapshot) -> list[str]:
     return problems + _request_messages_expire_late(before, after)
 
 
-_REQUEST_MESSAGES = {
+REQUEST_MESSAGES = {
     "approval_request": "operation_approval",
     "plan_request": "plan_approval",
     "shutdown_request": "shutdown_request",
@@ -78,7 +78,7 @@ def _request_messages_expire_late(before: Snapshot, after: Snapshot) -> list[str
     problems = []
     for record in after["message"]:
         message = record["message"]
-        kind = _REQUEST_MESSAGES.get(message["message_type"])
+        kind = REQUEST_MESSAGES.get(message["message_type"])
         if kind is None or record["status"] != "expired" or was.get(message["message_id"]) == "expired":
             continue
         request = _by(after[kind], "protocol_id").get(message["correlation_id"])

@@ -225,14 +225,14 @@ def test_a_decision_after_the_deadline_is_named_whatever_came_before(
 
 
 @pytest.mark.clause("MSG-1", "APR-5", "PLN-5", "SHD-6")
-@pytest.mark.parametrize(("message_type", "section"), list(safety._REQUEST_MESSAGES.items()))
+@pytest.mark.parametrize(("message_type", "section"), list(safety.REQUEST_MESSAGES.items()))
 @pytest.mark.parametrize(("now", "named"), [(9.0, True), (10.0, True), (10.5, False)])
 def test_a_request_message_expired_while_its_request_can_be_decided_is_named(
     message_type: str, section: str, now: float, named: bool
 ) -> None:
     """A request's message expiring at or before its request's deadline (10) is named: the request
     can still be decided, so its message must still be deliverable (MSG-1)."""
-    assert set(safety._REQUEST_MESSAGES) == {"approval_request", "plan_request", "shutdown_request"}
+    assert set(safety.REQUEST_MESSAGES) == {"approval_request", "plan_request", "shutdown_request"}
     empty: dict[str, Any] = {kind: [] for kind in ("operation_approval", "plan_approval", "shutdown_request")}
     request = {"protocol_id": "p1", "status": "requested", "deadline": 10.0}
     envelope = {"message_id": "x1", "message_type": message_type, "correlation_id": "p1"}

@@ -227,3 +227,34 @@ def test_an_event_about_another_approval_is_refused_naming_the_event(case: str) 
     edited = [*requests, *events[:-1], {**events[-1], "subject": "B"}]
     verdict = validate(HEADER, edited)
     assert not verdict["ok"] and verdict["index"] == len(edited), verdict
+
+
+@pytest.mark.clause("SHD-6", "INV-12", "AUD-5")
+@pytest.mark.parametrize("order", ["AB", "BA"])
+def test_approvals_expired_by_one_monitor_pass_validate_in_either_order(order: str) -> None:
+    """One monitor pass expires every overdue approval (one transition of the model), and the log
+    writes one event each, in the order its implementation wrote them: both orders validate, and a
+    third expiry in the same pass, of an approval not yet overdue, does not. (The validator took
+    only transitions that show one event, and refused a healthy log of two requests expiring
+    together.)"""
+    requests = [_about(s, "requested", m, 0.0, ttl_seconds=1) for s, m in (("A", "m0"), ("B", "m1"))]
+    expired = [_about(s, "expired", "monitor", 2.0) for s in order]
+    assert validate(HEADER, [*requests, *expired]) == {"ok": True, "events": 4}
+    late = [*requests, _about("C", "requested", "m0", 1.0, ttl_seconds=1), *expired]
+    verdict = validate(HEADER, [*late, _about("C", "expired", "monitor", 2.0)])
+    assert not verdict["ok"] and verdict["index"] == 6, verdict
+
+
+@pytest.mark.clause("APR-1", "APR-3", "AUD-5")
+def test_a_request_by_a_member_that_holds_no_task_is_refused() -> None:
+    """Who requested is part of the match: with one task, only its holder requests; a second
+    member's request is no behaviour, though the first member could make it (an outside review
+    stopped comparing the requester, and every log above passed)."""
+    header = {**HEADER, "tasks": ["t0"]}
+    log = [
+        _about("A", "requested", "m0", 0.0, ttl_seconds=1),
+        _about("B", "requested", "m1", 0.0, ttl_seconds=1),
+    ]
+    verdict = validate(header, log)
+    assert not verdict["ok"] and verdict["index"] == 2, verdict
+    assert validate(header, [log[0], {**log[1], "actor": "m0"}]) == {"ok": True, "events": 2}

@@ -350,3 +350,22 @@ def test_another_members_release_of_the_task_is_not_this_drains(team: Team) -> N
     assert lead.member("m0")["current_task_id"] == "t0"
     lead.members.inspect("m0")
     assert _ended_with(lead, pid) == ("completed", None, [None])
+
+
+@pytest.mark.clause("REC-2", "SHD-10")
+def test_a_lapse_cut_short_owes_a_notice_naming_only_its_own_members_tasks(team: Team) -> None:
+    """§5 "member unhealthy: owe member_lost": m1 lapsed whole (its t1 flagged), then m0's lapse
+    died after flagging t0; the notice reconciliation owes for m0 names t0 alone, as the whole
+    lapse's would (an outside review listed every member's flagged tasks in it)."""
+    h = team.harness
+    h.members.lapse("m1")
+    h.storage.faults.crash_after.add("member.lapse/task")
+    with pytest.raises(r.Crash):
+        h.members.lapse("m0")
+    team = reconciled(team)
+    bodies = {
+        m["message"]["body"]["member_id"]: m["message"]["body"]["flagged_task_ids"]
+        for m in team.harness.snapshot()["outbox_entry"]
+        if m["message"]["message_type"] == "member_lost"
+    }
+    assert bodies == {"m0": ["t0"], "m1": ["t1"]}, bodies

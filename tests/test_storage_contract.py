@@ -103,6 +103,22 @@ def test_corrupt_rows_are_reported_by_table_and_key_never_skipped(storage: Stora
 
 
 @pytest.mark.clause("STO-3")
+def test_a_valid_row_of_one_table_is_corrupt_in_another(storage: Storage) -> None:
+    """Validity is of a row in its table: a member's row, read back valid (and so remembered as
+    validated), copied as the text of a task is a corrupt task, named by table and key (an outside
+    review remembered validated rows by their text alone, and read a member's row as a task)."""
+    import json
+
+    storage.insert("test/insert", "member", "m1", _member("m1"))
+    storage.insert("test/insert", "task", "t1", TASK)
+    text = json.dumps(storage.read("member", "m1").doc, sort_keys=True)
+    storage.corrupt("task", "t1", text)  # type: ignore[attr-defined]
+    with pytest.raises(CorruptRecord) as caught:
+        storage.read("task", "t1")
+    assert (caught.value.table, caught.value.key) == ("task", "t1")
+
+
+@pytest.mark.clause("STO-3")
 def test_invalid_documents_are_never_written(storage: Storage) -> None:
     import spec
 

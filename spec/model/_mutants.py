@@ -359,6 +359,13 @@ MUTANTS: dict[str, Mutant] = {
             "every plan decision records the Lead's approval, a rejection or a request for revision too",
         ),
         Mutant(
+            "monitor_keeps_unread_shutdown_requests",
+            "SHD-6",
+            "INV-12",
+            "monitor",
+            "the monitor never expires a shutdown request's unread message, a drain begun under it or not",
+        ),
+        Mutant(
             "inspect_treats_draining_as_lost",
             "SHD-7",
             "task_flagged_only_for_its_lost_owner",
@@ -407,6 +414,7 @@ MUTANTS: dict[str, Mutant] = {
             "deadline_boundaries_reached",
             "tiny",
             "the monitor expires a request's unread message a tick after its request's deadline passed, not at once",
+            also=("requests_final_by_deadline",),  # INV-12: the message is still unread a pass after its deadline
         ),
         Mutant(
             "timeout_recorded_as_expired",

@@ -856,7 +856,8 @@ def monitor_pass(model: Model, s: State) -> State:
         early = 1 if model.broken("request_message_expires_at_deadline") else 0  # at the deadline itself
         late = 1 if model.broken("request_message_expires_late") else 0  # a tick after the first instant
         deadline = _request_deadline(s, kind, ref)
-        if kind == "shutdown_request" and drain_began(s.shutdowns[ref].status):
+        kept = model.broken("monitor_keeps_unread_shutdown_requests")  # as if every drain had begun
+        if kind == "shutdown_request" and (drain_began(s.shutdowns[ref].status) or kept):
             # SHD-2, MSG-1: a drain began under this request, so its delivery is under way (or was cut
             # short by a crash, and the bus delivers it again): its reader records the result
             deadline = deadline if model.broken("monitor_expires_begun_drain_message") else NEVER
