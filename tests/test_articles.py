@@ -101,18 +101,23 @@ def test_a_field_without_a_default_is_still_refused(message: dict[str, Any]) -> 
         assert caught.value.path == "$." + ".".join(path) and caught.value.definite, caught.value
 
 
+def refused_as_answering_nothing(h: r.Harness, decision: dict[str, Any]) -> None:
+    """A decision that answers no request the team knows has no sender to default to: refused,
+    naming ``$.sender``, and nothing changed."""
+    before = h.snapshot()
+    with pytest.raises(spec.SchemaError) as caught:
+        h.receive(decision)
+    assert caught.value.path == "$.sender" and "no plan_request" in caught.value.reason
+    assert h.snapshot() == before
+
+
 @pytest.mark.clause("MSG-1", "MSG-2", "PLN-2")
 def test_the_reference_receives_them_in_its_own_layout() -> None:
     """The reference's receiver fills the defaults (one function, spec.with_defaults): the bus
     holds both messages with every field, the decision answering the request; a decision that
     answers no request it knows has no sender to default to and is refused, changing nothing."""
     h = harness()
-    lone = harness()
-    before = lone.snapshot()
-    with pytest.raises(spec.SchemaError) as caught:
-        lone.receive(DECISION)
-    assert caught.value.path == "$.sender" and "no plan_request" in caught.value.reason
-    assert lone.snapshot() == before
+    refused_as_answering_nothing(harness(), DECISION)
     h.receive(REQUEST)
     h.receive(DECISION)
     stored = {m["message"]["message_type"]: m["message"] for m in h.snapshot()["message"]}
@@ -140,12 +145,7 @@ def test_a_reply_is_matched_to_its_own_request_by_correlation_id() -> None:
     other = copy.deepcopy(REQUEST)
     other["message_id"], other["correlation_id"] = "other-request", "other-plan"
     h.receive(other)
-    stray = {**copy.deepcopy(DECISION), "correlation_id": "no-such-plan"}
-    before = h.snapshot()
-    with pytest.raises(spec.SchemaError) as caught:
-        h.receive(stray)
-    assert caught.value.path == "$.sender" and "no plan_request" in caught.value.reason
-    assert h.snapshot() == before
+    refused_as_answering_nothing(h, {**copy.deepcopy(DECISION), "correlation_id": "no-such-plan"})
     h.receive(REQUEST)
     h.receive(DECISION)
     h.receive({**copy.deepcopy(DECISION), "message_id": "other-decision", "correlation_id": "other-plan"})
