@@ -236,7 +236,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="model-guards-") as folder:
         tree = _copy(ROOT, Path(folder))
         healthy = judge(tree, configs, args.max_seconds)
-        if healthy["verdict"] != "nothing" and healthy["verdict"] != "drift":
+        if healthy["verdict"] not in ("nothing", "drift"):
             print(f"model_guards.py: the healthy model is not clean: {healthy['found']}", file=sys.stderr)
             return 1
         print(f"the healthy model: {healthy['seconds']:.0f} s, {_untaken(healthy['coverage'])}", file=sys.stderr)

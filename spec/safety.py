@@ -110,6 +110,22 @@ def _newly(before: list[Mapping[str, Any]], after: list[Mapping[str, Any]], fiel
             yield record
 
 
+def _new_work(before: Snapshot, after: Snapshot) -> Iterator[tuple[str, str, Any, str]]:
+    """The approvals requested, plans drafted and jobs started in a step: (record, member, task, what)."""
+    requested = {ap["protocol_id"] for ap in before["operation_approval"]}
+    for ap in after["operation_approval"]:
+        if ap["protocol_id"] not in requested:
+            yield f"operation_approval/{ap['protocol_id']}", ap["requester_id"], ap["task_id"], "requested"
+    drafted = {plan["protocol_id"] for plan in before["plan_approval"]}
+    for plan in after["plan_approval"]:
+        if plan["protocol_id"] not in drafted:
+            yield f"plan_approval/{plan['protocol_id']}", plan["requester_id"], plan["task_id"], "drafted"
+    old_jobs = {job["job_id"] for job in before["job"]}
+    for job in after["job"]:
+        if job["job_id"] not in old_jobs:
+            yield f"job/{job['job_id']}", job["owner_id"], job["task_id"], "started"
+
+
 def stopped_member_acts_not(before: Snapshot, after: Snapshot) -> list[str]:
     """XPR-2, MEM-3, SHD-3: a member that is not running consumes nothing: no approval, plan or job.
 
@@ -133,15 +149,11 @@ def stopped_member_acts_not(before: Snapshot, after: Snapshot) -> list[str]:
 
     for ap in _newly(before["operation_approval"], after["operation_approval"], "protocol_id", "consumed"):
         check(f"operation_approval/{ap['protocol_id']}", ap["requester_id"], "consumed")
-    requested = {ap["protocol_id"] for ap in before["operation_approval"]}
-    for ap in after["operation_approval"]:
-        if ap["protocol_id"] not in requested:
-            check(f"operation_approval/{ap['protocol_id']}", ap["requester_id"], "requested")
+    for record, member_id, _, what in _new_work(before, after):
+        check(record, member_id, what)
     drafted = {plan["protocol_id"]: plan["status"] for plan in before["plan_approval"]}
     for plan in after["plan_approval"]:
-        if plan["protocol_id"] not in drafted:
-            check(f"plan_approval/{plan['protocol_id']}", plan["requester_id"], "drafted")
-        elif drafted[plan["protocol_id"]] == "draft" and plan["status"] == "pending":
+        if drafted.get(plan["protocol_id"]) == "draft" and plan["status"] == "pending":
             check(f"plan_approval/{plan['protocol_id']}", plan["requester_id"], "submitted")
     plans = _by(after["plan_approval"], "protocol_id")
     started = {run["plan_id"] for run in before["plan_execution"]}
@@ -158,10 +170,6 @@ def stopped_member_acts_not(before: Snapshot, after: Snapshot) -> list[str]:
             check(f"plan_execution/{run['plan_id']}", requester, f"step {run['executed_step_ids'][-1]} run")
         if run["status"] == "completed" and old["status"] != "completed":
             check(f"plan_execution/{run['plan_id']}", requester, "completed")
-    old_jobs = {job["job_id"] for job in before["job"]}
-    for job in after["job"]:
-        if job["job_id"] not in old_jobs:
-            check(f"job/{job['job_id']}", job["owner_id"], "started")
     held = _by(before["task"], "task_id")
     for task in after["task"]:
         old = held.get(task["task_id"])
@@ -197,18 +205,8 @@ def work_binds_a_held_task(before: Snapshot, after: Snapshot) -> list[str]:
                 how += f" under incarnation {task['owner_incarnation']}, member at {member['incarnation']}"
             problems.append(f"{record}: {what} by {member_id} for task {task_id}, which it does not hold ({how})")
 
-    requested = {ap["protocol_id"] for ap in before["operation_approval"]}
-    for ap in after["operation_approval"]:
-        if ap["protocol_id"] not in requested:
-            check(f"operation_approval/{ap['protocol_id']}", ap["requester_id"], ap["task_id"], "requested")
-    drafted = {plan["protocol_id"] for plan in before["plan_approval"]}
-    for plan in after["plan_approval"]:
-        if plan["protocol_id"] not in drafted:
-            check(f"plan_approval/{plan['protocol_id']}", plan["requester_id"], plan["task_id"], "drafted")
-    old_jobs = {job["job_id"] for job in before["job"]}
-    for job in after["job"]:
-        if job["job_id"] not in old_jobs:
-            check(f"job/{job['job_id']}", job["owner_id"], job["task_id"], "started")
+    for record, member_id, task_id, what in _new_work(before, after):
+        check(record, member_id, task_id, what)
     return problems
 
 
