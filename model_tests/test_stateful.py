@@ -143,19 +143,22 @@ OPERATIONS = {
     "stale_context": "stale_context_slot",
 }
 """The approval test's operations (the names its rules had) → the method that runs each."""
-WEIGHTS = {"tick": 5, "change_profile": 2, "retry": 3}
-"""Each operation is drawn with weight 10, these less often: a tick half as often, a profile change
-a fifth as often (as the rules' ``skip`` draws made them before, without the empty steps), a retry
-(the same call again, enabled as long as a request is open) about a third as often."""
-NAMES = tuple(name for name in OPERATIONS for _ in range(WEIGHTS.get(name, 10)))
-PICK = st.integers(0, len(NAMES) - 1)
-SLOTS = st.integers(0, CONFIG.approvals - 1)
+WEIGHTS = {"tick": 3, "change_profile": 1, "retry": 2}
+"""Each operation is drawn with weight 6, these less often: a tick half as often, a profile change
+a sixth as often (as the rules' ``skip`` draws made them before, without the empty steps), a retry
+(the same call again, enabled as long as a request is open) a third as often."""
+NAMES = tuple(name for name in OPERATIONS for _ in range(WEIGHTS.get(name, 6)))
+PICK = st.integers(0, len(NAMES) * CONFIG.approvals - 1)
+"""The operation and its slot in one draw (``divmod`` by the slots): a draw fewer a step than
+two (issue 18 item 9), and still uniform (at most ``UNIFORM`` choices); shrinking goes toward the
+first operation in the first slot."""
 MEMBERS = (0, 1)
 TWISTS = (None, None, None, "late", "changed", "other_member", "new_profile", "no_tool")
 ONE_IN_FIVE = (False, False, False, False, True)
 UNIFORM = 256
 """How many choices one ``sampled_from`` draws uniformly (``hypothesis.internal.conjecture.providers.
 INTEGERS_DISTRIBUTION``: uniform over ``[-256, 256]``, then a heavy tail ever less likely)."""
+assert len(NAMES) * CONFIG.approvals <= UNIFORM, "PICK would no longer draw uniformly"
 
 
 def _crashes(operation: str) -> tuple[str | None, ...]:
@@ -537,13 +540,14 @@ class ApprovalComparison(RuleBasedStateMachine):
     # ---- the one rule: an operation the model's state enables (issue 18 item 9a) --------------
     def draw_operation(self, draw: Any) -> Operation:
         """An operation the model's state enables (``_menu``) and this example's swarm keeps, and
-        its arguments: a draw for the operation, one for its slot if it takes one, one (two for a
-        consume) for the others; none refused by a precondition."""
+        its arguments: a draw for the operation and its slot, one (two for a consume) for the others;
+        none refused by a precondition."""
         if self.swarm is None:
             self.swarm = _swarm(draw)
         menu = _menu(tuple(ap.status for ap in self.state.approvals), self.state.monitor_done)
-        name = _names(tuple(name for name in menu if name not in self.swarm) or tuple(menu))[draw(PICK)]
-        slot = (("slot", self._slot(draw(SLOTS), menu[name])),) if menu[name] else ()
+        pick, drawn_slot = divmod(draw(PICK), CONFIG.approvals)
+        name = _names(tuple(name for name in menu if name not in self.swarm) or tuple(menu))[pick]
+        slot = (("slot", self._slot(drawn_slot, menu[name])),) if menu[name] else ()
         return Operation(name, slot + tuple(argument for group in ARGUMENTS[name] for argument in draw(group)))
 
     @staticmethod
