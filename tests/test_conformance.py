@@ -356,6 +356,11 @@ TRIPPED = [
         {"sections": ("random programs",)},
         {"random-000": "after the refused approval.consume: the snapshot does not abstract to the model's state"},
     ),
+    (
+        "status-writes",
+        {"sections": ("bad input",), "clauses": ("AUD-4",)},
+        {"status-scope": "the snapshot changed: a status read must change nothing"},
+    ),
 ]
 """Each mode of the altered driver, the options that meet it, and the cases it must fail, by a
 part of what they say: one per branch of the random programs' and the bad-input judges that
@@ -363,7 +368,7 @@ nothing else trips (the sample, the reference's mutants, the partial-write and i
 trip the others)."""
 
 
-@pytest.mark.clause("REC-2", "AUD-5", "APR-4", "MSG-4", "INV-6", "STO-2", "PLN-4", "MSG-5")
+@pytest.mark.clause("REC-2", "AUD-5", "APR-4", "MSG-4", "INV-6", "STO-2", "PLN-4", "MSG-5", "AUD-4")
 @pytest.mark.parametrize(("mode", "options", "failed"), TRIPPED, ids=[t[0] for t in TRIPPED])
 def test_each_branch_of_the_judges_fails_the_driver_that_trips_it(
     mode: str, options: dict[str, object], failed: dict[str, str], monkeypatch: pytest.MonkeyPatch
@@ -375,7 +380,8 @@ def test_each_branch_of_the_judges_fails_the_driver_that_trips_it(
     does not crash, a deviation that leaves the execution running, a death on the first tick, the
     wrong refusal codes, a redelivery answered anew, a refusal that changed the state — an outside
     review stopped judging the snapshot after a refusal, and the partial-write fixture's change is
-    one the abstraction ignores) fails exactly the cases named, each with the
+    one the abstraction ignores —, a status read that changed the state: outside review 39 stopped
+    comparing the snapshots around the status reads) fails exactly the cases named, each with the
     message of the branch it trips; ``test_the_reference_passes_what_the_altered_driver_fails``
     runs the same cases on the reference."""
     kills = counted_kills(monkeypatch)
@@ -391,7 +397,7 @@ def test_the_reference_passes_what_the_altered_driver_fails(monkeypatch: pytest.
     """The cases of ``TRIPPED`` (seed 0's first program; the bad input of the clauses named), on
     the plain reference: every one passes, and no SIGKILL is drawn."""
     kills = counted_kills(monkeypatch)
-    clauses = ("MSG-4", "REC-1", "PLN-4", "APR-4", "MSG-5")
+    clauses = ("MSG-4", "REC-1", "PLN-4", "APR-4", "MSG-5", "AUD-4")
     cases, result = suite(REFERENCE, **ONE_PROGRAM, clauses=clauses, sections=("bad input", "random programs"))
     assert {k for _, _, failed in TRIPPED for k in failed} <= {c.id for c in cases}
     assert {c.verdict for c in cases} == {"OK"} and result["exit"] == 0 and kills == []

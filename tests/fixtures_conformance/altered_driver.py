@@ -31,7 +31,10 @@ argument) says:
     a redelivery's result is not the first one's;
 ``refusal-drifts``
     once an operation was refused, definite, every snapshot omits the team's last task record: the
-    refusal changed what the model decides, though it said it changed nothing.
+    refusal changed what the model decides, though it said it changed nothing;
+``status-writes``
+    once a status read (``protocol.status``) was answered, every snapshot omits the team's last
+    task record: a read that writes (AUD-4), each answer still exactly the caller's records.
 
 ``tests/test_conformance.py`` runs the suite against each mode (an outside review found that a
 judge could drop a branch and every test still passed).
@@ -59,6 +62,7 @@ MODES = (
     "wrong-code",
     "counted-delivery",
     "refusal-drifts",
+    "status-writes",
 )
 ONE_ID = "protocol-00000000000000aa"
 
@@ -67,7 +71,7 @@ def main(mode: str) -> int:
     if mode not in MODES:
         print(f"altered_driver.py: the mode is one of {', '.join(MODES)}", file=sys.stderr)
         return 2
-    seen = {"operations": 0, "deliveries": 0, "refusals": 0}
+    seen = {"operations": 0, "deliveries": 0, "refusals": 0, "reads": 0}
 
     def rewrite(line: str) -> str | None:
         request = request_of(line)
@@ -85,14 +89,17 @@ def main(mode: str) -> int:
     def answer(kind: str | None, reply: dict[str, Any], line: str) -> str:
         ok, result = reply.get("type") == "ok", reply.get("result")
         if kind == "init":
-            seen["operations"] = seen["deliveries"] = seen["refusals"] = 0  # a new process or data directory
+            seen.update(dict.fromkeys(seen, 0))  # a new process or data directory
+        elif ok and kind == "protocol.status":
+            seen["reads"] += 1
         elif ok and kind not in CONTROL:
             seen["operations"] += 1
         elif reply.get("type") == "error" and kind not in CONTROL:
             seen["refusals"] += 1
         snapshot = result.get("snapshot") if ok and kind == "snapshot" and isinstance(result, dict) else None
         if isinstance(snapshot, dict):
-            drifts = seen["operations"] if mode == "drift" else seen["refusals"] if mode == "refusal-drifts" else 0
+            counted = {"drift": "operations", "refusal-drifts": "refusals", "status-writes": "reads"}
+            drifts = seen[counted[mode]] if mode in counted else 0
             if drifts and snapshot.get("task"):
                 snapshot["task"] = snapshot["task"][:-1]
             elif mode == "unaudited":
