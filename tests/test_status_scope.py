@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 import reference as r
+from spec.ids import message_id
 
 ARGS = {"path": "srv/app"}
 PLAN = {
@@ -68,3 +69,28 @@ def test_status_shows_a_caller_only_its_own_records_whatever_it_asks_for(caller:
         expected = sorted(own) if wanted is None else [wanted] if wanted in own else []
         assert got == expected, f"{caller} asking for {wanted}"
     assert h.snapshot() == before
+
+
+@pytest.mark.clause("AUD-4", "PLN-7")
+def test_a_plans_status_carries_its_own_executions_status_through_its_life() -> None:
+    """A plan's view shows the status of the execution under the plan's own id: none before it
+    starts, ``running`` once started, ``completed`` once completed; the plan beside it that never
+    started still shows none (outside review 39 read the execution under the task's id: the tool
+    said None all along, and only the view before a start was tested)."""
+    h = world()
+    status, ctx = r.AGENT_TOOLS["team_protocol_status"], r.CallContext("m0", 1, "call-p", "t0")
+    pid = next(doc["protocol_id"] for doc in h.snapshot()["plan_approval"])
+    other = h.plans.draft(ctx, "plan-2", {**PLAN, "goal": "a second plan"})
+
+    def executions() -> dict[str, str | None]:
+        return {x["protocol_id"]: x["execution"] for x in status(h, ctx, {})["records"] if x["kind"] == "plan_approval"}
+
+    assert executions() == {pid: None, other: None}
+    h.plans.decide("lead", pid, "approved")
+    h.plans.deliver_decision("m0", message_id(pid, "decision-0"))
+    h.plans.start(ctx, pid)
+    assert executions() == {pid: "running", other: None}
+    h.plans.step(ctx, pid, PLAN["steps"][0])
+    h.plans.complete(ctx, pid)
+    assert executions() == {pid: "completed", other: None}
+    assert status(h, ctx, {"protocol_id": pid})["records"][0]["execution"] == "completed"
