@@ -91,6 +91,26 @@ def _deliver_twice(session: Session, pid: str) -> dict[str, Any]:
 
 BIG = {"target": "staging", "blob": "x" * (MAX_ARGUMENTS_BYTES + 1)}
 
+GHOST = {"member_id": "ghost"}
+"""A member id no team record names: an operation naming it is refused ``unknown_id`` (an outside
+review mapped the reference's unknown member to ``refused``, and no case named one)."""
+GHOST_JOB = {**GHOST, "job_id": "job-ghost", "command": "sleep 1", "cancellable": True}
+
+
+def _ghost(name: str, title: str, clause: str, group: str, request: dict[str, Any]) -> Bad:
+    """The case of ``request``, which names :data:`GHOST`: refused ``unknown_id``, nothing changed."""
+    return Bad(
+        f"unknown-member-{name}",
+        f"{title} of a member the team does not have",
+        (clause,),
+        ("unknown_id",),
+        lambda s, p: s.call(request),
+        (),
+        (request["type"],),
+        group,
+    )
+
+
 CASES: tuple[Bad, ...] = (
     Bad(
         "schema-missing-field",
@@ -202,6 +222,13 @@ CASES: tuple[Bad, ...] = (
         ("shutdown.begin_drain",),
         "shutdown",
     ),
+    _ghost("job", "a job started in the name", "MEM-4", "jobs", {**GHOST_JOB, "type": "job.start"}),
+    _ghost(
+        "suspend", "a unit of work suspended", "SHD-9", "tasks", {"type": "task.suspend", **GHOST, "unit_seconds": 1}
+    ),
+    _ghost("release", "a drain's release of the task", "SHD-3", "shutdown", {"type": "shutdown.release_task", **GHOST}),
+    _ghost("finish", "a drain finished", "SHD-5", "shutdown", {"type": "shutdown.finish", **GHOST}),
+    _ghost("retire", "the retirement", "MEM-2", "members", {"type": "member.retire", **GHOST}),
     Bad(
         "retract-after-delivery",
         "the Lead retracts m1's plan approval after its decision was delivered",

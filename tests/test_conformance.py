@@ -81,17 +81,19 @@ def test_the_reference_driver_conforms_on_the_plan_vectors() -> None:
     assert all(result["clauses"][f"PLN-{n}"] == "OK" for n in (1, 2, 3, 4, 5, 6, 7, 9, 10, 11))
 
 
-@pytest.mark.clause("SHD-1", "SHD-2", "MEM-1")
+@pytest.mark.clause("SHD-1", "SHD-2", "MEM-1", "SHD-3", "SHD-5", "SHD-9", "MEM-2", "MEM-4")
 def test_the_reference_refuses_the_teams_bad_input() -> None:
     """The bad input of the team's operations (a member asking for a shutdown, a drain of an id
-    nobody made, a claim while draining) is refused with its typed error, changing nothing;
+    nobody made, a claim while draining, a job, suspension, release, finish or retirement of a
+    member the team does not have) is refused with its typed error, changing nothing;
     ``teamproto mutants`` runs this test for ``shutdown_by_anyone``."""
-    cases, result = suite(REFERENCE, sections=("bad input",), clauses=("SHD", "MEM-1"))
+    cases, result = suite(REFERENCE, sections=("bad input",), clauses=("SHD", "MEM"))
     assert {c.id for c in cases} == {
         "bad-forged-shutdown-requester",
         "bad-unknown-id-drain",
         "bad-claim-while-draining",
         "bad-deliver-expired",
+        *(f"bad-unknown-member-{name}" for name in ("job", "suspend", "release", "finish", "retire")),
     }
     assert result["exit"] == 0, [(c.id, c.message) for c in cases if c.verdict != "OK"]
 
