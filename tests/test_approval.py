@@ -280,3 +280,22 @@ def test_status_shows_only_records_the_caller_takes_part_in(team: Team) -> None:
     }
     cancel = r.AGENT_TOOLS["team_cancel_protocol"]
     refused(team, r.CancelRefused, lambda: cancel(team.harness, team.ctx(), {"protocol_id": pid}))
+
+
+@pytest.mark.clause("MSG-6", "MSG-4", "STO-2")
+@pytest.mark.parametrize("cut", ["approval.request/record", "approval.request/message"])
+def test_a_retry_after_a_cut_request_owes_its_message_before_any_reconciliation(team: Team, cut: str) -> None:
+    """The request cut after its record (a crash, or a storage error on the message's insert) and
+    its caller's retry, the same call, before any restart: the retry finds the record and posts
+    the request message it still owes — once, under its stable id (outside review 39 posted it
+    only from the call that created the record: the retry returned the id, and the approver was
+    never told until a restart reconciled)."""
+    h = team.harness
+    h.storage.faults.crash_after.add(cut)
+    with pytest.raises(r.Crash):
+        h.approvals.request(team.ctx(), "deploy", ARGS)
+    h.storage.faults.crash_after.clear()
+    pid = h.approvals.request(team.ctx(), "deploy", ARGS)
+    sent = [m["message"] for m in h.snapshot()["message"] if m["message"]["correlation_id"] == pid]
+    assert [(m["message_type"], m["message_id"]) for m in sent] == [("approval_request", message_id(pid, "request"))]
+    assert h.read("operation_approval", pid).doc["status"] == "requested"
