@@ -175,6 +175,8 @@ def test_a_timeout_never_approves_and_an_expired_id_is_never_tried_again(team: T
 
 @pytest.mark.clause("PLN-8")
 def test_a_rejected_plan_is_never_retried_and_a_revision_is_a_new_record_in_its_lineage() -> None:
+    """A revision counts its lineage from the record it supersedes: 1, 2, 3 (outside review 39 read
+    the number off the plan's body, and a revision of a revision was numbered 2 again)."""
     team = Team()
     rejected = team.pending("a")
     team.h.plans.decide("lead", rejected, "rejected", comment="too risky")
@@ -188,6 +190,10 @@ def test_a_rejected_plan_is_never_retried_and_a_revision_is_a_new_record_in_its_
     doc = team.plan_doc(revision)
     assert (doc["revision"], doc["supersedes"], doc["status"]) == (2, sent_back, "draft")
     assert revision != sent_back and team.plan_doc(sent_back)["status"] == "needs_revision"
+    team.h.plans.submit(team.ctx(), revision)  # sent back again: a revision of a revision is the third
+    team.h.plans.decide("lead", revision, "needs_revision", comment="smaller still")
+    third = team.h.plans.draft(team.ctx(), "b3", plan(*STEPS[:1]), supersedes=revision)
+    assert (team.plan_doc(third)["revision"], team.plan_doc(third)["supersedes"]) == (3, revision)
     decision = team.h.read("message", message_id(rejected, "decision-0"))
     assert decision is not None and decision.doc["message"]["body"]["comment"] == "too risky"  # PLN-2
 
