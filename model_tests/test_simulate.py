@@ -35,6 +35,8 @@ NARROW = {
     "reconcile_ignores_incarnation": "a drain finished, a restart, a second request drained, a crash, a restart",
     "release_while_cancel_requested": "a job asked to cancel, then the release before it exits, before any crash",
     "draining_member_runs_steps": "a drain that begins after the plan started and before its step, within the ttl",
+    "draining_member_completes_run": "a drain that begins after the plan's last step and before its completion, "
+    "within the ttl",
     "consume_ignores_incarnation": "an approval approved, its member drained, stopped and restarted, and the same "
     "task claimed again, all before the approval's deadline (11 steps)",
     "consume_ignores_profile_version": "the one profile change of tiny, its tool kept, between the approval and the "

@@ -483,6 +483,14 @@ MUTANTS: dict[str, Mutant] = {
             "between two steps",
         ),
         Mutant(
+            "draining_member_completes_run",
+            "XPR-2",
+            "stopped_member_acts_not",
+            "plan_drain",
+            "a requester that ran every step of its plan, then began to drain, completes the run instead of "
+            "stopping before it (the completion, no step, is the action)",
+        ),
+        Mutant(
             "restart_keeps_shutdown",
             "XPR-1",
             "draining_member_accepts_nothing",

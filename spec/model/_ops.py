@@ -611,6 +611,18 @@ def _plan(s: State, p: int, target: str, **changes: object) -> State:
     return replace(s, plans=put(s.plans, p, move("plan_approval", record, target, **changes)))
 
 
+def _complete(p: int) -> Operation:
+    """``plan.complete`` of plan ``p``: its execution completed, then its ``plan_completion`` owed
+    (PLN-10)."""
+    return (
+        A("plan.complete", slot=p),
+        [
+            ("plan.complete/execution", lambda x: _run(x, p, "completed")),
+            ("plan.complete/outbox", lambda x: owe(x, ("plan_completion", p, 0))),
+        ],
+    )
+
+
 def _run(s: State, p: int, target: str, **changes: object) -> State:
     return replace(s, runs=put(s.runs, p, move("plan_execution", s.runs[p], target, **changes)))
 
@@ -774,14 +786,15 @@ def _plan_run(model: Model, s: State, p: int) -> Iterator[Operation]:
 
             yield A("plan.step", slot=p), [("plan.step/execution", step)]
         else:
-            yield (
-                A("plan.complete", slot=p),
-                [
-                    ("plan.complete/execution", lambda x: _run(x, p, "completed")),
-                    ("plan.complete/outbox", lambda x: owe(x, ("plan_completion", p, 0))),
-                ],
-            )
+            yield _complete(p)
         yield A("plan.fail", slot=p), [("plan.fail/execution", lambda x: _run(x, p, "failed"))]
+    elif (
+        model.broken("draining_member_completes_run")
+        and run.status == "running"
+        and run.cursor >= model.config.plan_steps
+        and s.members[plan.requester].status == "draining"
+    ):
+        yield _complete(p)  # every step ran while the requester was running; it completes while draining
     if run.status == "failed":
         yield (
             A("plan.rollback", slot=p),
