@@ -19,7 +19,7 @@ import pytest
 
 from reference import Harness, ProcessesSurvive, SQLiteStorage, SystemClock, _lead
 from reference._lead import escalate, inspect_lost_member, member_processes, watch_lapses
-from reference._member_process import EXIT_CLEAN, FileTool, start_member
+from reference._member_process import EXIT_CLEAN, EXIT_STUCK, FileTool, start_member
 from reference._processes import JOB_ENV, SubprocessJobRunner, alive, find_processes, wait_until
 
 TIMEOUT = 15.0
@@ -266,6 +266,22 @@ def test_the_ladder_stops_at_the_recheck_when_the_drain_completes(lead: Lead) ->
     assert lead.h.task_row("m0-task").doc["status"] == "pending"
     assert lead.messages("member_lost") == [] and len(lead.messages("shutdown_ack")) == 1
     assert len(lead.messages("shutdown_notice")) == 1  # SIGTERM arrived during the drain
+
+
+@pytest.mark.clause("SHD-8", "SHD-4", "JOB-2")
+def test_a_signalled_member_waits_for_its_jobs_no_longer_than_it_was_told(lead: Lead) -> None:
+    """``--max-wait-seconds``: SIGTERM during a non-cancellable job the member may not signal; it
+    waits that long for the job to settle, then exits ``EXIT_STUCK`` with the job still running
+    and its task still held (outside review 41 parsed the flag and ignored it: the member waited
+    the job out and exited clean)."""
+    process = lead.member("m0", job_script("sleep 20", cancellable=False), max_wait_seconds=0.5)
+    lead.until("m0's job to run", lambda: lead.job_running("m0"))
+    started = time.monotonic()
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(timeout=TIMEOUT) == EXIT_STUCK, lead.logs()
+    assert time.monotonic() - started < 10  # well before the job's own end
+    assert lead.job("m0")["status"] == "running" and lead.job_processes(lead.job("m0")["job_id"])
+    assert lead.h.task_row("m0-task").doc["owner_id"] == "m0"
 
 
 def _status(lead: Lead, sid: str) -> str:

@@ -21,6 +21,7 @@ from reference._processes import (
     SubprocessJobRunner,
     alive,
     find_processes,
+    spawn,
     wait_until,
 )
 
@@ -227,3 +228,25 @@ def test_a_job_carries_its_runners_team_not_the_one_it_was_started_under(
         assert find_processes("another team", JOB_ENV, "j1") == []
     finally:
         jobs.close()
+
+
+@pytest.mark.clause("SHD-7")
+def test_an_exited_child_nobody_reaped_is_not_alive() -> None:
+    """A zombie has exited: ``alive`` says so before anyone reaps it, or the ladder and every
+    bounded wait on a child the Lead started would run to their timeouts (outside review 41
+    dropped the zombie check; only the tests' durations grew)."""
+    child = spawn(["sleep", "30"])
+    try:
+        assert alive(child.pid)
+        os.kill(child.pid, signal.SIGKILL)
+        assert wait_until(lambda: _state(child.pid) == "Z", 5), "the child never became a zombie"
+        assert not alive(child.pid)
+    finally:
+        child.kill()
+        child.wait(timeout=10)
+    assert not alive(child.pid)  # reaped
+
+
+def _state(pid: int) -> str:
+    with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+        return stat.read().rsplit(")", 1)[1].split()[0]
