@@ -15,6 +15,8 @@ from typing import Any
 from ._protocol import Message, reply_problem
 
 TIMEOUT = 20.0
+STOP_SECONDS = 5.0
+"""How long a driver has to exit after its input ends before :meth:`Implementation.stop` kills it."""
 
 
 class Crashed(Exception):
@@ -128,7 +130,7 @@ class Implementation:
             assert self.process.stdin is not None
             try:
                 self.process.stdin.close()
-                self.process.wait(timeout=5)
+                self.process.wait(timeout=STOP_SECONDS)
             except (OSError, subprocess.TimeoutExpired):
                 self.kill()
         self.process = None

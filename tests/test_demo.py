@@ -16,8 +16,8 @@ from tests.test_conformance_log import demo_log_validates
 TIMEOUT = 120
 
 
-def demo(*args: str, mutant: str = "") -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "TEAMPROTO_MUTANT": mutant}
+def demo(*args: str, mutant: str = "", tmp: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "TEAMPROTO_MUTANT": mutant, **({"TMPDIR": str(tmp)} if tmp is not None else {})}
     command = [sys.executable, "-m", "teamproto", "demo", *args]
     return subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT, env=env, check=False)
 
@@ -62,10 +62,12 @@ def test_the_demo_drains_acks_loses_a_member_and_keeps_every_invariant(tmp_path:
 
 
 @pytest.mark.clause("SHD-10")
-def test_the_demo_fails_when_a_clean_exit_owes_a_member_lost() -> None:
+def test_the_demo_fails_when_a_clean_exit_owes_a_member_lost(tmp_path: Path) -> None:
     """With a mutant that makes a finished drain owe member_lost, the demo exits 1 and says why:
-    its verdict can fail. Clause: SHD-10"""
-    result = demo("--json", mutant="clean_exit_member_lost")
+    its verdict can fail. Without ``--keep`` it leaves no folder behind, failed or not (an outside
+    review kept every temporary one). Clause: SHD-10"""
+    result = demo("--json", mutant="clean_exit_member_lost", tmp=tmp_path)
+    assert list(tmp_path.iterdir()) == [] and json.loads(result.stdout)["database"] is None
     assert result.returncode == 1, result.stdout + result.stderr
     report = json.loads(result.stdout)
     assert not report["ok"] and report["database"] is None

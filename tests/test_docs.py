@@ -69,6 +69,9 @@ def test_check_names_an_edited_a_missing_and_a_left_over_page(tmp_path: Path) ->
     (tmp_path / "reference" / "records" / "old.md").write_text("# gone\n", encoding="utf-8")
     stale = {p.relative_to(tmp_path).as_posix() for p in stale_pages(tmp_path)}
     assert stale == {"reference/machines/operation_approval.md", "reference/errors.md", "reference/records/old.md"}
+    changed = {p.relative_to(tmp_path).as_posix() for p in write_pages(tmp_path)}  # the repair
+    assert changed == stale and stale_pages(tmp_path) == []
+    assert not (tmp_path / "reference" / "records" / "old.md").exists()  # a left-over page is removed
 
 
 def test_every_machine_message_record_and_configuration_has_a_page() -> None:

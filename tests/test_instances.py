@@ -273,3 +273,21 @@ def test_a_forked_child_registers_its_own_start_time(tmp_path: Path) -> None:
             os._exit(code)
     _, status = os.waitpid(child, 0)
     assert os.waitstatus_to_exitcode(status) == 0, "the child registered its parent's start time"
+
+
+@pytest.mark.clause("REC-4")
+def test_closing_the_store_itself_closes_its_instance(store: r.Storage) -> None:
+    """``Storage.close()`` (not only ``Harness.close()``) marks its instance closed, as another
+    connection sees it: what it left in flight may be taken over at once, not only once its
+    process is gone (an outside review closed the SQLite connection alone, and every test closed
+    through the harness)."""
+    instance_id = store.open_instance()  # as a harness's first write does
+    other = second_view(store)
+    try:
+        seen = _instances.read(other, instance_id)
+        assert seen is not None and seen.status == "open" and _instances.alive(seen)
+        store.close()
+        seen = _instances.read(other, instance_id)
+        assert seen is not None and seen.status == "closed" and not _instances.alive(seen)
+    finally:
+        other.close()

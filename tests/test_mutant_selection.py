@@ -105,6 +105,21 @@ def test_a_test_that_fails_without_the_mutant_catches_nothing(monkeypatch: pytes
     assert _mutants_cli.check_baseline(rows, ROOT) == ["tests/t.py::test_good"] and not rows[1]["caught"]
 
 
+def test_a_baseline_that_fails_naming_no_test_trusts_no_verdict(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The unmutated run exits 2 (a collection error, an internal error) and names no failed test:
+    every caught row becomes a survivor, since none of its tests is known to pass without a mutant
+    (an outside review let such rows stay caught)."""
+    rows = [
+        {"mutant": "a", "caught": True, "test": "tests/t.py::test_one", "by": "x"},
+        {"mutant": "b", "caught": True, "test": "tests/t.py::test_two", "by": "y"},
+        {"mutant": "c", "caught": False, "test": "", "by": ""},
+    ]
+    error = "ERROR tests/t.py - ImportError: cannot import name 'gone'\nInterrupted: 1 error during collection"
+    fake_runs(monkeypatch, {"tests/t.py::test_one": (2, error)})
+    assert _mutants_cli.check_baseline(rows, ROOT) == ["tests/t.py::test_one", "tests/t.py::test_two"]
+    assert [row["caught"] for row in rows] == [False, False, False]
+
+
 def subprocess_environments(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, str]]:
     """Replace the subprocess itself: the environment of each run, in order."""
     seen: list[dict[str, str]] = []
