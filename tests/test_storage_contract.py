@@ -315,6 +315,7 @@ def test_every_read_of_the_storage_interface_is_held_to_the_corrupt_row_contract
         for name, value in vars(cls).items()
         if not name.startswith("_") and callable(value)
     }
+    public = {name for name in public if "__mutmut_" not in name}  # mutmut's copies (scripts/mutation.py)
     assert public == set(RECORD_READS) | OTHER_READS | NOT_READS
 
 
@@ -460,24 +461,28 @@ def test_a_file_stamped_under_any_other_schema_is_brought_to_this_one(
 
 @pytest.mark.clause("STO-3")
 def test_two_connections_opening_a_new_file_at_once_both_find_the_whole_schema(tmp_path: Path) -> None:
+    """A hundred and fifty times over, two threads open one new file at the same instant: both open, and the
+    file has the whole schema (one open in about thirteen was refused "database is locked" when
+    the switch to WAL did not wait for the other's lock: outside review 42 saw this test flake)."""
     import threading
 
     SQLiteStorage(tmp_path / "fresh.db").close()
-    path, barrier, errors = tmp_path / "team.db", threading.Barrier(2), []
+    for attempt in range(150):
+        path, barrier, errors = tmp_path / f"team-{attempt}.db", threading.Barrier(2), []
 
-    def open_it() -> None:
-        barrier.wait()
-        try:
-            SQLiteStorage(path).close()
-        except Exception as error:
-            errors.append(error)
+        def open_it(path: Path = path, barrier: threading.Barrier = barrier, errors: list[Exception] = errors) -> None:
+            barrier.wait()
+            try:
+                SQLiteStorage(path).close()
+            except Exception as error:
+                errors.append(error)
 
-    threads = [threading.Thread(target=open_it) for _ in range(2)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert errors == [] and _schema(path) == _schema(tmp_path / "fresh.db")
+        threads = [threading.Thread(target=open_it) for _ in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert errors == [] and _schema(path) == _schema(tmp_path / "fresh.db"), attempt
 
 
 @pytest.mark.clause("STO-3")
