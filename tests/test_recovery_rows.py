@@ -369,3 +369,17 @@ def test_a_lapse_cut_short_owes_a_notice_naming_only_its_own_members_tasks(team:
         if m["message"]["message_type"] == "member_lost"
     }
     assert bodies == {"m0": ["t0"], "m1": ["t1"]}, bodies
+
+
+@pytest.mark.clause("REC-2", "XPR-1")
+def test_a_claim_of_an_older_incarnation_is_never_given_to_the_member_now() -> None:
+    """Recovery's claim repair reads a claim as the member's only under its current incarnation:
+    a task still claimed by incarnation 1 is neither given to incarnation 2 nor kept as its task
+    (an outside review matched the owner's id alone)."""
+    from reference._recovery import _claim_repair
+
+    old = {"task_id": "t0", "owner_id": "m0", "owner_incarnation": 1, "status": "claimed"}
+    now = {"member_id": "m0", "incarnation": 2, "status": "running", "current_task_id": None}
+    assert _claim_repair(now, [old]) is None
+    assert _claim_repair({**now, "current_task_id": "t0"}, [old]) == (None,)
+    assert _claim_repair(now, [{**old, "owner_incarnation": 2}]) == ("t0",)

@@ -509,3 +509,13 @@ def test_every_format_at_its_minimum_length_is_redacted(fmt: Format) -> None:
             text, needle, at_end = _line(fmt, _fixed_token(fmt, extra), left, right)
             _check(fmt, text, needle, at_end)
             _check(fmt, {"args": [{"argv": [text]}]}, needle, at_end)
+
+
+@pytest.mark.clause("AUD-3", "INV-10")
+def test_a_secret_inside_a_tuple_of_a_tool_result_is_redacted_as_in_a_list() -> None:
+    """A Python tool may return tuples (a row, a pair): they are stored as JSON lists, redacted
+    all the way down (an outside review redacted lists only; the tuple's secret was stored)."""
+    secret = "DB_PASSWORD=hunter2-correct-horse"
+    stored = redact_json({"ok": True, "lines": ("connected", secret), "rows": [(1, {"token": secret})]})
+    assert "hunter2" not in json.dumps(stored)
+    assert stored["lines"][0] == "connected" and isinstance(stored["lines"], list)
