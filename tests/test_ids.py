@@ -8,6 +8,7 @@ included. An outside review built the ids from the parts joined with ``/``, so t
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 
 import pytest
@@ -50,3 +51,14 @@ def test_an_id_is_a_name_based_uuid_and_the_same_on_every_call() -> None:
     assert uuid.UUID(first).version == 5
     assert ids.protocol_id("m0", "call-1", "operation_approval") == first
     assert ids.message_id(first, "request") == ids.message_id(first, "request") != ids.message_id(first, "decision")
+
+
+@pytest.mark.clause("APR-2", "MSG-4")
+def test_the_canonical_form_is_sorted_compact_utf8_text() -> None:
+    """What a digest is taken over, byte for byte: keys sorted, no spaces, text as UTF-8 — not
+    escaped to ASCII (outside review 42 switched to ASCII escapes; only the frozen conformance
+    vectors noticed)."""
+    text = ids.canonical_json({"b": [1, 2.5, None], "a": "héllo ✓", "c": {"z": True, "y": "\n"}})
+    assert text == '{"a":"héllo ✓","b":[1,2.5,null],"c":{"y":"\\n","z":true}}'
+    expected = '{"arguments":{"path":"/srv/café"},"tool_name":"deploy"}'.encode()
+    assert ids.arguments_digest("deploy", {"path": "/srv/café"}) == hashlib.sha256(expected).hexdigest()
