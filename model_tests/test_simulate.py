@@ -35,6 +35,8 @@ NARROW = {
     "reconcile_ignores_incarnation": "a drain finished, a restart, a second request drained, a crash, a restart",
     "release_while_cancel_requested": "a job asked to cancel, then the release before it exits, before any crash",
     "draining_member_runs_steps": "a drain that begins after the plan started and before its step, within the ttl",
+    "consume_execution_first": "a crash exactly between the consume's first two writes, then the same approved call "
+    "again before the deadline",
     "draining_member_completes_run": "a drain that begins after the plan's last step and before its completion, "
     "within the ttl",
     "consume_ignores_incarnation": "an approval approved, its member drained, stopped and restarted, and the same "

@@ -52,6 +52,20 @@ class IllegalTransition(ProtocolError):
         )
 
 
+class SlotTaken(IllegalTransition):
+    """A record created where its machine already has one (INV-3): the slot's record would go from
+    its status back to the initial one without an edge of the table. The model's ``create`` raises
+    it, and the explorer reports it with its trace, as any illegal status change."""
+
+    def __init__(self, machine: str, current: str, target: str) -> None:
+        super().__init__(machine, current, target, frozenset())
+        ProtocolError.__init__(
+            self,
+            f"{machine}: a record in {current!r} created again, as {target!r}: its slot is taken "
+            "(a create needs a free slot; a record changes status only along an edge of its table)",
+        )
+
+
 class UnknownStatus(ProtocolError):
     """A status value that the machine does not define, e.g. in a record loaded from disk."""
 

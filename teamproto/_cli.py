@@ -15,6 +15,7 @@ import json
 import os
 import subprocess
 import sys
+import traceback
 from collections.abc import Callable, Sequence
 from importlib import metadata
 from pathlib import Path
@@ -179,6 +180,22 @@ def fail(error: BaseException, as_json: bool) -> int:
     return 2
 
 
+class InternalError(ProtocolError):
+    """An exception no command expects — a bug in teamproto, or in a model a designer is changing
+    (say, an assertion of its own the new behaviour trips): where it was raised and what it says, in
+    one line; ``TEAMPROTO_TRACEBACK=1`` lets the traceback through."""
+
+    definite = False  # a command cut short may have written part of its output
+
+    def __init__(self, error: Exception) -> None:
+        frames = traceback.extract_tb(error.__traceback__)
+        where = f" at {Path(frames[-1].filename).name}:{frames[-1].lineno}" if frames else ""
+        super().__init__(
+            f"internal error {type(error).__name__}{where}: {_message(error)} "
+            "(a bug of teamproto's or of a changed model; TEAMPROTO_TRACEBACK=1 shows the traceback)"
+        )
+
+
 def _reader_left() -> int:
     """stdout's reader closed the pipe: what is still buffered for it goes nowhere (so the exit's
     flush raises nothing more), one line says so on stderr; exit 141 as a shell reports SIGPIPE."""
@@ -208,6 +225,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except subprocess.CalledProcessError as error:  # a tool we ran (Graphviz dot) refused its input
         detail = (error.stderr or "").strip().splitlines()[-1:] or [f"exit status {error.returncode}"]
         return fail(UsageError(f"{error.cmd[0] if error.cmd else 'a tool'} failed: {detail[0]}"), as_json)
+    except Exception as error:  # a bug: of teamproto's, or of a model being changed (an assertion)
+        if os.environ.get("TEAMPROTO_TRACEBACK"):
+            raise
+        return fail(InternalError(error), as_json)
     except KeyboardInterrupt:  # Ctrl-C: nothing more is reported; with --json, still JSON
         if as_json:
             emit_json(

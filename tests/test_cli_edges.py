@@ -33,8 +33,13 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     return status, out, err
 
 
+class Started(BaseException):
+    """Raised where nothing may run: a BaseException, which the command line's last-resort handler
+    (every ``Exception`` becomes one line and exit 2) does not turn into a passing refusal."""
+
+
 def never_search(*_: Any, **__: Any) -> Any:
-    raise AssertionError("the search started although the command line was bad")
+    raise Started("the search started although the command line was bad")
 
 
 BAD = [
@@ -441,3 +446,26 @@ def test_a_search_stopped_at_its_bound_is_not_a_pass(capsys: pytest.CaptureFixtu
         assert document["ok"] is False and [(r["complete"], r["violations"]) for r in document["runs"]] == [(False, [])]
     else:
         assert out.rstrip().endswith("check failed"), out[-300:]
+
+
+@pytest.mark.clause("MSG-2")
+@pytest.mark.parametrize("as_json", [False, True])
+def test_an_unexpected_exception_is_one_line_naming_where_it_was_raised(
+    as_json: bool, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bug (teamproto's, or a changed model's own assertion, as an outside review's model plant
+    tripped) is one line on stderr naming the exception and where it was raised, exit 2, JSON
+    with ``--json``; ``TEAMPROTO_TRACEBACK=1`` lets the traceback through."""
+
+    def broken_model(*_: Any, **__: Any) -> Any:
+        raise AssertionError("tool_execution: planted")
+
+    monkeypatch.setattr(_check_cli, "run_jobs", broken_model)
+    status, out, err = run(capsys, "check", "--config", "tiny", *(["--json"] if as_json else []))
+    assert status == 2 and len(err.splitlines()) == 1 and "Traceback" not in err
+    assert err.startswith("teamproto: error (indefinite): internal error AssertionError at test_cli_edges.py:")
+    assert "tool_execution: planted" in err and "TEAMPROTO_TRACEBACK=1" in err
+    assert (json.loads(out)["error"]["type"] == "InternalError") if as_json else out == ""
+    monkeypatch.setenv("TEAMPROTO_TRACEBACK", "1")
+    with pytest.raises(AssertionError, match="planted"):
+        main(["check", "--config", "tiny"])

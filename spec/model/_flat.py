@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from .._tables import _ALLOWED, IllegalTransition, ensure_transition, final_states, initial_state
+from .._tables import _ALLOWED, IllegalTransition, SlotTaken, ensure_transition, final_states, initial_state
 from ..redaction import redact
 from ..safety import BUSY_JOB
 from . import _model
@@ -223,7 +223,8 @@ def _moved_entry(machine: str, entry: tuple[Any, ...], target: str) -> tuple[Any
 
 
 def _created(machine: str, record: tuple[Any, ...], changes: dict[int, Any]) -> tuple[Any, ...]:
-    assert record[0] == "", f"{machine}: slot already holds a record"
+    if record[0] != "":
+        raise SlotTaken(machine, record[0], initial_state(machine))
     out = list(record)
     out[0] = initial_state(machine)
     for position, value in changes.items():

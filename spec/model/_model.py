@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from .._tables import IllegalTransition, ensure_transition, initial_state, open_states
+from .._tables import IllegalTransition, SlotTaken, ensure_transition, initial_state, open_states
 from ..safety import BUSY_JOB
 from ._action import Action as Action  # re-exported: the model's moves are named here
 from ._config import Config
@@ -137,7 +137,8 @@ def move(machine: str, record: Any, target: str, **changes: Any) -> Any:
 
 def create(machine: str, record: Any, **changes: Any) -> Any:
     """Create a record in a free slot, in its machine's initial state."""
-    assert record.status == "", f"{machine}: slot already holds a record"
+    if record.status != "":
+        raise SlotTaken(machine, record.status, initial_state(machine))
     return replace(record, status=initial_state(machine), **changes)
 
 

@@ -483,6 +483,15 @@ MUTANTS: dict[str, Mutant] = {
             "between two steps",
         ),
         Mutant(
+            "consume_execution_first",
+            "INV-3",
+            "INV-3",
+            "tiny",
+            "the consume writes its execution record before it marks the approval consumed: a crash "
+            "between the two leaves the approval approved, and the next consume creates the execution "
+            "again over the first",
+        ),
+        Mutant(
             "draining_member_completes_run",
             "XPR-2",
             "stopped_member_acts_not",

@@ -508,7 +508,7 @@ def approval_ops(model: Model, s: State) -> Iterator[Operation]:
                 if consume_allowed(model, s, a, m, changed):
                     yield (
                         A("approval.consume", slot=a, member=m, changed_arguments=changed),
-                        _consume_steps(a, m, changed),
+                        _consume_steps(a, m, changed, model.broken("consume_execution_first")),
                     )
 
 
@@ -571,7 +571,7 @@ def consume_allowed(model: Model, s: State, a: int, m: int, changed: bool) -> bo
     return all(ok or model.broken(name) for name, ok in checks)
 
 
-def _consume_steps(a: int, m: int, changed: bool) -> list[Step]:
+def _consume_steps(a: int, m: int, changed: bool, execution_first: bool = False) -> list[Step]:
     def record(s: State) -> State:
         return _approval(s, a, "consumed", consumed_at=s.clock)
 
@@ -594,12 +594,9 @@ def _consume_steps(a: int, m: int, changed: bool) -> list[Step]:
     def outcome(s: State) -> State:
         return replace(s, executions=put(s.executions, a, move("tool_execution", s.executions[a], "succeeded")))
 
-    return [
-        ("approval.consume/record", record),
-        ("approval.consume/execution", execution),
-        ("approval.consume/call", call),
-        ("approval.consume/outcome", outcome),
-    ]
+    first: list[Step] = [("approval.consume/record", record), ("approval.consume/execution", execution)]
+    rest: list[Step] = [("approval.consume/call", call), ("approval.consume/outcome", outcome)]
+    return [*(first[::-1] if execution_first else first), *rest]
 
 
 # ---- plan approval ------------------------------------------------------------------------------
