@@ -594,3 +594,31 @@ def test_a_submit_cut_short_after_its_message_is_finished_by_the_restart_with_a_
     team.clock.advance(TTL - 1)
     team.h.plans.decide("lead", pid, "approved")
     assert team.plan_doc(pid)["status"] == "approved"
+
+
+@pytest.mark.clause("PLN-1", "MSG-1")
+def test_a_plan_names_its_own_correlation_id_or_none_and_a_draft_shows_its_deadline_if_sent_now() -> None:
+    """A plan's ``correlation_id`` is the plan's own id: given as another id, the draft is refused
+    naming the field, and nothing is written; given as its own id, or left out, it is the same
+    draft. Until it is submitted, a draft's deadline is the one it would have if sent now
+    (mutation testing of the plans: both survived every test)."""
+    team = Team()
+    team.clock.advance(7)
+    before = team.h.snapshot()
+    pid = r.plan_key_id("m0", "p")
+    with pytest.raises(spec.SchemaError, match=r"\$\.correlation_id: must be the plan id"):
+        team.h.plans.draft(team.ctx(), "p", {**plan(*STEPS), "correlation_id": "plan-of-another"})
+    assert team.h.snapshot() == before
+    assert team.h.plans.draft(team.ctx(), "p", {**plan(*STEPS), "correlation_id": pid}) == pid
+    assert team.h.plans.draft(team.ctx(), "p", plan(*STEPS)) == pid
+    assert team.plan_doc(pid)["deadline"] == 7 + TTL
+
+
+@pytest.mark.clause("APR-4", "PLN-2")
+def test_a_plan_decided_by_another_than_its_approver_is_refused_naming_who() -> None:
+    team = Team()
+    pid = team.pending()
+    before = team.h.snapshot()
+    with pytest.raises(r.NotResponder, match=f"only lead may review {pid}, not m1"):
+        team.h.plans.decide("m1", pid, "approved")
+    assert team.h.snapshot() == before
