@@ -111,6 +111,9 @@ def test_a_drain_whose_request_completed_under_it_is_refused_by_the_request(team
     assert says(team, lambda: team.h.shutdowns.drain_jobs("m0"), r.ShutdownRefused) == (
         f"drain of m0 refused: its request {pid} is completed"
     )
+    before = team.h.snapshot()
+    assert team.h.shutdowns.finish("m0") is None  # a second finish beside the first in flight: a no-op
+    assert team.h.snapshot() == before  # (STO-4: the serial second finish; mutation testing: in_flight)
 
 
 @pytest.mark.clause("AUD-1", "SHD-1", "SHD-6", "SHD-7")
@@ -539,3 +542,25 @@ def test_a_release_that_finds_its_task_suspended_refuses_as_after_the_suspension
     refusal = _release_beside(team, suspend)
     assert (type(refusal), str(refusal)) == (r.ShutdownRefused, "release by m0 refused: it holds no task")
     assert (team.member("m0")["status"], team.task("t0")["status"]) == ("draining", "suspended")
+
+
+@pytest.mark.clause("SHD-3", "SHD-7")
+def test_a_release_after_the_lead_flagged_the_task_names_the_member_unhealthy() -> None:
+    """The Lead's force-termination cut after it flagged the task (``needs_inspection``), its
+    member still draining: the member's release is refused as a drain of an unhealthy member,
+    changing nothing — not as a release of no task (mutation testing of the shutdown: the flagged
+    branch survived every test outside the interleavings)."""
+    h = r.Harness(r.MemoryStorage(), r.ManualClock(0.0), [r.RecordingTool("deploy").tool()])
+    draining_with_task(h)
+    sid = h.storage.scan("shutdown_request")[0].key
+    h.clock.advance(1000)
+    h.monitor_pass()
+    h.storage.faults.crash_after.add("shutdown.force_terminate/task")
+    with pytest.raises(r.Crash):
+        h.shutdowns.force_terminate(sid)
+    h.storage.faults.crash_after.clear()
+    assert (h.member("m0")["status"], h.task_row("t0").doc["status"]) == ("draining", "needs_inspection")
+    before = h.snapshot()
+    with pytest.raises(r.MemberBusy, match="m0 is unhealthy: cannot drain"):
+        h.shutdowns.release_task("m0")
+    assert h.snapshot() == before
