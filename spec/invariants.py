@@ -173,17 +173,24 @@ def owed_messages(snap: Snapshot) -> Iterator[tuple[str, str, str]]:
 
 
 def owed_messages_present(snap: Snapshot) -> list[str]:
-    """INV-7: every message a record owes is on the bus or in the outbox under its stable id.
+    """INV-7: every message a record owes is on the bus or in the outbox under its stable id, and an
+    outbox entry marked sent has its message on the bus (it is marked only after the post).
 
     Clauses: REC-3, MSG-6, SHD-5. Checked after reconciliation; that reconciling again changes
     nothing is the step invariant ``reconcile_is_idempotent``.
     """
     present = {(r["message"]["message_type"], r["message"]["correlation_id"]) for r in snap["message"]}
     present |= {(r["message"]["message_type"], r["message"]["correlation_id"]) for r in snap["outbox_entry"]}
+    on_bus = {r["message"]["message_id"] for r in snap["message"]}
     return [
         f"{record}: owes {message_type}, which is neither on the bus nor in the outbox"
         for record, message_type, correlation in owed_messages(snap)
         if (message_type, correlation) not in present
+    ] + [
+        f"outbox_entry/{entry['message_id']}: marked sent, but its {entry['message']['message_type']} is not on "
+        "the bus: lost, since the outbox sends again only what it still owes (REC-3)"
+        for entry in snap["outbox_entry"]
+        if entry["status"] == "sent" and entry["message_id"] not in on_bus
     ]
 
 

@@ -483,6 +483,14 @@ MUTANTS: dict[str, Mutant] = {
             "between two steps",
         ),
         Mutant(
+            "send_marks_entry_first",
+            "REC-3",
+            "INV-7",
+            "shutdown",
+            "the outbox marks an entry sent before it posts the message: a crash between the two loses "
+            "the message, which the outbox never sends again",
+        ),
+        Mutant(
             "consume_execution_first",
             "INV-3",
             "INV-3",

@@ -819,12 +819,13 @@ def message_ops(model: Model, s: State) -> Iterator[Operation]:
                 outbox = tuple(move("outbox_entry", o, "sent") if o.key == k else o for o in x.outbox)
                 return replace(x, outbox=outbox)
 
+            steps: list[Step] = [
+                ("outbox.send/message", lambda x, k=entry.key, i=entry.info: post(x, k, i)),
+                ("outbox.send/entry", sent),
+            ]
             yield (
                 A("outbox.send", type=kind, ref=ref, phase=phase),
-                [
-                    ("outbox.send/message", lambda x, k=entry.key, i=entry.info: post(x, k, i)),
-                    ("outbox.send/entry", sent),
-                ],
+                steps[::-1] if model.broken("send_marks_entry_first") else steps,
             )
 
 
