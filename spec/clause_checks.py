@@ -114,7 +114,14 @@ _CHECKS: dict[str, Checked] = {
         ("task_flagged_only_for_its_lost_owner", "shutdown_completed_iff_member_stopped", "every_request_can_finish")
     ),
     "SHD-9": _C(("task_leaves_owner_after_jobs_settle", "transitions_follow_tables")),
-    "SHD-10": _C(("task_flagged_only_for_its_lost_owner", "owed_messages_present", "every_request_can_finish")),
+    "SHD-10": _C(
+        (
+            "task_flagged_only_for_its_lost_owner",
+            "lost_notice_names_its_flagged_tasks",
+            "owed_messages_present",
+            "every_request_can_finish",
+        )
+    ),
     "TSK-3": _C(("checkpoint_never_lost", "released_task_has_checkpoint")),
     "JOB-1": _C(("task_leaves_owner_after_jobs_settle", "release_only_after_jobs_settle", "transitions_follow_tables")),
     "JOB-2": _C(("non_cancellable_job_never_signalled",)),

@@ -661,6 +661,14 @@ INVARIANTS: tuple[Invariant, ...] = (
         ("member", _APPROVALS, _PLANS, "plan_execution", "job", "task"),
     ),
     Invariant(
+        "SHD-10",
+        "lost_notice_names_its_flagged_tasks",
+        "step",
+        False,
+        safety.lost_notice_names_its_flagged_tasks,
+        ("task", *_MESSAGES),
+    ),
+    Invariant(
         "APR-1",
         "work_binds_a_held_task",
         "step",

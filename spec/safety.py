@@ -178,6 +178,31 @@ def stopped_member_acts_not(before: Snapshot, after: Snapshot) -> list[str]:
     return problems
 
 
+def lost_notice_names_its_flagged_tasks(before: Snapshot, after: Snapshot) -> list[str]:
+    """SHD-10, MSG-1: a ``member_lost``, in the step that first owes it, names exactly the member's
+    claims that need inspection (an older incarnation's still waiting included). The notice's body
+    is fixed when it is owed, so a lapse (or a force-termination) flags the claims first and then
+    owes the notice; one owed before the flags tells the Lead of no task to inspect. (A notice owed
+    by reconciliation for a lapse cut before its flags names none, and none is flagged then: the
+    inspection flags later.)"""
+    old = {message["message_id"] for _, message in _messages(before, "member_lost")}
+    flagged: dict[Any, set[str]] = {}
+    for task in after["task"]:
+        if task["status"] == "needs_inspection":
+            flagged.setdefault(task["owner_id"], set()).add(task["task_id"])
+    new = {message["message_id"]: message for _, message in _messages(after, "member_lost")}
+    problems = []
+    for message_id, message in sorted(new.items()):
+        body = message["body"]
+        want = sorted(flagged.get(body["member_id"], set()))
+        if message_id not in old and sorted(body["flagged_task_ids"]) != want:
+            problems.append(
+                f"member_lost/{message_id}: owed naming {sorted(body['flagged_task_ids'])} as flagged, but "
+                f"{body['member_id']}'s claims {want} need inspection"
+            )
+    return problems
+
+
 def work_binds_a_held_task(before: Snapshot, after: Snapshot) -> list[str]:
     """APR-1, APR-3: new work is bound to a task its member holds.
 

@@ -483,6 +483,14 @@ MUTANTS: dict[str, Mutant] = {
             "between two steps",
         ),
         Mutant(
+            "lapse_owes_before_flagging",
+            "SHD-10",
+            "lost_notice_names_its_flagged_tasks",
+            "pair_lapses",
+            "a lapse owes its member_lost before it flags the member's claims: the notice names none of "
+            "the tasks that need inspection",
+        ),
+        Mutant(
             "send_marks_entry_first",
             "REC-3",
             "INV-7",

@@ -169,7 +169,11 @@ def member_ops(model: Model, s: State) -> Iterator[Operation]:
     c = model.config
     for m, member in enumerate(s.members):
         if c.lapses and member.status in ("running", "draining"):
-            yield A("member.lapse", member=m), _lapse_steps(m, model.broken("lapse_flags_other_task"))
+            steps = _lapse_steps(m, model.broken("lapse_flags_other_task"))
+            yield (
+                A("member.lapse", member=m),
+                [steps[0], steps[2], steps[1]] if model.broken("lapse_owes_before_flagging") else steps,
+            )
         if member.status == "unhealthy":
             yield A("member.inspect", member=m), _inspect_steps(model, m)
         if member.status == "stopped" and not model.job_busy(s, m):
