@@ -261,13 +261,14 @@ def test_every_access_to_the_shared_store_is_a_yield_point() -> None:
         for name, method in vars(r.SQLiteStorage).items()
         if callable(method) and "self._db" in inspect.getsource(method)
     }
-    assert touching == {"__init__", "_create", "_query", "_execute", "close"}
-    opening = {
-        name
-        for name, method in vars(r.SQLiteStorage).items()
-        if callable(method) and "self._create(" in inspect.getsource(method)
-    }
-    assert opening == {"__init__"}, "the schema's statements run only while a connection opens"
+    assert touching == {"__init__", "_write_ahead_log", "_create", "_query", "_execute", "close"}
+    for opener in ("self._create(", "self._write_ahead_log("):
+        opening = {
+            name
+            for name, method in vars(r.SQLiteStorage).items()
+            if callable(method) and opener in inspect.getsource(method)
+        }
+        assert opening == {"__init__"}, f"{opener} runs only while a connection opens"
     assert {"_query", "_execute"} <= set(vars(interleave.ScheduledSQLite))
 
 
