@@ -57,8 +57,8 @@ class SlotTaken(IllegalTransition):
     its status back to the initial one without an edge of the table. The model's ``create`` raises
     it, and the explorer reports it with its trace, as any illegal status change."""
 
-    def __init__(self, machine: str, current: str, target: str) -> None:
-        super().__init__(machine, current, target, frozenset())
+    def __init__(self, machine: str, current: str, target: str) -> None:  # no edge is allowed: a create
+        self.machine, self.current, self.target, self.allowed = machine, current, target, frozenset()
         ProtocolError.__init__(
             self,
             f"{machine}: a record in {current!r} created again, as {target!r}: its slot is taken "

@@ -190,12 +190,12 @@ def lost_notice_names_its_flagged_tasks(before: Snapshot, after: Snapshot) -> li
     for task in after["task"]:
         if task["status"] == "needs_inspection":
             flagged.setdefault(task["owner_id"], set()).add(task["task_id"])
-    new = {message["message_id"]: message for _, message in _messages(after, "member_lost")}
+    new = {m["message_id"]: m for _, m in _messages(after, "member_lost") if m["message_id"] not in old}
     problems = []
     for message_id, message in sorted(new.items()):
         body = message["body"]
         want = sorted(flagged.get(body["member_id"], set()))
-        if message_id not in old and sorted(body["flagged_task_ids"]) != want:
+        if sorted(body["flagged_task_ids"]) != want:
             problems.append(
                 f"member_lost/{message_id}: owed naming {sorted(body['flagged_task_ids'])} as flagged, but "
                 f"{body['member_id']}'s claims {want} need inspection"
