@@ -67,8 +67,9 @@ SHORTEST = {
     "withdraw_without_reason": 3,
     "suspended_task_stuck": 6,
     "draining_member_runs_steps": 9,
-    "draining_member_completes_run": 10,
-    "lapse_owes_before_flagging": 2,  # a claim, then the lapse  # every step run, then the drain, then the completion
+    "draining_member_completes_run": 10,  # every step run, then the drain, then the completion
+    "lapse_owes_before_flagging": 2,  # a claim, then the lapse
+    "reconciled_submit_without_deadline": 4,  # a claim, a draft, its submit cut after the message, the restart
     "restart_keeps_shutdown": 5,
     "plan_start_ignores_incarnation": 12,
     "inspection_cancels_as_draining": 5,  # a draft plan, the lapse, its notice, the inspection

@@ -47,7 +47,7 @@ _CHECKS: dict[str, Checked] = {
     "MSG-4": _C(("retry_creates_no_duplicate", "messages_agree_with_records")),
     "MSG-5": _C(("retry_creates_no_duplicate", "messages_agree_with_records")),
     "MSG-6": _C(("messages_agree_with_records", "owed_messages_present")),
-    "APR-1": _C(("approval_consumed_at_most_once", "work_binds_a_held_task")),
+    "APR-1": _C(("approval_consumed_at_most_once", "work_binds_a_held_task", "deadline_runs_from_submission")),
     "APR-4": _C(("decisions_only_before_deadline", "no_secret_stored", "deadline_boundaries_reached")),
     "APR-5": _C(
         (
@@ -72,6 +72,7 @@ _CHECKS: dict[str, Checked] = {
             "expiry_only_after_deadline",
             "plan_starts_only_before_deadline",
             "deadline_boundaries_reached",
+            "deadline_runs_from_submission",
         )
     ),
     "PLN-6": _C(("retraction_only_before_delivery", "messages_agree_with_records")),
@@ -82,7 +83,7 @@ _CHECKS: dict[str, Checked] = {
     "PLN-11": _C(("transitions_follow_tables", "stopped_member_acts_not")),
     "MEM-1": _C(("claims_only_by_eligible_members", "draining_member_accepts_nothing")),
     "MEM-3": _C(("stopped_member_acts_not",)),
-    "SHD-1": _C(("owed_messages_present", "messages_agree_with_records")),
+    "SHD-1": _C(("owed_messages_present", "messages_agree_with_records", "deadline_runs_from_submission")),
     "SHD-2": _C(
         (
             "claims_only_by_eligible_members",

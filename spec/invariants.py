@@ -653,6 +653,14 @@ INVARIANTS: tuple[Invariant, ...] = (
         ("clock", _APPROVALS, _PLANS, _SHUTDOWNS, "message"),
     ),
     Invariant(
+        "PLN-5",
+        "deadline_runs_from_submission",
+        "step",
+        False,
+        safety.deadline_runs_from_submission,
+        ("clock", _APPROVALS, _PLANS, _SHUTDOWNS),
+    ),
+    Invariant(
         "XPR-2",
         "stopped_member_acts_not",
         "step",

@@ -60,6 +60,38 @@ def expiry_only_after_deadline(before: Snapshot, after: Snapshot) -> list[str]:
     return problems + _request_messages_expire_late(before, after)
 
 
+_WAITING = {"operation_approval": "requested", "plan_approval": "pending", "shutdown_request": "requested"}
+"""Each deadlined request's waiting status: the one its deadline runs in (PLN-5: from submission)."""
+
+
+def deadline_runs_from_submission(before: Snapshot, after: Snapshot) -> list[str]:
+    """APR-1, PLN-5, SHD-1: a request starts to wait with its deadline ahead of it.
+
+    In the step in which a request enters its waiting status for the first time (an approval or a
+    shutdown request created ``requested``; a plan submitted, ``draft → pending``, by its requester
+    or by the reconciliation that finishes a cut submit), the deadline runs from that moment: an
+    approval's and a plan's lie after the clock (their ttl is positive, PLN-1), a shutdown
+    request's not before it (a Lead may ask a member to stop now: the model's ``pair_lapses`` puts
+    the deadline within the tick of the request, ttl 0, still not passed). A submit that keeps the
+    draft's deadline, or none, waits for no time at all. A retraction back to ``pending`` (PLN-6)
+    keeps the deadline it had and is not a submission.
+    """
+    now = after["clock"]
+    problems = []
+    for kind, waiting in _WAITING.items():
+        was = _status(before[kind], "protocol_id")
+        may_be_now = kind == "shutdown_request"
+        for record in after[kind]:
+            first = was.get(record["protocol_id"]) in (None, "draft")
+            due = record["deadline"] < now or (record["deadline"] == now and not may_be_now)
+            if record["status"] == waiting and first and due:
+                problems.append(
+                    f"{kind}/{record['protocol_id']}: {waiting} at {now} with its deadline {record['deadline']} "
+                    "already due (a submission sets the deadline its ttl ahead)"
+                )
+    return problems
+
+
 REQUEST_MESSAGES = {
     "approval_request": "operation_approval",
     "plan_request": "plan_approval",

@@ -352,6 +352,14 @@ MUTANTS: dict[str, Mutant] = {
             "reconciliation marks every approved plan consumed, started or not (no executed marker)",
         ),
         Mutant(
+            "reconciled_submit_without_deadline",
+            "PLN-5",
+            "deadline_runs_from_submission",
+            "plan",
+            "reconciliation finishes a cut submit (draft, request on the bus) as pending but keeps the "
+            "draft's deadline: the plan waits for no time at all",
+        ),
+        Mutant(
             "decision_names_approver",
             "AUD-2",
             "INV-8",

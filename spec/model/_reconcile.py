@@ -55,7 +55,8 @@ def _plans(model: Model, s: State) -> State:
     for p, plan in enumerate(s.plans):
         if plan.status == "draft" and message_status(s, ("plan_request", p, 0)):
             # the request went out before the crash: finish the submit
-            s = _plan(s, p, "pending", deadline=s.clock + model.config.ttl_ticks)
+            keep = model.broken("reconciled_submit_without_deadline")
+            s = _plan(s, p, "pending", deadline=plan.deadline if keep else s.clock + model.config.ttl_ticks)
         elif plan.status == "pending":
             s = _redeliver(model, s, ("plan_request", p, 0))
         elif plan.status in ("approved", "rejected", "needs_revision"):
