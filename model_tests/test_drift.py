@@ -83,3 +83,26 @@ def test_the_check_command_reports_a_drift_in_json(monkeypatch: pytest.MonkeyPat
     detail = out["manifest_drift_detail"][0]
     assert detail["no_longer_reachable"] == ["op no.such"]
     assert {"behaviour": "op task.claim", "witness": ["task.claim(member=0, task=0)"]} in detail["newly_reachable"]
+
+
+def test_the_coverage_gate_fails_a_suite_that_never_crashes_at_some_point() -> None:
+    """``spec.check.summarize``: runs that together take every edge of every machine and crash at
+    every crash point but one pass no coverage gate: with coverage required (the default suite) the
+    verdict fails and names the point, as it would name a missing edge (REC-2 rests on every crash
+    point being tried; outside review 44 P18: the gate read only the edges). Not asked, or for a
+    mutant, coverage does not count. The reports are simulations, which pin no counts to drift from."""
+    from spec.check import all_edges, summarize
+    from spec.explore import Report
+    from spec.model import CRASH_POINTS
+
+    missed = CRASH_POINTS[len(CRASH_POINTS) // 2]
+    config = load_config("tiny")
+    edges = Report("tiny", None, simulation=True, edges_taken=set(all_edges()))
+    crashes = Report("tiny", None, simulation=True, crashed_at={p for p in CRASH_POINTS if p != missed})
+    runs = [(edges, 1.0, config), (crashes, 1.0, config)]
+    verdict = summarize(runs, coverage_required=True, mutant=None)
+    assert (verdict.missing_edges, verdict.missing_crash_points, verdict.ok) == ([], [missed], False)
+    assert summarize(runs, coverage_required=False, mutant=None).ok
+    assert summarize(runs, coverage_required=True, mutant="consume_without_digest_check").ok
+    crashes.crashed_at.add(missed)
+    assert summarize(runs, coverage_required=True, mutant=None).ok

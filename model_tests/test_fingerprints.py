@@ -233,6 +233,44 @@ def test_cli_checkpoint_stops_and_goes_on(
     assert last["ok"] and not last["manifest_drift"]
 
 
+def test_a_search_resumed_in_legs_counts_the_seconds_of_every_leg(
+    tmp_path: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``spec.check.run_config`` with a checkpoint, run in three legs (300 states, 300 again: it
+    stops at once, then to the end): the seconds saved in the file after each bounded leg, and
+    returned by each leg, count every leg so far, never only the last one, so they never go down
+    and the last covers the earlier legs (the "resumed (N s spent before)" line and the states/s
+    rate read them; outside review 44 P16). The clock is the test's: each leg's search takes
+    exactly its seconds."""
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    from spec import check
+
+    clock = [1000.0]
+    monkeypatch.setattr(check, "time", SimpleNamespace(perf_counter=lambda: clock[0]))
+    search = check.explore_states
+
+    def timed(*args: object, **kwargs: object) -> object:
+        clock[0] += legs.pop(0)
+        return search(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(check, "explore_states", timed)
+    path = Path(str(tmp_path)) / "pair.checkpoint"
+    config, legs = load_config("pair"), [10.0, 20.0, 30.0]
+    saved, returned = [], []
+    for max_states in (300, 300, None):
+        report, seconds = check.run_config(config, None, check.Bounds(max_states=max_states, checkpoint=path))
+        returned.append(seconds)
+        found = check.load_checkpoint(path, config, None, search=False)
+        if max_states is not None:  # a bounded leg saves where it stopped
+            assert found is not None and not report.complete
+            saved.append(found[1])
+    assert report.complete and report.states == manifest()["pair"]["states"]
+    assert saved == [10.0, 30.0]
+    assert returned == [10.0, 30.0, 60.0]
+
+
 def _said(capsys: pytest.CaptureFixture[str]) -> str:
     return " ".join(capsys.readouterr().err.split())  # errors go to stderr
 

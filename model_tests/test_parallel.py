@@ -13,6 +13,7 @@ process that fails or dies is reported, not waited for; the bounds stop it, inco
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 from typing import Any
@@ -194,6 +195,33 @@ def test_placing_states_by_their_own_hash_is_caught(monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(FlatSearch, "owner", by_state)
     spread = search_parallel(model, 2)
     assert spread.states > one[0] and _seen(spread) != one
+
+
+@interpreted
+@pytest.mark.clause("INV-12")
+@pytest.mark.parametrize("processes", [3, 4])
+def test_a_bound_one_process_reaches_is_not_reported_unreached(monkeypatch: pytest.MonkeyPatch, processes: int) -> None:
+    """A bound is unreached only where no process's states reach it. ``tiny`` with one tick that
+    lets no deadline pass has one unreached bound (its clock); every class with its approval slot
+    in use is placed in the last process, so every other process misses the approval bound as
+    well: the spread search must still report the clock alone, as the one-process search does
+    (outside review 44 P13: ``any`` for ``all`` over the processes' lists; on hash placement with
+    two processes, or on a configuration whose bounds every process reaches, they agree)."""
+    model = Model(dataclasses.replace(time_config("tiny"), max_ticks=1, ttl_ticks=1))
+    one = _one(model).unreached_bounds
+    assert [bound.split(":")[0] for bound in one] == ["max_ticks=1"]
+    owner = FlatSearch.owner
+
+    def approvals_last(self: FlatSearch, state: Any, sig: tuple[int, ...]) -> int:
+        found = owner(self, state, sig)  # the class's key, as owner() computes it (add() and send_once() use it)
+        if any(approval.status for approval in decode(state).approvals):  # a fact of the class, not of the state
+            found = self.owners[sig] = self.workers - 1
+        return found
+
+    monkeypatch.setattr(FlatSearch, "owner", approvals_last)
+    spread = search_parallel(model, processes, bounds_reached=True)
+    assert spread.complete and spread.states == _one(model).states
+    assert spread.unreached_bounds == one
 
 
 def test_a_process_that_fails_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:

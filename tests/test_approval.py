@@ -233,6 +233,22 @@ def test_delivery_is_deduplicated_and_reading_completes_nothing(team: Team) -> N
     assert team.harness.read("operation_approval", pid).doc["status"] == "requested"
 
 
+@pytest.mark.clause("MSG-3", "MSG-1", "INV-3")
+@pytest.mark.parametrize("status", ["pending", "expired"])
+def test_only_a_delivered_message_is_acknowledged(team: Team, status: str) -> None:
+    """A message is acknowledged only after it was read (delivered → acknowledged, INV-3): a
+    message still pending (never read) or expired unread (MSG-1) is refused by its machine and
+    nothing changes — an expired request brought back as acknowledged would look handled, and the
+    storage itself does not enforce the machine (outside review 44 P7: the guard deleted)."""
+    pid = team.harness.approvals.call(team.ctx(), "deploy", ARGS)["protocol_id"]
+    mid = message_id(pid, "request")
+    if status == "expired":
+        team.clock.advance(301)
+        team.harness.monitor_pass()
+    assert team.harness.read("message", mid).doc["status"] == status
+    refused(team, spec.IllegalTransition, lambda: team.harness.acknowledge(mid))
+
+
 @pytest.mark.clause("AUD-1", "AUD-2", "AUD-5")
 def test_events_are_kept_with_the_record_and_chained_in_the_team_log(team: Team) -> None:
     pid = team.approved()

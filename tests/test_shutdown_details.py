@@ -221,6 +221,35 @@ def test_a_stale_or_expired_drain_step_is_refused_in_words(team: Team) -> None:
     )
 
 
+@pytest.mark.clause("XPR-1", "INV-11", "SHD-3", "SHD-5", "SHD-10")
+@pytest.mark.parametrize("step", ["heartbeat", "drain_jobs", "release_task", "finish"])
+def test_a_step_for_an_incarnation_the_member_never_had_is_refused_and_changes_nothing(team: Team, step: str) -> None:
+    """XPR-1 fences on the incarnation being the member's own, not merely not older: a heartbeat or
+    a drain step made for incarnation 2 of a member that is still incarnation 1 (a caller's wrong
+    number, or a future one) is refused as stale and writes nothing (INV-11). The drain has work
+    left for each step to do — a cancellable job running, the task held — so a step let through
+    would change the stores (outside review 44 P1: ``<`` for ``!=`` in the fence)."""
+    h = team.h
+    h.claim("m0", "t0")
+    h.jobs.start("m0", "job-1", "index", cancellable=True)
+    team.drain("m0")
+    team.clock.advance(1)  # a beat let through would write a new last_heartbeat_at
+    calls = {
+        "heartbeat": lambda: h.members.heartbeat("m0", 2),
+        "drain_jobs": lambda: h.shutdowns.drain_jobs("m0", incarnation=2),
+        "release_task": lambda: h.shutdowns.release_task("m0", {"step": 1}, incarnation=2),
+        "finish": lambda: h.shutdowns.finish("m0", incarnation=2),
+    }
+    if step in ("release_task", "finish"):  # the job has exited: only the fence stands in the way
+        team.runner.finish("job-1", 0)
+        h.jobs.poll()
+        if step == "finish":
+            h.shutdowns.release_task("m0", {"step": 1})
+    assert says(team, calls[step], r.StaleMember) == (
+        "m0: call made for incarnation 2, the member is now incarnation 1; a stale process must stop (XPR-1)"
+    )
+
+
 @pytest.mark.clause("SHD-2", "REC-4")
 def test_a_request_whose_drain_was_cut_short_is_refused_while_its_member_drains_for_another(team: Team) -> None:
     """Two requests to m0. One instance begins the drain for B and dies right after B's record

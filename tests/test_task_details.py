@@ -226,6 +226,43 @@ def test_a_stale_checkpoint_a_finish_that_keeps_losing_and_the_suspension_event(
     assert team.task("t0")["history"][-1] == {"actor": "monitor", "event": "suspended", "summary": "", "at": 5.0}
 
 
+class _BeatFirst(r.FaultPlan):
+    """The member's heartbeat (another writer, STO-4) lands on its row once, between the read of
+    ``step``'s write and its compare-and-set, so that write loses once for real; ``tries`` counts."""
+
+    def __init__(self, team: Team, step: str) -> None:
+        super().__init__()
+        self.team, self.step, self.tries = team, step, 0
+
+    def before(self, step: str) -> None:
+        if step == self.step:
+            self.tries += 1
+            if self.tries == 1:
+                self.team.h.members.heartbeat("m0", 1)
+        super().before(step)
+
+
+@pytest.mark.clause("STO-4", "TSK-1", "MEM-1", "SHD-10")
+@pytest.mark.parametrize("step", ["task.claim/member", "task.finish/member"])
+def test_a_member_write_that_loses_to_a_heartbeat_is_judged_again_on_a_fresh_read(team: Team, step: str) -> None:
+    """A claim's or a finish's write of the member row (its current task) loses its compare-and-set
+    once to the member's own heartbeat: it reads the row again and wins on the second try, keeping
+    the beat (STO-4), not retry the stale version until it gives up (outside review 44 P6: the row
+    read once, before the retry loop; before, only a 15-minute interleaving test saw it)."""
+    h = team.h
+    token = h.claim("m0", "t0") if step == "task.finish/member" else None
+    team.clock.advance(3)
+    lost = team.storage.faults = _BeatFirst(team, step)
+    if token is None:
+        h.claim("m0", "t0")
+    else:
+        h.finish_task("m0", "t0", "completed", token)
+    assert lost.tries == 2
+    member = team.member("m0")
+    assert (member["current_task_id"], member["last_heartbeat_at"]) == ("t0" if token is None else None, 3.0)
+    assert team.task("t0")["status"] == ("claimed" if token is None else "completed")
+
+
 class _Recording(r.InProcessJobRunner):
     def __init__(self) -> None:
         super().__init__()
