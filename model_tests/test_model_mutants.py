@@ -70,6 +70,7 @@ SHORTEST = {
     "draining_member_completes_run": 10,  # every step run, then the drain, then the completion
     "lapse_owes_before_flagging": 2,  # a claim, then the lapse
     "reconciled_submit_without_deadline": 4,  # a claim, a draft, its submit cut after the message, the restart
+    "drain_forgets_waited": 5,  # a claim, a job, the request, the drain begun, the job asked
     "restart_keeps_shutdown": 5,
     "plan_start_ignores_incarnation": 12,
     "inspection_cancels_as_draining": 5,  # a draft plan, the lapse, its notice, the inspection
@@ -96,6 +97,7 @@ def test_every_invariant_has_a_mutant() -> None:
 REFERENCE_ONLY = {
     "decisions_audited": ("expiry_not_audited", "reconcile_skips_audit", "plan_not_audited", "audit_clears_later_mark"),
     "members_hold_their_claims": ("claim_repair_only_running",),
+    "audit_log_is_a_chain": ("audit_hash_omits_time",),
 }
 """Invariant → the reference mutants that trip it (``teamproto mutants``), where the model keeps no
 record the invariant reads (AUD-5: the model abstracts the audit log away) or cannot reach the

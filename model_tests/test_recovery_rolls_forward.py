@@ -34,7 +34,7 @@ RESUMED_BY_ITS_ACTOR = {
     "member.inspect/requests",
     "member.inspect/record",
     "member.lapse/member",  # SHD-10: the lapse flags the claims on its next run
-    "shutdown.drain_jobs/jobs",  # SHD-3: the next drain pass notes what it waits for
+    "shutdown.drain_jobs/record",  # SHD-3: the next drain pass asks the job it noted
     "shutdown.force_terminate/jobs",  # SHD-7: the Lead's ladder runs its last rung again
     "shutdown.force_terminate/task",
 }

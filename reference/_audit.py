@@ -6,23 +6,25 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
-from spec.ids import canonical_json
+from spec.ids import AUDIT_GENESIS, audit_entry_hash, canonical_json
 from spec.redaction import redact
 
 from ._errors import AlreadyExists, StorageUnavailable
 from ._mutants import broken
 from ._storage import Storage
 
-GENESIS = "0" * 64
+GENESIS = AUDIT_GENESIS
 TABLE = "audit_entry"
 Entry = dict[str, Any]
 
 
 def entry_hash(entry: dict[str, Any]) -> str:
-    """sha256 of the canonical JSON of every field but the hash itself (each field is chained)."""
-    unhashed = ("hash", "at") if broken("audit_hash_omits_time") else ("hash",)
-    body = {k: v for k, v in entry.items() if k not in unhashed}
-    return hashlib.sha256(canonical_json(body).encode("utf-8")).hexdigest()
+    """The protocol's hash of an entry (:func:`spec.ids.audit_entry_hash`, AUD-5): sha256 of the
+    canonical JSON of every field but the hash itself (each field is chained)."""
+    if broken("audit_hash_omits_time"):
+        body = {k: v for k, v in entry.items() if k not in ("hash", "at")}
+        return hashlib.sha256(canonical_json(body).encode("utf-8")).hexdigest()
+    return audit_entry_hash(entry)
 
 
 def _key(sequence: int) -> str:

@@ -110,6 +110,8 @@ MUTANTS: dict[str, str] = {
     "recovered_failure_succeeds": "APR-8: recovery records every call the tool remembers as succeeded, a failed "
     "one too",
     "waited_keeps_last_job": "AUD-2, SHD-3: a drain's request names only the last job it asked to stop",
+    "drain_asks_before_noting": "AUD-2, SHD-3: a drain asks a job to stop before it notes the job on its "
+    "request (a crash between the two leaves a job asked that no request names)",
     "inspection_ends_noted_drain_only": "SHD-7, INV-12: an inspection completes only the drain its member's "
     "record names (a drain cut short before that write stays open forever)",
     "reconcile_leaves_old_drain": "INV-12, REC-2: reconciliation leaves a restarted member's old incarnation's "

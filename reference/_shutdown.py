@@ -11,8 +11,8 @@ Write steps, in order (the model's names, ``spec.model.OPERATIONS``):
                (the delivery's recorded result: MSG-5) → ``shutdown.begin_drain/audit``. A refused
                request (stale incarnation, past its deadline, member not running) writes only the
                message step.
-- drain jobs:  ``shutdown.drain_jobs/jobs`` (cancel_requested; then the runner signals the job)
-               → ``shutdown.drain_jobs/record`` (the job ids waited for)
+- drain jobs:  ``shutdown.drain_jobs/record`` (the job ids waited for, AUD-2) →
+               ``shutdown.drain_jobs/jobs`` (cancel_requested; then the runner signals the job)
 - release:     ``shutdown.release_task/task`` (pending, keeping checkpoint and history) →
                ``shutdown.release_task/record`` → ``shutdown.release_task/member`` (last: while
                the member holds the task, no finish completes the request, SHD-5)
@@ -65,7 +65,7 @@ SHUTDOWN_STEPS = tuple(
         ("request", ("record", "message", "audit")),
         ("cancel", ("record", "audit")),
         ("begin_drain", ("record", "member", "cancel_requests", "message", "audit")),
-        ("drain_jobs", ("jobs", "record")),
+        ("drain_jobs", ("record", "jobs")),
         ("release_task", ("task", "record", "member")),
         ("finish", ("record", "member", "outbox", "message", "audit")),
         ("force_terminate", ("jobs", "task", "member", "outbox")),
@@ -275,13 +275,19 @@ class ShutdownProtocol:
             return asked
 
     def _cancel_job(self, job: Stored, pid: str) -> None:
+        """Note the job on the request, then ask it to stop (SHD-3, AUD-2: a crash between the two
+        leaves the request naming a job still running, which the next pass asks; never a job asked
+        that no request names), then signal it (MEM-2: after its state is persisted)."""
         spec.ensure_transition("job", "running", "cancel_requested")
         asked = {**job.doc, "status": "cancel_requested"}
-        self.h.storage.update("shutdown.drain_jobs/jobs", "job", job.key, asked, job.version)
-        self.h.jobs.runner.signal_cancel(job.key)  # after the state is persisted (MEM-2)
+        if broken("drain_asks_before_noting"):
+            self.h.storage.update("shutdown.drain_jobs/jobs", "job", job.key, asked, job.version)
         sd = self.require(pid)
         waited = [job.key] if broken("waited_keeps_last_job") else sorted({*sd.doc["waited_job_ids"], job.key})
         self.h.storage.update("shutdown.drain_jobs/record", KIND, pid, {**sd.doc, "waited_job_ids": waited}, sd.version)
+        if not broken("drain_asks_before_noting"):
+            self.h.storage.update("shutdown.drain_jobs/jobs", "job", job.key, asked, job.version)
+        self.h.jobs.runner.signal_cancel(job.key)
 
     def release_task(self, member_id: str, state: Any = None, incarnation: int | None = None) -> str:
         """Checkpoint and release the held task once every job settled (SHD-3, TSK-3)."""

@@ -25,6 +25,18 @@ def canonical_json(value: Any) -> str:
     return _CANONICAL.encode(value)
 
 
+AUDIT_GENESIS = "0" * 64
+"""What the first entry of the team's audit log links to (AUD-5): there is no entry before it."""
+
+
+def audit_entry_hash(entry: Any) -> str:
+    """The hash an audit log entry carries (AUD-5): SHA-256, in hex, of the canonical JSON of
+    every field of the entry but ``hash`` itself — its position and link included, so that an
+    entry moved, altered or relinked no longer matches."""
+    body = {key: value for key, value in entry.items() if key != "hash"}
+    return hashlib.sha256(canonical_json(body).encode("utf-8")).hexdigest()
+
+
 def protocol_id(requester_id: str, tool_call_id: str, kind: str) -> str:
     """The stable id of one request (MSG-4)."""
     return _name_id(requester_id, tool_call_id, kind)

@@ -521,6 +521,46 @@ these records (it abstracts the log away), so on its snapshots this holds trivia
 reference's and a foreign implementation's check."""
 
 
+_HASH_CHECKED: dict[int, tuple[Mapping[str, Any], bool]] = {}
+"""id of an audit entry document → (the document, whether its hash is the protocol's). Snapshots
+share unchanged documents and are never edited, so an entry's hash is computed once; the document
+is kept beside its verdict, so its id cannot be reused while the verdict is kept."""
+
+
+def _hash_holds(entry: Mapping[str, Any]) -> bool:
+    known = _HASH_CHECKED.get(id(entry))
+    if known is None or known[0] is not entry:
+        if len(_HASH_CHECKED) > 100_000:
+            _HASH_CHECKED.clear()
+        known = _HASH_CHECKED[id(entry)] = (entry, ids.audit_entry_hash(entry) == entry["hash"])
+    return known[1]
+
+
+def audit_log_is_a_chain(snap: Snapshot) -> list[str]:
+    """AUD-5: the team's audit log is a whole hash chain.
+
+    Its entries are numbered 0, 1, 2, … with no gap; the first links to ``spec.ids.AUDIT_GENESIS``
+    and every other to the hash of the entry before it; and each entry's ``hash`` is the protocol's
+    (:func:`spec.ids.audit_entry_hash`: SHA-256 of the canonical JSON of its other fields), so that
+    anyone can verify any implementation's log, and an entry left out, moved, altered or relinked
+    is found at its first broken link.
+    """
+    previous = ids.AUDIT_GENESIS
+    for index, entry in enumerate(sorted(snap["audit_entry"], key=lambda e: e["sequence"])):
+        if entry["sequence"] != index:
+            return [f"audit_entry: entry {index} is missing (the next is number {entry['sequence']})"]
+        if entry["previous_hash"] != previous:
+            return [f"audit_entry/{index}: links to {entry['previous_hash'][:12]}…, not to the entry before it"]
+        if not _hash_holds(entry):
+            hashed = ids.canonical_json({key: value for key, value in entry.items() if key != "hash"})
+            return [
+                f"audit_entry/{index}: its hash {entry['hash'][:12]}… is not {ids.audit_entry_hash(entry)[:12]}…, "
+                f"the SHA-256 of its other fields in canonical JSON: {hashed[:240]}"
+            ]
+        previous = entry["hash"]
+    return []
+
+
 def decisions_audited(snap: Snapshot) -> list[str]:
     """AUD-5: every protocol decision in the stores has its entry in the team audit log.
 
@@ -655,10 +695,10 @@ INVARIANTS: tuple[Invariant, ...] = (
     Invariant(
         "PLN-5",
         "deadline_runs_from_submission",
-        "step",
+        "state",
         False,
         safety.deadline_runs_from_submission,
-        ("clock", _APPROVALS, _PLANS, _SHUTDOWNS),
+        (_APPROVALS, _PLANS, _SHUTDOWNS),
     ),
     Invariant(
         "XPR-2",
@@ -755,6 +795,14 @@ INVARIANTS: tuple[Invariant, ...] = (
         ("task", _SHUTDOWNS),
     ),
     Invariant(
+        "SHD-3",
+        "asked_jobs_are_waited_for",
+        "state",
+        False,
+        safety.asked_jobs_are_waited_for,
+        ("job", _SHUTDOWNS),
+    ),
+    Invariant(
         "TSK-3",
         "released_task_has_checkpoint",
         "state",
@@ -791,6 +839,7 @@ INVARIANTS: tuple[Invariant, ...] = (
         ("member", _APPROVALS, _PLANS, "plan_execution", _SHUTDOWNS, *_MESSAGES),
     ),
     Invariant("AUD-5", "decisions_audited", "state", True, decisions_audited, ("audit_entry", *_AUDITED)),
+    Invariant("AUD-5", "audit_log_is_a_chain", "state", False, audit_log_is_a_chain, ("audit_entry",)),
 )
 """Every invariant, in clause order. ``reconcile_is_idempotent`` is run by whoever reconciles."""
 

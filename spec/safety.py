@@ -60,34 +60,40 @@ def expiry_only_after_deadline(before: Snapshot, after: Snapshot) -> list[str]:
     return problems + _request_messages_expire_late(before, after)
 
 
-_WAITING = {"operation_approval": "requested", "plan_approval": "pending", "shutdown_request": "requested"}
-"""Each deadlined request's waiting status: the one its deadline runs in (PLN-5: from submission)."""
+_SUBMITTED = {
+    "operation_approval": None,
+    "plan_approval": frozenset({"pending", "approved", "rejected", "needs_revision", "expired", "consumed"}),
+    "shutdown_request": None,
+}
+"""The deadlined requests, and the statuses in which a plan has certainly been submitted (None:
+every status; a plan withdrawn may have been withdrawn as a draft)."""
 
 
-def deadline_runs_from_submission(before: Snapshot, after: Snapshot) -> list[str]:
-    """APR-1, PLN-5, SHD-1: a request starts to wait with its deadline ahead of it.
+def deadline_runs_from_submission(snap: Snapshot) -> list[str]:
+    """APR-1, PLN-5, SHD-1: a request's deadline lies ahead of its creation.
 
-    In the step in which a request enters its waiting status for the first time (an approval or a
-    shutdown request created ``requested``; a plan submitted, ``draft → pending``, by its requester
-    or by the reconciliation that finishes a cut submit), the deadline runs from that moment: an
-    approval's and a plan's lie after the clock (their ttl is positive, PLN-1), a shutdown
-    request's not before it (a Lead may ask a member to stop now: the model's ``pair_lapses`` puts
-    the deadline within the tick of the request, ttl 0, still not passed). A submit that keeps the
-    draft's deadline, or none, waits for no time at all. A retraction back to ``pending`` (PLN-6)
-    keeps the deadline it had and is not a submission.
+    A request gets its deadline when it starts to wait — an approval or a shutdown request when it
+    is created, a plan when it is submitted (by its requester, or by the reconciliation that
+    finishes a cut submit), which is never before its creation — and the deadline is that moment
+    plus the request's ttl. So an approval's and a plan's deadline lies after ``created_at`` (their
+    ttl is positive, PLN-1), and a shutdown request's not before it (a Lead may ask a member to
+    stop now: the model's ``pair_lapses`` has a ttl of 0 ticks). Judged on records alone, each with
+    its own creation time, so it holds whatever the clocks of the processes that wrote them. In
+    the model, whose records show ``created_at`` as ``deadline - ttl`` (never below 0), it says
+    that a submitted request's deadline was set at all: a submit that keeps a draft's unset
+    deadline breaks it.
     """
-    now = after["clock"]
     problems = []
-    for kind, waiting in _WAITING.items():
-        was = _status(before[kind], "protocol_id")
+    for kind, submitted in _SUBMITTED.items():
         may_be_now = kind == "shutdown_request"
-        for record in after[kind]:
-            first = was.get(record["protocol_id"]) in (None, "draft")
-            due = record["deadline"] < now or (record["deadline"] == now and not may_be_now)
-            if record["status"] == waiting and first and due:
+        for record in snap[kind]:
+            if submitted is not None and record["status"] not in submitted:
+                continue
+            deadline, created = record["deadline"], record["created_at"]
+            if deadline < created or (deadline == created and not may_be_now):
                 problems.append(
-                    f"{kind}/{record['protocol_id']}: {waiting} at {now} with its deadline {record['deadline']} "
-                    "already due (a submission sets the deadline its ttl ahead)"
+                    f"{kind}/{record['protocol_id']}: {record['status']} with its deadline {deadline} not after "
+                    f"its creation at {created} (a request waits its ttl from its submission)"
                 )
     return problems
 
@@ -812,6 +818,32 @@ def released_task_left_its_member(snap: Snapshot) -> list[str]:
             problems.append(
                 f"shutdown_request/{sd['protocol_id']}: {sd['status']}, says it released task {task['task_id']}, "
                 f"which is {task['status']} by {task['owner_id']} (incarnation {task['owner_incarnation']})"
+            )
+    return problems
+
+
+def asked_jobs_are_waited_for(snap: Snapshot) -> list[str]:
+    """SHD-3, AUD-2, JOB-1: a job asked to stop is named on a shutdown request of its owner.
+
+    Only a drain pass asks a job to stop (the Lead's ladder asks through the same pass, SHD-7), and
+    it notes the job on the request it drains for before it asks (``waited_job_ids``), so a job
+    ``cancel_requested`` is always one a request of its owner says it waited for — also when a
+    crash cut the pass between its two writes. A pass that asked first and was cut there, or that
+    never wrote the note, would leave the request and the ``shutdown_ack`` it owes silent about a
+    job it stopped.
+    """
+    problems = []
+    for job in snap["job"]:
+        if job["status"] != "cancel_requested":
+            continue
+        named = any(
+            sd["target_id"] == job["owner_id"] and job["job_id"] in sd["waited_job_ids"]
+            for sd in snap["shutdown_request"]
+        )
+        if not named:
+            problems.append(
+                f"job/{job['job_id']}: cancel_requested, but no shutdown request of {job['owner_id']} "
+                "names it among the jobs it waited for"
             )
     return problems
 

@@ -1039,8 +1039,8 @@ def _drain_jobs_steps(m: int, slot: int) -> list[Step]:
         return _put(x, SHUTDOWNS, slot, _set(sd, {S_WAITED: tuple(sorted({*sd[S_WAITED], m}))}))
 
     return [
-        ("shutdown.drain_jobs/jobs", lambda x: _job(x, m, "cancel_requested")),
         ("shutdown.drain_jobs/record", waited),
+        ("shutdown.drain_jobs/jobs", lambda x: _job(x, m, "cancel_requested")),
     ]
 
 

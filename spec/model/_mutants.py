@@ -360,6 +360,14 @@ MUTANTS: dict[str, Mutant] = {
             "draft's deadline: the plan waits for no time at all",
         ),
         Mutant(
+            "drain_forgets_waited",
+            "SHD-3",
+            "asked_jobs_are_waited_for",
+            "shutdown",
+            "a drain pass asks its member's job to stop but never notes the job on its request: the "
+            "request and its shutdown_ack are silent about the job they waited for (AUD-2)",
+        ),
+        Mutant(
             "decision_names_approver",
             "AUD-2",
             "INV-8",

@@ -374,12 +374,17 @@ def _drain_ops(model: Model, s: State, m: int, slot: int) -> Iterator[Operation]
             return _job(x, m, "cancel_requested")
 
         def waited(x: State) -> State:
+            if model.broken("drain_forgets_waited"):
+                return x
             sd = x.shutdowns[slot]
             return replace(x, shutdowns=put(x.shutdowns, slot, replace(sd, waited=tuple(sorted({*sd.waited, m})))))
 
+        # AUD-2: the job is noted on the request before it is asked, so that a crash between the
+        # two leaves a request naming a job still running (the next pass asks it), never a job
+        # asked that no request names
         yield (
             A("shutdown.drain_jobs", member=m),
-            [("shutdown.drain_jobs/jobs", cancel), ("shutdown.drain_jobs/record", waited)],
+            [("shutdown.drain_jobs/record", waited), ("shutdown.drain_jobs/jobs", cancel)],
         )
     settled = not model.job_busy(s, m)
     if model.broken("release_while_cancel_requested"):  # a job asked to cancel taken as stopped
@@ -942,7 +947,7 @@ OPERATIONS: dict[str, tuple[str, ...]] = {
     "shutdown.request": ("record", "message"),
     "shutdown.cancel": ("record",),
     "shutdown.begin_drain": ("record", "member", "cancel_requests", "message"),
-    "shutdown.drain_jobs": ("jobs", "record"),
+    "shutdown.drain_jobs": ("record", "jobs"),
     "shutdown.release_task": ("task", "record", "member"),
     "shutdown.finish": ("record", "member", "outbox", "message"),
     "shutdown.force_terminate": ("jobs", "task", "member", "outbox"),

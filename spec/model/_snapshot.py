@@ -9,7 +9,6 @@ of a plan, which the snapshot's team log holds too (:func:`audit_log`).
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
 from functools import cache, lru_cache
 from typing import Any
@@ -362,7 +361,7 @@ record tuples, so most sections of a snapshot are the list made for an earlier s
 holds its inputs, so their ids cannot be reused while it is kept."""
 
 
-GENESIS = "0" * 64
+GENESIS = ids.AUDIT_GENESIS
 
 
 def audit_log(plans: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -382,7 +381,7 @@ def audit_log(plans: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "summary": event["summary"],
                 "at": event["at"],
             }
-            previous = entry["hash"] = hashlib.sha256(ids.canonical_json(entry).encode("utf-8")).hexdigest()
+            previous = entry["hash"] = ids.audit_entry_hash(entry)
             log.append(entry)
     return log
 
