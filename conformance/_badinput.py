@@ -16,7 +16,7 @@ from ._cases import Case, Session
 from ._client import Crashed
 from ._replay import missing_capabilities
 from ._schema_src import MAX_ARGUMENTS_BYTES, MAX_LINE_BYTES
-from ._translate import CHANGED, SAME, plan_document
+from ._translate import CHANGED, REASON_TEXT, REVIEW_TEXT, SAME, plan_document
 
 TEAM = {
     "type": "init",
@@ -55,7 +55,8 @@ def consume(
 
 
 def review(pid: str, actor: str = "lead", decision: str = "approved") -> dict[str, Any]:
-    return {"type": "approval.review", "actor": {"member_id": actor}, "protocol_id": pid, "decision": decision}
+    body = {"protocol_id": pid, "decision": decision, "summary": REVIEW_TEXT}
+    return {"type": "approval.review", "actor": {"member_id": actor}, **body}
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,10 @@ class Bad:
     setup: tuple[str, ...] = ()  # steps before the "before" snapshot: restart_member, tick, half_tick, consume …
     operations: tuple[str, ...] = ()
     group: str = "operation approval"
+    outcome: Callable[[dict[str, Any], dict[str, Any], dict[str, Any]], str] | None = None
+    """For a request that is answered, not refused, and may record that it was (a delivery's
+    recorded result): what is wrong with (reply, snapshot before, snapshot after), '' if nothing —
+    instead of "nothing changed"."""
 
 
 def _raw(session: Session, text: str) -> dict[str, Any]:
@@ -95,6 +100,31 @@ GHOST = {"member_id": "ghost"}
 """A member id no team record names: an operation naming it is refused ``unknown_id`` (an outside
 review mapped the reference's unknown member to ``refused``, and no case named one)."""
 GHOST_JOB = {**GHOST, "job_id": "job-ghost", "command": "sleep 1", "cancellable": True}
+
+
+_JOB = {"job_id": "job-bad", "command": "sleep 1", "cancellable": True}
+"""A background job m0 may start while it runs (``job_m0`` starts it non-cancellable: a drain waits)."""
+
+
+def _refused_drain(reply: dict[str, Any], before: dict[str, Any], after: dict[str, Any], member: str) -> str:
+    """A shutdown request delivered to an incarnation it was not made for (XPR-1): the delivery is
+    answered with a recorded refusal, and the member and the request are as they were."""
+    if reply["type"] != "ok":
+        return f"refused with {reply['error']['code']}; the delivery must be answered with a recorded refusal"
+    outcome = reply["result"].get("recorded_result", {}).get("outcome")
+    if outcome != "refused":
+        return f"the delivery's recorded result is {outcome!r}, not 'refused'"
+
+    def kept(snap: dict[str, Any]) -> Any:
+        return (
+            [m for m in snap["member"] if m["member_id"] == member],
+            [(sd["protocol_id"], sd["status"]) for sd in snap["shutdown_request"]],
+            [(t["task_id"], t["status"], t["owner_id"]) for t in snap["task"]],
+        )
+
+    if kept(before) != kept(after):
+        return f"{member}, its tasks or the shutdown request changed: a stale request drains nobody"
+    return ""
 
 
 def _ghost(name: str, title: str, clause: str, group: str, request: dict[str, Any]) -> Bad:
@@ -379,6 +409,155 @@ CASES: tuple[Bad, ...] = (
         ("restart", "tick"),
     ),
     Bad(
+        "forged-reviewer-peer",
+        "m1, a member but not the responder, approves m0's request",
+        ("APR-4",),
+        ("not_responder",),
+        lambda s, p: s.call(review(p, actor="m1")),
+        ("unreviewed",),
+    ),
+    Bad(
+        "forged-canceller-lead",
+        "the Lead cancels m0's request: only its requester may (the Lead rejects instead)",
+        ("APR-9",),
+        ("approval_other_agent", "unknown_id"),
+        lambda s, p: s.call({"type": "approval.cancel", **call("lead", 0, "t0"), "protocol_id": p}),
+        ("unreviewed",),
+        ("approval.cancel",),
+    ),
+    Bad(
+        "request-for-others-task",
+        "m0 asks for an approval for t1, the task m1 holds",
+        ("APR-1", "APR-3"),
+        ("not_task_owner",),
+        lambda s, p: s.call(request(slot=1, task="t1")),
+    ),
+    Bad(
+        "request-for-unclaimed-task",
+        "m0 asks for an approval for t2, a task nobody has claimed",
+        ("APR-1", "APR-3"),
+        ("not_task_owner",),
+        lambda s, p: s.call(request(slot=1, task="t2")),
+    ),
+    Bad(
+        "consume-after-profile-change",
+        "m0's profile changed (the same tools, a new version) after its approval; it makes the approved call",
+        ("XPR-4", "APR-5"),
+        ("profile_changed",),
+        lambda s, p: s.call(consume(p)),
+        ("profile_bump_m0",),
+        ("profile.change",),
+    ),
+    Bad(
+        "request-tool-not-in-profile",
+        "m0's profile lost the tool; it asks for an approval to call it",
+        ("APR-7",),
+        ("tool_not_in_profile",),
+        lambda s, p: s.call(request(slot=1)),
+        ("profile_drop_m0",),
+        ("profile.change",),
+    ),
+    Bad(
+        "cancel-after-consume",
+        "m0 cancels its approval after the approved call was made",
+        ("APR-9",),
+        ("cancel_refused",),
+        lambda s, p: s.call({"type": "approval.cancel", **call("m0", 0, "t0"), "protocol_id": p}),
+        ("consume",),
+        ("approval.consume", "approval.cancel"),
+    ),
+    Bad(
+        "stale-incarnation-cancel",
+        "m0 restarted; its old incarnation cancels its request",
+        ("XPR-1", "INV-11"),
+        ("stale_incarnation",),
+        lambda s, p: s.call({"type": "approval.cancel", **call("m0", 0, "t0", incarnation=1), "protocol_id": p}),
+        ("restart_member",),
+        ("member.restart", "approval.cancel"),
+    ),
+    Bad(
+        "stale-incarnation-request",
+        "m0 restarted; its old incarnation asks for a new approval",
+        ("XPR-1", "INV-11"),
+        ("stale_incarnation",),
+        lambda s, p: s.call(request(slot=1)),
+        ("restart_member",),
+        ("member.restart",),
+    ),
+    Bad(
+        "old-incarnations-approval",
+        "m0's call was approved; m0 was lost, restarted and claims its task again; the new incarnation "
+        "makes the approved call",
+        ("XPR-1", "INV-11"),
+        ("stale_incarnation", "approval_other_agent"),
+        lambda s, p: s.call(consume(p, incarnation=2)),
+        ("restart_member", "reclaim_m0"),
+        ("member.restart", "member.lapse", "member.inspect", "task.inspect"),
+    ),
+    Bad(
+        "stale-shutdown-request",
+        "the Lead asked m0 to shut down; m0 restarted; the old request is delivered to the new incarnation",
+        ("XPR-1", "SHD-2"),
+        (),
+        lambda s, p: s.call(
+            {"type": "shutdown.begin_drain", "member_id": "m0", "protocol_id": s.shutdown_id}  # type: ignore[attr-defined]
+        ),
+        ("shutdown_m0", "restart_member"),
+        ("member.restart", *DRAIN_OPS),
+        "shutdown",
+        lambda reply, before, after: _refused_drain(reply, before, after, "m0"),
+    ),
+    Bad(
+        "job-while-draining",
+        "m0 drains (still holding its task); it starts a background job",
+        ("XPR-2", "MEM-3"),
+        ("job_refused", "member_not_running"),
+        lambda s, p: s.call({"type": "job.start", "member_id": "m0", **_JOB}),
+        ("drain_m0",),
+        ("job.start", *DRAIN_OPS),
+        "shutdown",
+    ),
+    Bad(
+        "cancel-draining-shutdown",
+        "m1 began to drain; the Lead cancels its shutdown request (only a requested one may be cancelled)",
+        ("SHD-1", "INV-3"),
+        ("shutdown_refused", "illegal_transition"),
+        lambda s, p: s.call({"type": "shutdown.cancel", "actor": {"member_id": "lead"}, "protocol_id": s.shutdown_id}),  # type: ignore[attr-defined]
+        ("drain_m1",),
+        ("shutdown.cancel", *DRAIN_OPS),
+        "shutdown",
+    ),
+    Bad(
+        "drain-signals-non-cancellable",
+        "m0 drains while its only job, non-cancellable, still runs; the drain pass asks its jobs to stop",
+        ("JOB-2", "SHD-4"),
+        ("shutdown_refused",),
+        lambda s, p: s.call({"type": "shutdown.drain_jobs", "member_id": "m0"}),
+        ("job_m0", "drain_m0"),
+        ("job.start", "shutdown.drain_jobs", *DRAIN_OPS),
+        "shutdown",
+    ),
+    Bad(
+        "release-while-job-runs",
+        "m0 drains while its non-cancellable job still runs; it releases its task",
+        ("SHD-3", "SHD-4", "JOB-2"),
+        ("drain_not_ready",),
+        lambda s, p: s.call({"type": "shutdown.release_task", "member_id": "m0"}),
+        ("job_m0", "drain_m0"),
+        ("job.start", "shutdown.release_task", *DRAIN_OPS),
+        "shutdown",
+    ),
+    Bad(
+        "finish-while-job-runs",
+        "m0 drains while its non-cancellable job still runs; it finishes the drain",
+        ("SHD-5", "SHD-4"),
+        ("drain_not_ready",),
+        lambda s, p: s.call({"type": "shutdown.finish", "member_id": "m0"}),
+        ("job_m0", "drain_m0"),
+        ("job.start", "shutdown.finish", *DRAIN_OPS),
+        "shutdown",
+    ),
+    Bad(
         "unknown-id-consume",
         "a consume of an id nobody made",
         ("APR-5",),
@@ -427,6 +606,18 @@ def _set_up(session: Session, bad: Bad, caps: dict[str, Any]) -> str:
             session.call({"type": "monitor.pass"})
         elif step == "consume":
             session.call(consume(pid))
+        elif step == "profile_bump_m0":  # a new profile version with the same tools (XPR-4)
+            session.call({"type": "profile.change", "member_id": "m0", "tools": ["deploy"]})
+        elif step == "profile_drop_m0":
+            session.call({"type": "profile.change", "member_id": "m0", "tools": []})
+        elif step == "reclaim_m0":  # the lost incarnation's task inspected, then claimed by the new one
+            session.call({"type": "task.inspect", "task_id": "t0", "outcome": "pending"})
+            session.call({"type": "task.claim", "member_id": "m0", "task_id": "t0"})
+        elif step == "shutdown_m0":
+            reply = session.call({"type": "shutdown.request", **_shutdown("m0")})
+            session.shutdown_id = reply.get("result", {}).get("protocol_id", "")  # type: ignore[attr-defined]
+        elif step == "job_m0":
+            session.call({"type": "job.start", "member_id": "m0", **_JOB, "cancellable": False})
         elif step == "drain":
             _drain(session, "m1", "t1")
         elif step in ("drain_m0", "drain_m1"):
@@ -443,7 +634,7 @@ def _set_up(session: Session, bad: Bad, caps: dict[str, Any]) -> str:
 
 def _shutdown(member: str) -> dict[str, Any]:
     """The Lead's request to shut ``member`` down (the fields after ``type``)."""
-    lead = {"actor": {"member_id": "lead"}, "request_key": f"shutdown-{member}", "reason_text": "scale down"}
+    lead = {"actor": {"member_id": "lead"}, "request_key": f"shutdown-{member}", "reason_text": REASON_TEXT}
     return {"member_id": member, **lead, "ttl_seconds": 60}
 
 
@@ -480,6 +671,7 @@ def _drain(session: Session, member: str, task: str | None) -> None:
         session.call({"type": "task.finish", "member_id": member, "task_id": task, "outcome": "completed"})
     reply = session.call({"type": "shutdown.request", **_shutdown(member)})
     pid = reply.get("result", {}).get("protocol_id", "")
+    session.shutdown_id = pid  # type: ignore[attr-defined]
     session.call({"type": "shutdown.begin_drain", "member_id": member, "protocol_id": pid})
 
 
@@ -492,10 +684,15 @@ def run_bad(command: str, bad: Bad, caps: dict[str, Any], root: Path) -> Case:
     session = Session(command, TEAM, root)
     try:
         pid = _set_up(session, bad, caps)
-        before = canonical_json(session.snapshot())
+        before = session.snapshot()
         reply = bad.send(session, pid)
-        after = canonical_json(session.snapshot())
-        _judge(case, bad, reply, before == after, session.trace)
+        after = session.snapshot()
+        if bad.outcome is not None:
+            wrong = bad.outcome(reply, before, after)
+            if wrong:
+                case.fail(wrong, bad.clauses, session.trace)
+        else:
+            _judge(case, bad, reply, canonical_json(before) == canonical_json(after), session.trace)
         _same_answer(case, bad, session, reply, pid)
     except Crashed as error:
         case.fail(f"the process died ({error})", bad.clauses, session.trace)

@@ -22,7 +22,7 @@ from spec.model._snapshot import plan_body
 from ._abstract import abstract, canonical_ids, differences
 from ._cases import Case, Session
 from ._client import Crashed
-from ._replay import _id_problem, invariant_problems, resolve
+from ._replay import WORLD_CLAUSES, _id_problem, invariant_problems, resolve, world_problems
 from ._translate import clauses_of, init_request, request_for, restart_clauses
 
 APPROVALS = {
@@ -86,9 +86,13 @@ class Program:
                 self.session.trace + lines,
             )
             return False
-        problems = invariant_problems(self.before, canonical_ids(snap))
+        problems = invariant_problems(self.before, canonical_ids(snap), snap)
         if problems:
             self.case.fail(f"after {what}: {problems[0][1]}", [c for c, _ in problems], self.session.trace)
+            return False
+        world = world_problems(self.session, self.caps, snap)
+        if world:
+            self.case.fail(f"after {what}: {world[0]}", WORLD_CLAUSES, self.session.trace)
             return False
         self.before = canonical_ids(snap)
         return True

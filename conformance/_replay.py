@@ -86,7 +86,7 @@ def run_vector(
     try:
         session.start()
         session.snapshot()
-        _steps(case, session, vector)
+        _steps(case, session, vector, caps)
     except Crashed as error:
         case.fail(f"the process died unexpectedly ({error})", ["REC-2"], session.trace)
     finally:
@@ -95,7 +95,7 @@ def run_vector(
     return case
 
 
-def _steps(case: Case, session: Session, vector: dict[str, Any]) -> None:
+def _steps(case: Case, session: Session, vector: dict[str, Any], caps: dict[str, Any]) -> None:
     """Each step, then its checks: the snapshot abstracts to the model's state, and every state and
     step invariant holds on the implementation's own snapshot (what the abstraction leaves out —
     the audit log, ids, message bodies — is still read by the invariants, AUD-5, INV-1 …)."""
@@ -136,21 +136,74 @@ def _steps(case: Case, session: Session, vector: dict[str, Any]) -> None:
             )
             return
         after = canonical_ids(snap)
-        problems = invariant_problems(before, after)
+        problems = invariant_problems(before, after, snap)
         if problems:
             case.fail(f"after {op}: {problems[0][1]}", [c for c, _ in problems], session.trace)
+            return
+        world = world_problems(session, caps, snap)
+        if world:
+            case.fail(f"after {op}: {world[0]}", WORLD_CLAUSES, session.trace)
             return
         before = after
 
 
-def invariant_problems(before: dict[str, Any], after: dict[str, Any]) -> list[tuple[str, str]]:
-    """Every violated state and step invariant, as (clause, message); a snapshot the invariants
-    cannot read (a record missing a field they read) is reported as such."""
+CHAIN = next(inv for inv in invariants.STATE_INVARIANTS if inv.name == "audit_log_is_a_chain")
+"""AUD-5's chain, judged on the implementation's own snapshot: :func:`canonical_ids` renames its
+ids for the other predicates, and a renamed entry no longer has the hash its fields had."""
+
+
+def invariant_problems(before: dict[str, Any], after: dict[str, Any], own: dict[str, Any]) -> list[tuple[str, str]]:
+    """Every violated state and step invariant, as (clause, message), on ``after`` (the
+    implementation's snapshot ``own`` with canonical ids) and ``before``; the audit chain on
+    ``own``. A snapshot the invariants cannot read (a record missing a field they read) is reported
+    as such."""
     try:
         found = invariants.check_state(after) + (invariants.check_step(before, after) if before else [])
+        found = [(inv, message) for inv, message in found if inv is not CHAIN]
+        found += [(CHAIN, message) for message in CHAIN.check(own)]
     except (KeyError, TypeError) as error:
         return [("DRV-2", f"the snapshot lacks what the invariants read ({error!r})")]
     return [(inv.clause, f"{inv.clause} {inv.name}: {message}") for inv, message in found]
+
+
+WORLD = "world.calls"
+"""The read of the external system's calls (``capabilities.reads``): ``{"calls": [key, …]}``, the
+idempotency key of every call the implementation made to a protected tool, in order."""
+WORLD_CLAUSES = ("INV-1", "APR-6", "APR-8")
+
+
+def world_problems(session: Session, caps: dict[str, Any], own: dict[str, Any]) -> list[str]:
+    """The external system against the stores (INV-1, APR-6, APR-8), when the driver can read it:
+    no key was called twice (a call is never repeated, a recovery looks its outcome up instead),
+    every call has its execution record (written ahead of the call), and — the suite's tools always
+    answer ok — an execution is recorded ``succeeded`` exactly when the tool was called under its
+    key. Only this sees a recovery that calls again and records what the model records: the
+    stores alone look right."""
+    if WORLD not in caps.get("reads", []):
+        return []
+    reply = session.impl.call({"type": WORLD})
+    calls = reply.get("result", {}).get("calls") if reply["type"] == "ok" else None
+    if not isinstance(calls, list) or not all(isinstance(key, str) for key in calls):
+        session.note(WORLD, reply)
+        return [f"{WORLD} must answer {{'calls': [idempotency key, …]}}; got {reply.get('result', reply)}"]
+    twice = sorted({key for key in calls if calls.count(key) > 1})
+    if twice:
+        return [f"INV-1 the protected tool was called {calls.count(twice[0])} times under {twice[0]}: never again"]
+    executions = {e["idempotency_key"]: e["status"] for e in own.get("tool_execution", [])}
+    unrecorded = sorted(set(calls) - set(executions))
+    if unrecorded:
+        return [f"APR-6 the protected tool was called under {unrecorded[0]}, which no execution records"]
+    uncalled = sorted(key for key, status in executions.items() if status == "succeeded" and key not in calls)
+    if uncalled:
+        return [f"APR-8 the execution {uncalled[0]} is recorded succeeded, but the tool was never called under it"]
+    # the suite's tools always answer ok: a call made is an execution that succeeded
+    failed = sorted(key for key, status in executions.items() if status == "failed" and key in calls)
+    if failed:
+        return [
+            f"APR-8 the tool was called under {failed[0]} and answered ok, but its execution is recorded failed "
+            "(an outcome recorded without looking it up, or a call made after the outcome was decided)"
+        ]
+    return []
 
 
 def _id_problem(op: str, request: dict[str, Any], reply: dict[str, Any], ids: dict[str, str]) -> str | None:
@@ -168,4 +221,4 @@ def _id_problem(op: str, request: dict[str, Any], reply: dict[str, Any], ids: di
     return None
 
 
-__all__ = ["invariant_problems", "missing_capabilities", "resolve", "run_vector"]
+__all__ = ["WORLD", "invariant_problems", "missing_capabilities", "resolve", "run_vector", "world_problems"]

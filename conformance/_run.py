@@ -11,11 +11,13 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from spec import invariants
+
 from ._badinput import CASES, run_bad
 from ._cases import Case, stop_idle
 from ._client import Crashed, Implementation, Undecided
 from ._random import DEVIATIONS, run_deviation, run_program
-from ._replay import run_vector, vector_clauses
+from ._replay import WORLD_CLAUSES, run_vector, vector_clauses
 from ._report import summary
 from ._status import run_status
 from ._translate import clauses_of
@@ -39,17 +41,20 @@ Job = tuple[list[str], Callable[[], Case]]
 
 
 def capabilities(command: str) -> dict[str, Any]:
-    """Ask the driver what it implements (before any ``init``)."""
-    impl = Implementation(command, {})
-    try:
-        impl.start_process()
-        reply = impl.call({"type": "capabilities"})
-    except Crashed as error:
-        raise Undecided(f"the driver {command!r} died before answering capabilities ({error})") from None
-    except OSError as error:
-        raise Undecided(f"the driver {command!r} could not be started ({error})") from None
-    finally:
-        impl.stop()
+    """Ask the driver what it implements (before any ``init``). A driver that dies first is
+    reported with the last line it wrote on stderr (an import error, a missing interpreter)."""
+    with tempfile.TemporaryDirectory(prefix="teamproto-capabilities-") as folder:
+        impl = Implementation(command, {}, Path(folder) / "driver.stderr")
+        try:
+            impl.start_process()
+            reply = impl.call({"type": "capabilities"})
+        except Crashed as error:  # its message ends with the driver's last words
+            impl.stop()
+            raise Undecided(f"the driver {command!r} died before answering capabilities ({error})") from None
+        except OSError as error:
+            raise Undecided(f"the driver {command!r} could not be started ({error})") from None
+        finally:
+            impl.stop()
     if reply["type"] != "ok" or not isinstance(reply.get("result", {}).get("operations"), list):
         raise Undecided(f"capabilities must list operations; the driver answered {reply}")
     result = dict(reply["result"])
@@ -80,8 +85,24 @@ def jobs(options: Options, caps: dict[str, Any], root: Path) -> list[Job]:
         program = partial(run_program, options.driver, caps, root, options.seed, number, options.depth)
         out.append((random_clauses, program))
     if options.clauses:
-        out = [job for job in out if any(c == f or c.startswith(f + "-") for c in job[0] for f in options.clauses)]
+
+        def asked(clauses: list[str]) -> bool:
+            return any(c == f or c.startswith(f + "-") for c in clauses for f in options.clauses)
+
+        named = {clause for clauses, _ in out for clause in clauses}
+        unnamed = [clause for clause in EVERY_STEP if clause not in named]  # checked only after every step
+        stepwise = {number for number, (_, run) in enumerate(out) if run.func in (run_vector, run_program)}  # type: ignore[attr-defined]
+        out = [job for n, job in enumerate(out) if asked(job[0]) or (n in stepwise and asked(unnamed))]
     return out
+
+
+EVERY_STEP = sorted(
+    {inv.clause for inv in (*invariants.STATE_INVARIANTS, *invariants.STEP_INVARIANTS)} | set(WORLD_CLAUSES)
+)
+"""The clauses every vector and random program checks after each of its steps, whatever its
+operations (the invariants on the implementation's snapshot, the external system's calls): a
+``--clauses`` filter naming one that no case names (AUD-5, INV-10, …) selects every vector and
+program."""
 
 
 def run_suite(

@@ -14,6 +14,7 @@ from spec.model._model import Action
 from spec.model._ops import RISK_TEXT
 from spec.model._snapshot import LEAD, TOOL, job_id, member_id, plan_body, task_id
 from spec.model._state import NONE, Plan, State
+from spec.secret_corpus import carrier
 
 SAME, CHANGED = {"target": "staging"}, {"target": "production"}
 
@@ -66,6 +67,13 @@ _FAMILY_CLAUSES = {
     "plan": ("PLN-1",),
 }
 _FAMILY_CLAUSES["outbox"] = ("REC-3",)
+
+
+REVIEW_TEXT = "approved: " + carrier("github_token")
+REASON_TEXT = "scale down; " + carrier("url_password")
+"""What the Lead writes in a review's summary and a shutdown request's reason: free text carrying a
+secret, as a real one may (AUD-3, INV-10: stored only redacted, like the risk summary; an outside
+review stored the review summary unredacted, and no case sent one)."""
 
 
 def clauses_of(operation: str) -> tuple[str, ...]:
@@ -195,7 +203,7 @@ def _team_request(name: str, args: dict[str, Any], s: State, config: Config) -> 
         if name == "shutdown.request":
             slot = next(i for i, sd in enumerate(s.shutdowns) if sd.status == "")
             lead = {"actor": {"member_id": LEAD}, "request_key": f"shutdown-{slot}"}
-            return {**out, **lead, "reason_text": "scale down", "ttl_seconds": config.ttl_ticks}
+            return {**out, **lead, "reason_text": REASON_TEXT, "ttl_seconds": config.ttl_ticks}
         if name == "task.suspend":
             return {**out, "unit_seconds": config.unit_ticks}
         if name == "job.start":
@@ -249,7 +257,8 @@ def _approval_request(name: str, args: dict[str, Any], s: State, config: Config)
         extra = {"ttl_seconds": config.ttl_ticks, "risk_summary": RISK_TEXT}
         return {"type": name, **body, "tool": TOOL, "arguments": SAME, **extra}
     if name == "approval.review":
-        return {"type": name, "actor": {"member_id": LEAD}, "protocol_id": ref, "decision": args["decision"]}
+        decision = {"decision": args["decision"], "summary": REVIEW_TEXT}
+        return {"type": name, "actor": {"member_id": LEAD}, "protocol_id": ref, **decision}
     if name == "approval.cancel":
         return {"type": name, **body, "protocol_id": ref}
     m = args["member"]

@@ -55,7 +55,12 @@ _JOB_EXITS = {"succeeded": 0, "failed": 1, "cancelled": CANCEL_EXIT}
 
 def error_code(error: BaseException) -> str:
     """The protocol's error code of a reference error: its class name in snake case."""
-    name = type(error).__name__
+    return code_of(type(error))
+
+
+def code_of(cls: type) -> str:
+    """The protocol's error code of a reference error class (the driver's replies, the catalogue)."""
+    name = cls.__name__
     code = _OVERRIDES.get(name) or re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
     return code if code in ERROR_CODES else "refused"
 
@@ -75,10 +80,13 @@ class FileWorld:
         return {"ok": True}
 
     def lookup(self, key: str) -> dict[str, Any] | None:
+        return {"ok": True} if key in self.calls() else None
+
+    def calls(self) -> list[str]:
+        """The idempotency key of every call made, in order (the suite's ``world.calls`` read)."""
         if not self.path.exists():
-            return None
-        lines = self.path.read_text(encoding="utf-8").splitlines()
-        return {"ok": True} if any(json.loads(line)["key"] == key for line in lines if line) else None
+            return []
+        return [json.loads(line)["key"] for line in self.path.read_text(encoding="utf-8").splitlines() if line]
 
 
 class Driver:
@@ -86,6 +94,7 @@ class Driver:
         self.harness: Harness | None = None
         self.storage: SQLiteStorage | None = None
         self.init_request: Message | None = None
+        self.world: FileWorld | None = None
 
     # ---- set-up ------------------------------------------------------------------------------
     def init(self, req: Message) -> dict[str, Any]:
@@ -95,7 +104,7 @@ class Driver:
             self.storage.close()
         self.storage = SQLiteStorage(folder / "team.db")
         self.clock = ManualClock(float(req["clock"]))
-        world = FileWorld(folder / "world.jsonl")
+        world = self.world = FileWorld(folder / "world.jsonl")
         self.tools = [Tool(t["name"], world.run, lookup=world.lookup, protected=t["protected"]) for t in req["tools"]]
         self.init_request = req
         fresh = not self.storage.scan("member")
@@ -136,6 +145,12 @@ class Driver:
         ctx = CallContext(actor["member_id"], actor.get("incarnation", 1), "protocol-status")
         args = {"protocol_id": req["protocol_id"]} if "protocol_id" in req else {}
         return AGENT_TOOLS["team_protocol_status"](self.h, ctx, args)
+
+    def world_calls(self, req: Message) -> dict[str, Any]:
+        """The external system's calls (the suite checks them against the stores: INV-1, APR-8)."""
+        if self.world is None:
+            raise DriverError("schema_invalid", "send init first")
+        return {"calls": self.world.calls()}
 
     def snapshot(self, req: Message) -> dict[str, Any]:
         return {"snapshot": self.h.snapshot()}
@@ -364,7 +379,7 @@ CONTROL: dict[str, Handler] = {
 }
 """The driver protocol's own requests (not operations of the model)."""
 
-READS: dict[str, Handler] = {"protocol.status": Driver.protocol_status}
+READS: dict[str, Handler] = {"protocol.status": Driver.protocol_status, "world.calls": Driver.world_calls}
 """Reads an agent may make, no operation of the model (what ``capabilities`` lists as ``reads``)."""
 
 OPERATIONS: dict[str, Handler] = {

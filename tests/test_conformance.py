@@ -94,6 +94,15 @@ def test_the_reference_refuses_the_teams_bad_input() -> None:
         "bad-claim-while-draining",
         "bad-deliver-expired",
         *(f"bad-unknown-member-{name}" for name in ("job", "suspend", "release", "finish", "retire")),
+        # outside review 45: a stale request drains nobody, a drain neither signals a job that
+        # cannot be cancelled nor releases or finishes beside a running one, a draining member
+        # starts no job, and a request that began to drain is not cancelled
+        "bad-stale-shutdown-request",
+        "bad-drain-signals-non-cancellable",
+        "bad-release-while-job-runs",
+        "bad-finish-while-job-runs",
+        "bad-job-while-draining",
+        "bad-cancel-draining-shutdown",
     }
     assert result["exit"] == 0, [(c.id, c.message) for c in cases if c.verdict != "OK"]
 
@@ -113,6 +122,7 @@ def test_a_draining_member_and_an_undelivered_plan_start_nothing() -> None:
         "bad-claim-while-draining": "OK",
         "bad-start-before-delivery": "OK",
         "bad-start-while-draining": "OK",
+        "bad-job-while-draining": "OK",
     }, [(c.id, c.message) for c in cases]
     assert result["exit"] == 0
 
@@ -186,12 +196,22 @@ MUTANTS = [
     ("consume_closed_at_deadline", "APR-5", {"sections": ("vectors",), "configs": ("approval_drain",)}),
     # a status read, asked by id, that hands any record to anyone (an outside review's R8, AUD-4)
     ("status_by_id_unscoped", "AUD-4", {"sections": ("bad input",), "clauses": ("AUD-4",)}),
+    # outside review 45: reference mutants every section of the suite let through, each now met by
+    # a bad-input case (a refusal that changes no state is on no vector's path) ...
+    ("stale_incarnation_accepted", "XPR-1", {"sections": ("bad input",), "clauses": ("SHD-2",)}),
+    ("approval_incarnation_ignored", "XPR-1", {"sections": ("bad input",), "clauses": ("XPR-1",)}),
+    ("cancel_ignores_incarnation", "XPR-1", {"sections": ("bad input",), "clauses": ("XPR-1",)}),
+    ("profile_version_ignored", "XPR-4", {"sections": ("bad input",), "clauses": ("XPR-4",)}),
+    ("release_before_jobs_settle", "SHD-3", {"sections": ("bad input",), "clauses": ("SHD-3",)}),
+    ("signal_non_cancellable", "JOB-2", {"sections": ("bad input",), "clauses": ("JOB-2",)}),
+    # ... and an entry hash that is not the protocol's (AUD-5: anyone can verify the chain)
+    ("audit_hash_omits_time", "AUD-5", {"sections": ("vectors",), "configs": ("tiny",)}),
 ]
 
 
 @pytest.mark.clause(
     "APR-5", "APR-6", "MSG-5", "REC-2", "SHD-6", "SHD-1", "PLN-4", "PLN-6", "PLN-7", "AUD-5", "SHD-7", "MSG-1",
-    "INV-12", "AUD-4", "APR-4",
+    "INV-12", "AUD-4", "APR-4", "XPR-1", "XPR-4", "SHD-3", "JOB-2",
 )  # fmt: skip
 @pytest.mark.parametrize(("mutant", "clause", "options"), MUTANTS, ids=[m[0] for m in MUTANTS])
 def test_a_reference_mutant_is_caught_through_the_driver(
@@ -345,7 +365,13 @@ TRIPPED = [
         {"sections": ("bad input",), "clauses": ("APR-4",)},
         {
             f"bad-{name}": "refused with illegal_transition; expected "
-            for name in ("forged-reviewer", "reordered-review", "contrary-review", "unknown-id-review")
+            for name in (
+                "forged-reviewer",
+                "forged-reviewer-peer",
+                "reordered-review",
+                "contrary-review",
+                "unknown-id-review",
+            )
         },
     ),
     (

@@ -84,3 +84,37 @@ def test_a_driver_that_ignores_the_end_of_its_input_is_killed_when_stopped(monke
     process = driver.process
     driver.stop()
     assert process.poll() == -signal.SIGKILL and driver.process is None
+
+
+def test_a_driver_that_dies_before_it_answers_is_reported_with_its_last_words(tmp_path: Path) -> None:
+    """A driver that cannot start (here: a module the interpreter does not find, as when the
+    reference's driver is run without its virtual environment) makes the run undecided, naming
+    what the driver wrote on stderr, not only that it died (an outside review saw "died before
+    answering capabilities" and had to guess the ModuleNotFoundError)."""
+    from conformance._client import Undecided
+    from conformance._run import capabilities
+
+    with pytest.raises(Undecided) as refused:
+        capabilities(f"{sys.executable} -m no_such_driver_module")
+    assert "died before answering capabilities" in str(refused.value)
+    assert "No module named no_such_driver_module" in str(refused.value)
+
+
+@pytest.mark.clause("AUD-5", "INV-10")
+def test_a_clause_only_the_invariants_check_selects_every_vector_and_program(tmp_path: Path) -> None:
+    """AUD-5 and INV-10 are named by no case: the invariants check them after every step of every
+    vector and random program. ``--clauses AUD-5`` runs exactly those (an outside review was told
+    that no case checks AUD-5, while full runs failed drivers on it); a clause a case names keeps
+    selecting by the cases' own clauses."""
+    from conformance._random import run_program
+    from conformance._replay import run_vector
+
+    caps = Driver().capabilities({})
+    everything = jobs(Options("unused", programs=2), caps, tmp_path)
+    stepwise = [clauses for clauses, run in everything if run.func in (run_vector, run_program)]  # type: ignore[attr-defined]
+    assert all("AUD-5" not in clauses for clauses, _ in everything)
+    for asked in ("AUD-5", "INV-10"):
+        chosen = jobs(Options("unused", programs=2, clauses=(asked,)), caps, tmp_path)
+        assert [clauses for clauses, _ in chosen] == stepwise
+    chosen = jobs(Options("unused", programs=2, clauses=("APR-9",)), caps, tmp_path)
+    assert 0 < len(chosen) < len(stepwise)

@@ -50,6 +50,7 @@ const REQUIRED = {
 };
 REQUIRED["approval.retry"] = REQUIRED["approval.request"];
 REQUIRED["protocol.status"] = ["actor"];
+REQUIRED["world.calls"] = [];
 const PARTIES = { operation_approval: ["requester_id", "responder_id"], shutdown_request: ["requester_id", "target_id"] };
 
 class Refusal extends Error {
@@ -67,7 +68,8 @@ const sha = (text) => crypto.createHash("sha256").update(text, "utf8").digest("h
 const stableId = (prefix, ...parts) => `${prefix}-${sha(parts.join(":")).slice(0, 16)}`;
 const digest = (tool, args) => sha(canonical({ tool_name: tool, arguments: args }));
 const redact = (text) => text.replace(/([A-Za-z_]*(KEY|TOKEN|SECRET|PASSWORD)[A-Za-z_]*=)\S+/g, "$1[REDACTED]")
-  .replace(/\b(sk-|ghp_|xox[bp]-|AKIA)[A-Za-z0-9_\-]{8,}/g, "[REDACTED]");
+  .replace(/\b(sk-|ghp_|xox[bp]-|AKIA)[A-Za-z0-9_\-]{8,}/g, "[REDACTED]")
+  .replace(/(\/\/[^\s:@\/]*:)[^\s\/]+@/g, "$1[REDACTED]@"); // a password in a URL (scheme://user:password@host)
 
 let db = null; // {kind: {key: record}}
 let dir = null;
@@ -88,10 +90,13 @@ function stepDone(step) {
 }
 
 // One write step: change one record, persist, and die right after it if a crash is armed there.
+// Inside one write step of several records (the monitor's pass) the records are persisted together.
+let batching = false;
 function write(step, kind, key, record) {
   const before = db[kind][key];
   db[kind][key] = record;
   if (kind === "operation_approval" || kind === "shutdown_request") audit(record, before ? before.events.length : 0);
+  if (batching) return;
   save();
   if (armed === step) process.exit(70);
 }
@@ -323,9 +328,11 @@ function consume(req) {
 }
 
 function monitorPass() {
-  // one write step of the model: its writes die with it only after the last (stepDone below)
+  // one write step of the model: its writes are persisted at once, at the end (a SIGKILL during
+  // the pass leaves the state as it was before it, REC-2), and die with it only then (stepDone)
   const PASS = "monitor.pass/part";
   const expired = [];
+  batching = true;
   for (const ap of Object.values(db.operation_approval)) {
     if (["requested", "approved"].includes(ap.status) && clock > ap.deadline) {
       expire(ap, PASS);
@@ -346,6 +353,8 @@ function monitorPass() {
       write(PASS, "message", m.message_id, { ...rec, status: "expired" });
     }
   }
+  batching = false;
+  save();
   stepDone("monitor.pass/records");
   return { expired };
 }
@@ -363,7 +372,7 @@ function shutdownRequest(req) {
     if (target.status !== "running") throw new Refusal("shutdown_refused", `${target.member_id} is ${target.status}`);
     sd = { protocol_id: pid, kind: "shutdown_request", status: "requested", requester_id: lead,
       target_id: target.member_id, target_incarnation: target.incarnation, responder_id: target.member_id,
-      reason_text: req.reason_text, created_at: clock, deadline: clock + req.ttl_seconds, released_task_id: null,
+      reason_text: redact(req.reason_text), created_at: clock, deadline: clock + req.ttl_seconds, released_task_id: null,
       waited_job_ids: [], reason: null, events: [event(lead, "requested", req.reason_text)], version: 0 };
     write("shutdown.request/record", "shutdown_request", pid, sd);
   } else if (sd.target_id !== target.member_id) {
@@ -462,7 +471,12 @@ function deliver(req) {
 const HANDLERS = {
   init,
   capabilities: () => ({ name: "sample (deliberately non-conforming)", operations: OPERATIONS, write_steps: STEPS,
-    reads: ["protocol.status"], limits: { max_line_bytes: MAX_LINE, max_arguments_bytes: MAX_ARGS } }),
+    reads: ["protocol.status", "world.calls"], limits: { max_line_bytes: MAX_LINE, max_arguments_bytes: MAX_ARGS } }),
+  "world.calls": () => { // the external system's calls, by idempotency key (the suite checks INV-1, APR-8)
+    const file = path.join(dir, "world.jsonl");
+    if (!fs.existsSync(file)) return { calls: [] };
+    return { calls: fs.readFileSync(file, "utf8").split("\n").filter((l) => l).map((l) => JSON.parse(l).key) };
+  },
   "protocol.status": (req) => { // AUD-4: only the records the caller takes part in
     const who = req.actor.member_id;
     const records = [];
