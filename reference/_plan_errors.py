@@ -92,6 +92,9 @@ class PlanDeviation(ProtocolError):
     ``failed`` and its rollback ran (both recorded). ``kind`` is one of ``unknown_step``,
     ``changed_tool``, ``changed_parameters``, ``reordered``, ``repeated``, ``skipped``, ``extra_step``."""
 
+    advice = "nothing to retry: the step did not run, the execution failed and was rolled back; draft a new plan"
+    """What to do (the error catalogue): definite about the step, but it changed the execution."""
+
     def __init__(self, plan_id: str, index: int, kind: str, difference: str) -> None:
         self.plan_id, self.index, self.deviation = plan_id, index, kind
         super().__init__(

@@ -69,7 +69,12 @@ def _doc(cls: type) -> str:
 
 def error_catalogue() -> str:
     """The page."""
-    rows = ["| error | kind | what to do | defined in | meaning | message (template) |", "|---|---|---|---|---|---|"]
+    from reference.driver import code_of
+
+    rows = [
+        "| error | code | kind | what to do | defined in | meaning | message (template) |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for cls in error_classes():
         base = cls.__mro__[1].__name__
         message = template(cls).replace("|", "\\|")
@@ -77,12 +82,15 @@ def error_catalogue() -> str:
         meaning = (_doc(cls) or inherited).replace("|", "\\|")
         kind = "definite" if cls.definite else "**indefinite**"
         template_cell = message and f"`` {message} ``"
-        cells = [f"`{cls.__name__}`", kind, TODO[cls.definite], f"`{cls.__module__}`", meaning, template_cell]
+        todo = getattr(cls, "advice", None) or TODO[cls.definite]
+        cells = [f"`{cls.__name__}`", f"`{code_of(cls)}`", kind, todo, f"`{cls.__module__}`", meaning, template_cell]
         rows.append("| " + " | ".join(cells) + " |")
     return (
         "# Error catalogue\n\n"
         "Every typed error of `spec` and `reference`. Each says whether it is *definite* or "
         "*indefinite* (DESIGN rule 8, as in Maelstrom):\n\n"
         f"- **definite** — {ACTION[True]}\n- **indefinite** — {ACTION[False]}\n\n"
-        "A command-line user sees the message as one line on stderr and exit status 2.\n\n" + "\n".join(rows) + "\n"
+        "A command-line user sees the message as one line on stderr and exit status 2. A conformance "
+        "driver replies the **code** (`conformance/README.md`: an `error` reply's `code`, `definite` "
+        "and `message`); several errors may share one.\n\n" + "\n".join(rows) + "\n"
     )
