@@ -440,6 +440,24 @@ CASES: tuple[Bad, ...] = (
         lambda s, p: s.call(request(slot=1, task="t2")),
     ),
     Bad(
+        "stale-claim-token",
+        "m0 finishes its task naming a claim token that is not the current one",
+        ("TSK-1",),
+        ("not_claim_holder", "not_task_owner"),
+        lambda s, p: s.call(
+            {
+                "type": "task.finish",
+                "member_id": "m0",
+                "task_id": "t0",
+                "outcome": "completed",
+                "claim_token": "claim-0",
+            }
+        ),
+        (),
+        ("task.finish",),
+        "tasks",
+    ),
+    Bad(
         "consume-after-profile-change",
         "m0's profile changed (the same tools, a new version) after its approval; it makes the approved call",
         ("XPR-4", "APR-5"),

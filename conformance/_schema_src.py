@@ -117,7 +117,9 @@ REQUESTS: dict[str, Schema] = {
     "monitor.pass": _request("monitor.pass"),
     "task.claim": _request("task.claim", {"member_id": ID, "task_id": ID}),
     "task.finish": _request(
-        "task.finish", {"member_id": ID, "task_id": ID, "outcome": {"enum": ["completed", "failed"]}}
+        "task.finish",
+        {"member_id": ID, "task_id": ID, "outcome": {"enum": ["completed", "failed"]}},
+        {"claim_token": ID},  # TSK-1: the claim the caller holds (absent: the driver's own)
     ),
     "profile.change": _request("profile.change", {"member_id": ID, "tools": {"type": "array", "items": ID}}),
     "member.lapse": _request("member.lapse", {"member_id": ID}),

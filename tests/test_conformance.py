@@ -204,6 +204,7 @@ MUTANTS = [
     ("profile_version_ignored", "XPR-4", {"sections": ("bad input",), "clauses": ("XPR-4",)}),
     ("release_before_jobs_settle", "SHD-3", {"sections": ("bad input",), "clauses": ("SHD-3",)}),
     ("signal_non_cancellable", "JOB-2", {"sections": ("bad input",), "clauses": ("JOB-2",)}),
+    ("stale_claim_token_accepted", "TSK-1", {"sections": ("bad input",), "clauses": ("TSK-1",)}),
     # ... and an entry hash that is not the protocol's (AUD-5: anyone can verify the chain)
     ("audit_hash_omits_time", "AUD-5", {"sections": ("vectors",), "configs": ("tiny",)}),
 ]
@@ -211,7 +212,7 @@ MUTANTS = [
 
 @pytest.mark.clause(
     "APR-5", "APR-6", "MSG-5", "REC-2", "SHD-6", "SHD-1", "PLN-4", "PLN-6", "PLN-7", "AUD-5", "SHD-7", "MSG-1",
-    "INV-12", "AUD-4", "APR-4", "XPR-1", "XPR-4", "SHD-3", "JOB-2",
+    "INV-12", "AUD-4", "APR-4", "XPR-1", "XPR-4", "SHD-3", "JOB-2", "TSK-1",
 )  # fmt: skip
 @pytest.mark.parametrize(("mutant", "clause", "options"), MUTANTS, ids=[m[0] for m in MUTANTS])
 def test_a_reference_mutant_is_caught_through_the_driver(

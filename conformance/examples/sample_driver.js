@@ -452,6 +452,9 @@ function claim(req) {
 function finish(req) {
   const t = need("task", req.task_id);
   if (t.owner_id !== req.member_id || t.status !== "claimed") throw new Refusal("not_task_owner", "not the holder");
+  if (req.claim_token !== undefined && req.claim_token !== t.claim_token) { // TSK-1
+    throw new Refusal("not_claim_holder", "the claim token is not the current one");
+  }
   write("task.finish/task", "task", t.task_id, { ...t, status: req.outcome,
     history: [...t.history, event(req.member_id, req.outcome)] });
   write("task.finish/member", "member", req.member_id, { ...db.member[req.member_id], current_task_id: null });
