@@ -1,10 +1,10 @@
 """An unbiased mutation score of the reference (DESIGN rule 7): mutmut 3 over the approval,
-storage, tools, audit, shutdown, tasks, jobs, plans, outbox, members and recovery modules, one
+storage, tools, audit, shutdown, tasks, jobs, plans, outbox, members, recovery and harness modules, one
 module at a time, with the fast test selection of ``[tool.mutmut]`` in pyproject.toml and
 ``HYPOTHESIS_PROFILE=mutation``.
 
     .venv/bin/python scripts/mutation.py [approval storage tools audit shutdown tasks jobs plans outbox
-        members recovery]
+        members recovery harness]
         [--max-children 1] [--sample N] [--resume] [--survivors] [--recheck-kills N] [--report-only]
         [--new-tests FILE ...]
 
@@ -58,6 +58,7 @@ MODULES = (
     "outbox",
     "members",
     "recovery",
+    "harness",
 )
 RECORD = ROOT / "mutation"
 SWITCH = re.compile(r"""broken\((["'])[^"']*\1\)""")
