@@ -800,7 +800,7 @@ INVARIANTS: tuple[Invariant, ...] = (
         "state",
         False,
         safety.asked_jobs_are_waited_for,
-        ("job", _SHUTDOWNS),
+        ("member", "job", _SHUTDOWNS),
     ),
     Invariant(
         "TSK-3",

@@ -823,27 +823,28 @@ def released_task_left_its_member(snap: Snapshot) -> list[str]:
 
 
 def asked_jobs_are_waited_for(snap: Snapshot) -> list[str]:
-    """SHD-3, AUD-2, JOB-1: a job asked to stop is named on a shutdown request of its owner.
+    """SHD-3, AUD-2, JOB-1: a job its member's drain asked to stop is named on the drain's request.
 
-    Only a drain pass asks a job to stop (the Lead's ladder asks through the same pass, SHD-7), and
-    it notes the job on the request it drains for before it asks (``waited_job_ids``), so a job
-    ``cancel_requested`` is always one a request of its owner says it waited for — also when a
-    crash cut the pass between its two writes. A pass that asked first and was cut there, or that
-    never wrote the note, would leave the request and the ``shutdown_ack`` it owes silent about a
-    job it stopped.
+    A drain pass (the Lead's ladder asks through the same pass, SHD-7) notes a job on the request
+    it drains for before it asks the job to stop (``waited_job_ids``), so while a member drains
+    for a shutdown request, each of its jobs ``cancel_requested`` is one that request says it waited
+    for — also when a crash cut the pass between its two writes. A pass that asked first and was
+    cut there, or that never wrote the note, would leave the request and the ``shutdown_ack`` it
+    owes silent about a job it stopped. A member that stops on its own signal (SHD-8) drains for no
+    request: its jobs are not judged here.
     """
+    members = _by(snap["member"], "member_id")
+    requests = _by(snap["shutdown_request"], "protocol_id")
     problems = []
     for job in snap["job"]:
-        if job["status"] != "cancel_requested":
+        member = members.get(job["owner_id"])
+        if job["status"] != "cancel_requested" or member is None or member["status"] != "draining":
             continue
-        named = any(
-            sd["target_id"] == job["owner_id"] and job["job_id"] in sd["waited_job_ids"]
-            for sd in snap["shutdown_request"]
-        )
-        if not named:
+        request = requests.get(member["shutdown_request_id"])
+        if request is not None and job["job_id"] not in request["waited_job_ids"]:
             problems.append(
-                f"job/{job['job_id']}: cancel_requested, but no shutdown request of {job['owner_id']} "
-                "names it among the jobs it waited for"
+                f"job/{job['job_id']}: cancel_requested while {job['owner_id']} drains for "
+                f"{request['protocol_id']}, which does not name it among the jobs it waited for"
             )
     return problems
 
