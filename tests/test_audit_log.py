@@ -341,3 +341,34 @@ def test_the_next_decision_on_a_record_logs_what_a_crash_left_out_first(storage:
     assert logged == [(pid, "approval.requested"), (pid, "approval.approved"), (pid, "approval.cancelled")]
     other.reconcile()
     assert len(entries(storage)) == 3 and invariants.decisions_audited(other.snapshot()) == []
+
+
+@pytest.mark.clause("AUD-5")
+def test_the_chain_predicate_finds_a_gap_a_broken_link_and_an_altered_entry() -> None:
+    """``spec.invariants.audit_log_is_a_chain`` on a log built by hand with the protocol's hash
+    (``spec.ids.audit_entry_hash``, the first entry linked to 64 zeros): whole, it holds; a number
+    left out, a link to anything but the entry before, or a field changed after the hash was taken
+    each fails at that entry (outside review 45 unchained a driver's log and nothing failed)."""
+    from spec.ids import AUDIT_GENESIS, audit_entry_hash
+    from spec.invariants import audit_log_is_a_chain
+
+    def chain(count: int) -> list[dict[str, object]]:
+        log: list[dict[str, object]] = []
+        for n in range(count):
+            entry = {"sequence": n, "previous_hash": log[-1]["hash"] if log else AUDIT_GENESIS, "actor": "m0"}
+            entry.update(event="approval.requested", subject_id=f"p{n}", summary="", at=n)
+            entry["hash"] = audit_entry_hash(entry)
+            log.append(entry)
+        return log
+
+    assert audit_log_is_a_chain({"audit_entry": chain(3)}) == []
+    gap = chain(3)
+    del gap[1]
+    assert audit_log_is_a_chain({"audit_entry": gap})[0].startswith("audit_entry: entry 1 is missing")
+    relinked = chain(3)
+    relinked[2] = {**relinked[2], "previous_hash": AUDIT_GENESIS}
+    relinked[2]["hash"] = audit_entry_hash(relinked[2])
+    assert audit_log_is_a_chain({"audit_entry": relinked})[0].startswith("audit_entry/2: links to")
+    altered = chain(3)
+    altered[1] = {**altered[1], "summary": "rewritten"}
+    assert audit_log_is_a_chain({"audit_entry": altered})[0].startswith("audit_entry/1: its hash")
