@@ -75,9 +75,10 @@ def deadline_runs_from_submission(snap: Snapshot) -> list[str]:
     A request gets its deadline when it starts to wait — an approval or a shutdown request when it
     is created, a plan when it is submitted (by its requester, or by the reconciliation that
     finishes a cut submit), which is never before its creation — and the deadline is that moment
-    plus the request's ttl. So an approval's and a plan's deadline lies after ``created_at`` (their
-    ttl is positive, PLN-1), and a shutdown request's not before it (a Lead may ask a member to
-    stop now: the model's ``pair_lapses`` has a ttl of 0 ticks). Judged on records alone, each with
+    plus the request's ttl. So a plan's deadline lies after ``created_at`` (its ``ttl_seconds`` is
+    positive, PLN-1), and an approval's and a shutdown request's not before it (no clause bounds
+    their ttl from below: a Lead may ask a member to stop now, and the model's ``pair_lapses`` has a
+    ttl of 0 ticks). Judged on records alone, each with
     its own creation time, so it holds whatever the clocks of the processes that wrote them. In
     the model, whose records show ``created_at`` as ``deadline - ttl`` (never below 0), it says
     that a submitted request's deadline was set at all: a submit that keeps a draft's unset
@@ -85,7 +86,7 @@ def deadline_runs_from_submission(snap: Snapshot) -> list[str]:
     """
     problems = []
     for kind, submitted in _SUBMITTED.items():
-        may_be_now = kind == "shutdown_request"
+        may_be_now = kind != "plan_approval"
         for record in snap[kind]:
             if submitted is not None and record["status"] not in submitted:
                 continue
