@@ -248,7 +248,7 @@ CAUGHT_BY: dict[str, list[str]] = {
     "shutdown_by_anyone": ["tests/test_conformance.py::test_the_reference_refuses_the_teams_bad_input"],
     "force_terminate_spares_cancelling_jobs": [
         "tests/test_team.py::test_force_termination_kills_a_job_already_asked_to_cancel",
-        "tests/test_conformance.py::test_a_reference_mutant_is_caught_through_the_driver"
+        "tests/test_conformance_mutants.py::test_a_reference_mutant_is_caught_through_the_driver"
         "[force_terminate_spares_cancelling_jobs]",
     ],
     "receive_keeps_article_layout": ["tests/test_articles.py::test_the_reference_receives_them_in_its_own_layout"],
