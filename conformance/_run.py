@@ -49,7 +49,6 @@ def capabilities(command: str) -> dict[str, Any]:
             impl.start_process()
             reply = impl.call({"type": "capabilities"})
         except Crashed as error:  # its message ends with the driver's last words
-            impl.stop()
             raise Undecided(f"the driver {command!r} died before answering capabilities ({error})") from None
         except OSError as error:
             raise Undecided(f"the driver {command!r} could not be started ({error})") from None

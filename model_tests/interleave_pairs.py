@@ -91,6 +91,13 @@ def shutdown_requested(harness: r.Harness) -> None:
     harness.shutdowns.request("lead", "m0", "sd-1")
 
 
+def shutdown_requested_with_task(harness: r.Harness) -> None:
+    """m0 holds t0 and runs, and the Lead has asked it to shut down: it may still request approvals
+    until it begins draining (SHD-3, XPR-2)."""
+    _member_with_task(harness, "m0", "t0")
+    harness.shutdowns.request("lead", "m0", "sd-1")
+
+
 def draining_with_task(harness: r.Harness) -> None:
     """m0 holds t0 and has begun draining for ``SHUTDOWN``; no job runs, so it may release."""
     _member_with_task(harness, "m0", "t0")
@@ -116,6 +123,13 @@ def plan_pending(harness: r.Harness) -> None:
     _member_with_task(harness, "m0", "t0")
     harness.plans.draft(PLAN_CTX, "plan-1", PLAN_BODY)
     harness.plans.submit(PLAN_CTX, PLAN)
+
+
+def plan_drafted_shutdown_requested(harness: r.Harness) -> None:
+    """m0 holds t0 and has drafted ``PLAN``, and the Lead has asked it to shut down."""
+    _member_with_task(harness, "m0", "t0")
+    harness.plans.draft(PLAN_CTX, "plan-1", PLAN_BODY)
+    harness.shutdowns.request("lead", "m0", "sd-1")
 
 
 def plan_approved(harness: r.Harness) -> None:
@@ -165,6 +179,10 @@ EXPIRE_SHUTDOWNS = Operation("expire shutdowns", lambda h: h.monitor_pass())
 BEGIN_DRAIN = Operation("begin_drain", lambda h: h.shutdowns.begin_drain("m0", SHUTDOWN_MESSAGE))
 REQUEST_SHUTDOWN = Operation("request_shutdown", lambda h: h.shutdowns.request("lead", "m0", "sd-1"))
 RELEASE = Operation("release", lambda h: h.shutdowns.release_task("m0"))
+
+
+DRAFT_PLAN = Operation("draft plan", lambda h: h.plans.draft(PLAN_CTX, "plan-1", PLAN_BODY))
+SUBMIT_PLAN = Operation("submit plan", lambda h: h.plans.submit(PLAN_CTX, PLAN))
 
 
 STEP = {"id": "s1", "action": "deploy", "params": ARGS}
@@ -401,6 +419,13 @@ PAIRS: dict[str, Scenario] = {
             clocks=(UNIT_SECONDS + 1, UNIT_SECONDS + 1),
         ),
         Scenario("complete_plan||reconcile", plan_stepped, ((COMPLETE_PLAN,), (RECONCILE,))),
+        # A member's approval request beside its drain's beginning (XPR-2, SHD-3, APR-1): the request
+        # reads the member running, the drain cancels what is open; an approval written after the
+        # drain's pass would stay open for a draining member, an outcome no serial order gives.
+        Scenario("request||begin_drain", shutdown_requested_with_task, ((REQUEST,), (BEGIN_DRAIN,))),
+        # The same for a plan's draft and its submission (XPR-2 withdraws drafts and pending plans).
+        Scenario("draft_plan||begin_drain", shutdown_requested_with_task, ((DRAFT_PLAN,), (BEGIN_DRAIN,))),
+        Scenario("submit_plan||begin_drain", plan_drafted_shutdown_requested, ((SUBMIT_PLAN,), (BEGIN_DRAIN,))),
     )
 }
 

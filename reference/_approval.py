@@ -48,7 +48,7 @@ from ._errors import (
 )
 from ._instances import Owners
 from ._mutants import broken
-from ._storage import CONFLICT_RETRIES, Document, Stored, active, settle
+from ._storage import CONFLICT_RETRIES, Document, Guard, Stored, active, settle
 from ._tools import Arguments, Tool, redact_json
 
 if TYPE_CHECKING:
@@ -94,9 +94,19 @@ class ApprovalProtocol:
     def request(
         self, ctx: CallContext, tool_name: str, arguments: Arguments, risk_summary: str = "", ttl_seconds: float = 300.0
     ) -> str:
-        """Create (or find again) the approval for this call; the call itself executes nothing."""
+        """Create (or find again) the approval for this call; the call itself executes nothing.
+
+        The record's insert is guarded by the requester's row as this request read it (XPR-2): a
+        drain that begins between the read and the write, and so cancels nothing of this request,
+        makes the insert lose; the request then reads again and is refused (STO-4)."""
         tool = self.h.tool(tool_name)
-        member = self._running_member(ctx)
+        return settle(lambda: self._request_once(ctx, tool, tool_name, arguments, risk_summary, ttl_seconds))
+
+    def _request_once(
+        self, ctx: CallContext, tool: Tool, tool_name: str, arguments: Arguments, risk_summary: str, ttl_seconds: float
+    ) -> str:
+        row = self._running_row(ctx)
+        member = row.doc
         profile = self._profile(ctx.actor_id)
         if tool_name not in profile["tools"]:
             raise ToolNotInProfile(ctx.actor_id, tool_name, profile["version"])
@@ -126,16 +136,17 @@ class ApprovalProtocol:
         }
         if broken("message_before_record"):
             self._post_request(doc)
-        stored, created = self._put_if_absent(doc)
+        guard = None if broken("request_unguarded") else Guard(unchanged=(("member", row.key, row.version),))
+        stored, created = self._put_if_absent(doc, guard)
         self._post_request(stored.doc)
         if created:
             self._audit_last(stored.doc, "approval.request/audit")
         return pid
 
-    def _put_if_absent(self, doc: Document) -> tuple[Stored, bool]:
+    def _put_if_absent(self, doc: Document, guard: Guard | None) -> tuple[Stored, bool]:
         """STO-2: an identical request returns the stored record; a different one is a conflict."""
         try:
-            return self.h.storage.insert("approval.request/record", KIND, doc["protocol_id"], doc), True
+            return self.h.storage.insert("approval.request/record", KIND, doc["protocol_id"], doc, guard), True
         except AlreadyExists:
             stored = self._require(doc["protocol_id"])
         for field in BINDING:
@@ -546,10 +557,13 @@ class ApprovalProtocol:
         return stored
 
     def _running_member(self, ctx: CallContext) -> Document:
-        member = self.h.check_incarnation(ctx)
-        if member["status"] != "running":
-            raise MemberNotRunning(ctx.actor_id, member["status"])
-        return member
+        return self._running_row(ctx).doc
+
+    def _running_row(self, ctx: CallContext) -> Stored:
+        row = self.h.check_incarnation(ctx)
+        if row.doc["status"] != "running":
+            raise MemberNotRunning(ctx.actor_id, row.doc["status"])
+        return row
 
     def _profile(self, member_id: str) -> Document:
         stored = self.h.storage.read("capability_profile", member_id)

@@ -255,11 +255,12 @@ class Harness:
                     break
         cancelled += self.plans.withdraw_own(step, member, reason)
 
-    def check_incarnation(self, ctx: CallContext) -> Document:
-        member = self._require("member", ctx.actor_id).doc
-        if member["incarnation"] != ctx.incarnation:
-            raise StaleIncarnation(f"call {ctx.tool_call_id}", ctx.incarnation, member["incarnation"])
-        return member
+    def check_incarnation(self, ctx: CallContext) -> Stored:
+        """The caller's member row, read once, where the call is of its current incarnation (XPR-1)."""
+        row = self._require("member", ctx.actor_id)
+        if row.doc["incarnation"] != ctx.incarnation:
+            raise StaleIncarnation(f"call {ctx.tool_call_id}", ctx.incarnation, row.doc["incarnation"])
+        return row
 
     # ---- bus and outbox (MSG-4, MSG-5, REC-3) ------------------------------------------------
     def post(self, step: str, message: Document) -> None:

@@ -38,6 +38,8 @@ MUTANTS: dict[str, str] = {
     "holds events the log does not (another instance's later write; memory backend)",
     "audit_clears_mark_one_early": "AUD-5, REC-4: an audit entry clears its record's unlogged mark while the "
     "log still misses one of the record's events (memory backend)",
+    "request_unguarded": "XPR-2: an approval's insert is not guarded by the requester's row (a drain begun "
+    "between the request's read and its write leaves the approval open)",
     "claim_while_draining": "MEM-1: a member that is not running or not accepting may claim",
     "claim_ignores_shutdown_request": "MEM-1: a claim ignores an active shutdown request (the window "
     "between persisting the request and updating the member)",

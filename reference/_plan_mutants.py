@@ -16,6 +16,8 @@ PLAN_MUTANTS: dict[str, str] = {
     "deviation_skips_rollback": "PLN-4, PLN-9: a deviation fails the execution but its rollback never runs",
     "complete_with_steps_left": "PLN-4: a completion with approved steps still to run completes the execution",
     "marker_after_first_step": "PLN-7: the executed marker is written with the first step, not before it",
+    "draft_unguarded": "XPR-2: a plan draft's insert is not guarded by the requester's row (a drain begun "
+    "between the draft's read and its write leaves the draft for a draining member)",
     "drain_keeps_plans": "XPR-2: a draining (or inspected) member's draft and pending plans are kept",
     "plan_incarnation_ignored": "XPR-1: a plan approved for an older incarnation is started by the new one",
     "plan_not_audited": "AUD-5: a plan's decisions (submit, decision, retraction, delivery, withdrawal, "
@@ -48,6 +50,7 @@ _EXAMPLES = "tests/test_plans.py"
 PLAN_CAUGHT_BY: dict[str, list[str]] = {name: [_STATEFUL, _EXAMPLES] for name in PLAN_MUTANTS}
 _RACE = "model_tests/test_interleave.py::test_every_interleaving_keeps_every_invariant[start_plan||expire_plans-memory]"
 PLAN_CAUGHT_BY["marker_ignores_plan_version"] = [_RACE]
+PLAN_CAUGHT_BY["draft_unguarded"] = ["model_tests/test_interleave.py::test_every_final_state_is_some_serial_orders"]
 PLAN_CAUGHT_BY["expiry_ignores_marker"] = [_RACE]
 PLAN_CAUGHT_BY["plan_not_audited"] = [f"{_EXAMPLES}::test_every_plan_decision_is_in_the_team_log"]
 PLAN_CAUGHT_BY["decision_sequence_unchecked"] = ["tests/test_superseded_decisions.py"]

@@ -135,8 +135,16 @@ class PlanProtocol:
     ) -> str:
         """Write the plan (``draft``) for the task the caller holds; returns the plan id. The plan's
         ``correlation_id`` is the plan id, filled in here (a different one is refused). With
-        ``supersedes``, a revision of a plan the approver sent back (``needs_revision``)."""
-        member = self._running(ctx, "draft a plan")
+        ``supersedes``, a revision of a plan the approver sent back (``needs_revision``).
+
+        The draft's insert is guarded by the requester's row as this call read it (XPR-2): a drain
+        that begins between the two withdraws nothing of this plan, so the insert loses and the
+        call reads again and is refused (STO-4)."""
+        return settle(lambda: self._draft_once(ctx, plan_key, plan, supersedes))
+
+    def _draft_once(self, ctx: CallContext, plan_key: str, plan: dict[str, Any], supersedes: str | None) -> str:
+        row = self._running(ctx, "draft a plan")
+        member = row.doc
         task_id = self._owned_task(ctx)
         pid = plan_key_id(ctx.actor_id, plan_key)
         if not isinstance(plan, dict):
@@ -173,7 +181,8 @@ class PlanProtocol:
         }
         spec.validate_record(KIND, doc)  # PLN-1: every plan field, before anything is written
         try:
-            self.h.storage.insert("plan.draft/record", KIND, pid, doc)
+            guard = None if broken("draft_unguarded") else Guard(unchanged=(("member", row.key, row.version),))
+            self.h.storage.insert("plan.draft/record", KIND, pid, doc, guard)
             self._audit("plan.draft/audit", doc)
         except AlreadyExists:
             stored = self.require(pid)
@@ -196,12 +205,21 @@ class PlanProtocol:
         return int(doc["revision"])
 
     def submit(self, ctx: CallContext, pid: str) -> Document:
-        """Send the draft to the approver (``plan_request`` first, then ``pending``)."""
-        stored = self._own(ctx, pid, "submit")
+        """Send the draft to the approver (``plan_request`` first, then ``pending``). A drain of
+        another process that withdraws the draft meanwhile (XPR-2) gets the typed refusal (STO-4)."""
+        return settle(lambda: self._submit_once(ctx, pid))
+
+    def _submit_once(self, ctx: CallContext, pid: str) -> Document:
+        stored = self.require(pid)
+        self._running(ctx, "submit a plan")
+        if stored.doc["requester_id"] != ctx.actor_id:
+            raise NotPlanRequester(pid, stored.doc["requester_id"], ctx.actor_id)
         if stored.doc["status"] != "draft":
             raise PlanStatusConflict(pid, stored.doc["status"], "submit", "only a draft is submitted")
         self.post_request(stored.doc)
         stored = self.require(pid)
+        if stored.doc["status"] != "draft":  # withdrawn since the first read (another process's drain)
+            raise PlanStatusConflict(pid, stored.doc["status"], "submit", "only a draft is submitted")
         now = self.h.clock.now()
         return self._move(
             "plan.submit/record",
@@ -720,13 +738,14 @@ class PlanProtocol:
             raise ExecutionNotRunning(pid, None, "use the execution of")
         return run
 
-    def _running(self, ctx: CallContext, what: str) -> Document:
-        member = self.h.member(ctx.actor_id)
+    def _running(self, ctx: CallContext, what: str) -> Stored:
+        row = self.h.member_row(ctx.actor_id)
+        member = row.doc
         if member["incarnation"] != ctx.incarnation:
             raise StaleIncarnation(f"call {ctx.tool_call_id}", ctx.incarnation, member["incarnation"])
         if member["status"] != "running":
             raise PlanMemberNotRunning(ctx.actor_id, member["status"], what)
-        return member
+        return row
 
     def _own(self, ctx: CallContext, pid: str, what: str) -> Stored:
         """The caller's own plan, the caller running and of its current incarnation."""

@@ -528,8 +528,8 @@ is kept beside its verdict, so its id cannot be reused while the verdict is kept
 
 
 def _hash_holds(entry: Mapping[str, Any]) -> bool:
-    known = _HASH_CHECKED.get(id(entry))
-    if known is None or known[0] is not entry:
+    known = _HASH_CHECKED.get(id(entry))  # the entry is kept with its verdict, so its id stays its own
+    if known is None:
         if len(_HASH_CHECKED) > 100_000:
             _HASH_CHECKED.clear()
         known = _HASH_CHECKED[id(entry)] = (entry, ids.audit_entry_hash(entry) == entry["hash"])
