@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from ._harness import Harness
 from ._member_process import send_owed
 from ._mutants import broken
-from ._processes import JOB_ENV, MEMBER_ENV, alive, find_processes, signal_group, wait_until
+from ._processes import JOB_ENV, MEMBER_ENV, alive, find_processes, live_values, signal_group, wait_until
 from ._team_errors import MemberBusy, ProcessesSurvive, ShutdownRefused
 
 POLL_SECONDS = 0.02
@@ -91,9 +91,14 @@ def escalate(harness: Harness, shutdown_id: str, grace_seconds: float = 2.0) -> 
         ladder.rung("re-check after SIGKILL: the drain had completed; nothing to force")
         ladder.outcome = "completed"
         return ladder
+    jobs = harness.jobs.busy(member_id)
     harness.shutdowns.force_terminate(shutdown_id)
+    # SHD-7: the record says killed; the ladder returns once no process of those jobs is found —
+    # their groups, and each process that left its group — or names the ones that outlived the kill
+    left = [] if broken("ladder_leaves_job_processes") else _kill_jobs(harness.storage.team, jobs)
     send_owed(harness)
-    ladder.rung("force-terminated: jobs killed, task needs_inspection, member_lost sent")
+    outlived = f"; still alive: {', '.join(map(str, left))}" if left else ""
+    ladder.rung(f"force-terminated: jobs killed, task needs_inspection, member_lost sent{outlived}")
     ladder.outcome = "force_terminated"
     return ladder
 
@@ -132,19 +137,36 @@ def _kill_all(team: str, env: str, value: str, timeout_seconds: float = 5.0) -> 
     return find_processes(team, env, value)
 
 
+def _kill_jobs(team: str, job_ids: list[str]) -> list[int]:
+    """SIGKILL every live process of each job (:func:`_kill_all`); the pids that outlived it."""
+    return [pid for job_id in job_ids for pid in _kill_all(team, JOB_ENV, job_id)]
+
+
 def inspect_lost_member(harness: Harness, member_id: str) -> list[str]:
     """SHD-7: before a lost member's task runs again, no process of it or of its jobs may live.
     Kill what is left — each process's group, and each process itself (one that left its group) —
     and only once none is found any more, record each busy job's exit and inspect the member (→
     stopped, its own open requests cancelled with ``crashed``). A process that outlives the kill
-    refuses the inspection (:class:`ProcessesSurvive`, nothing recorded: fail closed, XPR-3).
+    refuses the inspection (:class:`ProcessesSurvive`, nothing recorded: fail closed, XPR-3), and
+    a member that is not unhealthy is refused before anything is killed (:class:`MemberBusy`).
     Returns the tasks that now need inspection."""
     team, member = harness.storage.team, harness.member(member_id)
+    if member["status"] != "unhealthy" and not broken("inspection_kills_before_checking"):
+        # XPR-3: judged before the first kill, so that a member inspected by mistake is left alive
+        raise MemberBusy(member_id, member["status"], "inspect it", "only an unhealthy member is inspected")
     left = _kill_all(team, MEMBER_ENV, f"{member_id}:{member['incarnation']}")
     busy = harness.jobs.busy(member_id)
     for job_id in busy:
         harness.jobs.runner.kill(job_id)  # its group, wherever it was started
-        left += _kill_all(team, JOB_ENV, job_id)
+    # every job of the member, ended ones too: a job recorded killed (SHD-7's last rung) may have
+    # left a process behind that left its group
+    owned = set(busy)
+    if not broken("inspection_sweeps_busy_jobs_only"):
+        for job_id in live_values(team, JOB_ENV):  # the live processes' jobs, not the history
+            row = harness.storage.read("job", job_id)
+            if row is not None and row.doc["owner_id"] == member_id:
+                owned.add(job_id)
+    left += _kill_jobs(team, sorted(owned))
     if left and not broken("inspection_ignores_survivors"):
         raise ProcessesSurvive(member_id, sorted(left))
     for job_id in busy:

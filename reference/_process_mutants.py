@@ -19,11 +19,26 @@ PROCESS_MUTANTS: dict[str, str] = {
     "processes_found_by_id_alone": "SHD-7: the Lead finds member and job processes by their ids, whatever their team",
     "close_leaves_zombies": "MEM-4, SHD-7: the job runner's close kills its jobs without waiting for them: "
     "it returns before they are gone, and leaves them unreaped",
+    "inspection_kills_before_checking": "SHD-7, XPR-3: the Lead's inspection kills a member's processes and "
+    "jobs before it checks that the member is unhealthy (a healthy member is killed, then refused)",
+    "inspection_sweeps_busy_jobs_only": "SHD-7: the inspection kills the processes of the member's busy jobs "
+    "only, so a process left by a job already recorded killed (one that left its group) outlives it",
+    "ladder_leaves_job_processes": "SHD-7: the ladder's last rung records the jobs killed and returns while "
+    "their processes (one that left its group) still live",
     "call_id_ignores_claim": "TSK-3: a member derives a call's id without the task's claim, so a re-claimed "
     "task gets the earlier claim's job",
 }
 
 CAUGHT_BY: dict[str, list[str]] = {
+    "inspection_sweeps_busy_jobs_only": [
+        "tests/test_member_waits.py::test_an_inspection_kills_what_a_job_recorded_killed_left_behind"
+    ],
+    "ladder_leaves_job_processes": [
+        "tests/test_member_waits.py::test_the_ladders_last_rung_returns_once_its_jobs_processes_are_gone"
+    ],
+    "inspection_kills_before_checking": [
+        "tests/test_member_waits.py::test_an_inspection_of_a_member_that_is_not_unhealthy_kills_nothing"
+    ],
     "close_leaves_zombies": ["tests/test_processes.py::test_close_kills_every_job_and_unknown_jobs_are_refused"],
     "safe_point_ignores_draining": [
         "tests/test_runtime.py::test_draining_raises_drain_requested_at_the_next_safe_point_not_inside_a_tool"

@@ -125,6 +125,24 @@ def find_processes(team: str, variable: str, value: str) -> list[int]:
     return sorted(found)
 
 
+def live_values(team: str, variable: str) -> set[str]:
+    """The values of ``variable`` in the environments of ``team``'s live processes (as
+    :func:`find_processes`): e.g. the ids of every job with a process left, whatever its record says."""
+    prefix, member = f"{variable}=".encode(), f"{TEAM_ENV}={team}".encode()
+    found: set[str] = set()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as environ:
+                pairs = environ.read().split(b"\0")
+        except OSError:
+            continue  # gone meanwhile, or not ours
+        if member in pairs and alive(int(entry)):
+            found.update(pair[len(prefix) :].decode(errors="replace") for pair in pairs if pair.startswith(prefix))
+    return found
+
+
 @dataclass
 class SubprocessJobRunner:
     """Background jobs as real OS subprocesses (MEM-4), one process group each.
