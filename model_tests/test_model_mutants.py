@@ -75,6 +75,8 @@ SHORTEST = {
     "plan_start_ignores_incarnation": 12,
     "inspection_cancels_as_draining": 5,  # a draft plan, the lapse, its notice, the inspection
     "release_notes_before_task": 4,  # claim, request, begin, the release cut after its note
+    "release_unnoted": 4,  # claim, request, begin, the release
+    "run_completes_a_step_early": 8,  # to the plan's first step run, then its completion
     "release_drops_checkpoint": 4,  # claim, request, begin, the release
 }
 """The length (steps after the initial state) of each issue-19 mutant's shortest trace: breadth-first

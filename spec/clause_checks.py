@@ -64,7 +64,7 @@ _CHECKS: dict[str, Checked] = {
     "APR-9": _C(("transitions_follow_tables",), "spec.model._ops:approval_ops", "cancel_after_consume"),
     "PLN-2": _C(("messages_agree_with_records",)),
     "PLN-3": _C(("plan_starts_only_after_delivery",)),
-    "PLN-4": _C(("plan_executes_once_and_only_approved_steps",)),
+    "PLN-4": _C(("plan_executes_once_and_only_approved_steps", "completed_run_ran_every_step")),
     "PLN-5": _C(
         (
             "plan_executes_once_and_only_approved_steps",
@@ -100,6 +100,7 @@ _CHECKS: dict[str, Checked] = {
             "released_task_left_its_member",
             "released_task_has_checkpoint",
             "asked_jobs_are_waited_for",
+            "release_noted_on_its_request",
         )
     ),
     "SHD-4": _C(("task_leaves_owner_after_jobs_settle", "non_cancellable_job_never_signalled")),

@@ -812,6 +812,22 @@ INVARIANTS: tuple[Invariant, ...] = (
     ),
     Invariant("TSK-3", "checkpoint_never_lost", "step", False, safety.checkpoint_never_lost, ("task",)),
     Invariant(
+        "SHD-3",
+        "release_noted_on_its_request",
+        "step",
+        False,
+        safety.release_noted_on_its_request,
+        ("member", "task", _SHUTDOWNS),
+    ),
+    Invariant(
+        "PLN-4",
+        "completed_run_ran_every_step",
+        "state",
+        False,
+        safety.completed_run_ran_every_step,
+        (_PLANS, "plan_execution"),
+    ),
+    Invariant(
         "REC-2", "members_hold_their_claims", "state", True, safety.members_hold_their_claims, ("member", "task")
     ),
     Invariant(

@@ -904,3 +904,64 @@ def terminal_outcomes_carry_reasons(snap: Snapshot) -> list[str]:
             elif status in _NAMED and reason != status:
                 problems.append(f"{kind}/{record['protocol_id']}: {status} with reason {reason!r}, not {status!r}")
     return problems
+
+
+# ---- SHD-3: a release noted on its request; PLN-4: a completion after every approved step ----------
+
+
+def release_noted_on_its_request(before: Snapshot, after: Snapshot) -> list[str]:
+    """SHD-3, AUD-2: a draining member lets go of its task back to ``pending`` only with its request
+    noting the release.
+
+    The release writes the task, then the request's ``released_task_id``, then clears the member's
+    task (the member's write is last); a reconciliation or the Lead's inspection that ends a release
+    cut short notes it on the request before it clears the member's task (``note_release``). So in
+    any step where a member that was draining for a request stops naming a task, still drains, and
+    that task is ``pending`` afterwards, the request names it as released: otherwise the request
+    and the ``shutdown_ack`` it owes are silent about the task the drain handed back (AUD-2: "which
+    task a shutdown released"). A member no longer draining is not judged: across several steps
+    (an interleaving's run) it may have been force-terminated and inspected, and the Lead may have
+    put its task back (SHD-7), which is no release.
+    """
+    tasks = _by(after["task"], "task_id")
+    requests = _by(after["shutdown_request"], "protocol_id")
+    now = _by(after["member"], "member_id")
+    problems = []
+    for member in before["member"]:
+        t, sid = member["current_task_id"], member["shutdown_request_id"]
+        if member["status"] != "draining" or t is None or sid is None:
+            continue
+        later = now.get(member["member_id"])
+        task = tasks.get(t)
+        if later is None or later["status"] != "draining" or later["current_task_id"] is not None:
+            continue
+        if task is None or task["status"] != "pending":
+            continue
+        request = requests.get(sid)
+        if request is not None and request["released_task_id"] != t:
+            problems.append(
+                f"member/{member['member_id']}: let go of task {t} (now pending) while draining for {sid}, "
+                f"which names {request['released_task_id']} as released"
+            )
+    return problems
+
+
+def completed_run_ran_every_step(snap: Snapshot) -> list[str]:
+    """PLN-4, PLN-10: an execution is ``completed`` only after every approved step ran, in order.
+
+    INV-8 asks that the executed steps be a prefix of the approved ones; a completion with a
+    prefix short of the whole plan skipped steps (PLN-4: a skipped step aborts, it never completes),
+    and the ``plan_completion`` it owes reports a plan done that was not.
+    """
+    plans = _by(snap["plan_approval"], "protocol_id")
+    problems = []
+    for run in snap["plan_execution"]:
+        plan = plans.get(run["plan_id"])
+        if run["status"] != "completed" or plan is None:
+            continue
+        approved = [step["id"] for step in plan["plan"]["steps"]]
+        if run["executed_step_ids"] != approved:
+            problems.append(
+                f"plan_execution/{run['plan_id']}: completed after {run['executed_step_ids']}, approved {approved}"
+            )
+    return problems

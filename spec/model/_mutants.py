@@ -110,6 +110,23 @@ MUTANTS: dict[str, Mutant] = {
             "while the job, cancel_requested, has not exited",
         ),
         Mutant(
+            "release_unnoted",
+            "SHD-3",
+            "release_noted_on_its_request",
+            "shutdown",
+            "a drain's release writes its task back to pending and clears its member's task, but never notes "
+            "the task on the request: the request and the shutdown_ack it owes are silent about the task the "
+            "drain handed back (AUD-2)",
+        ),
+        Mutant(
+            "run_completes_a_step_early",
+            "PLN-4",
+            "completed_run_ran_every_step",
+            "plan",
+            "a plan execution may complete with its last approved step never run: the executed steps are a "
+            "prefix of the approved ones (INV-8 holds), and the plan_completion reports a plan done that was not",
+        ),
+        Mutant(
             "release_notes_before_task",
             "SHD-3",
             "released_task_left_its_member",

@@ -394,7 +394,12 @@ def _drain_ops(model: Model, s: State, m: int, slot: int) -> Iterator[Operation]
         yield (
             A("shutdown.release_task", member=m),
             _release_steps(
-                m, t, slot, model.broken("release_notes_before_task"), not model.broken("release_drops_checkpoint")
+                m,
+                t,
+                slot,
+                model.broken("release_notes_before_task"),
+                not model.broken("release_drops_checkpoint"),
+                not model.broken("release_unnoted"),
             ),
         )
     if settled and (t == NONE or model.broken("finish_keeps_task")):
@@ -415,7 +420,9 @@ def _acknowledge_request(s: State, slot: int) -> State:
     return set_message(s, key, "acknowledged") if message_status(s, key) == "delivered" else s
 
 
-def _release_steps(m: int, t: int, slot: int, broken_order: bool = False, keep: bool = True) -> list[Step]:
+def _release_steps(
+    m: int, t: int, slot: int, broken_order: bool = False, keep: bool = True, noted: bool = True
+) -> list[Step]:
     """SHD-3, TSK-3: the task back to pending, then noted on the request, then off the member.
 
     The member's write is last: while the member holds the task no finish can complete the
@@ -448,6 +455,8 @@ def _release_steps(m: int, t: int, slot: int, broken_order: bool = False, keep: 
     ]
     if broken_order:  # mutant release_notes_before_task: the note first
         steps[0], steps[1] = steps[1], steps[0]
+    if not noted:  # mutant release_unnoted: no note at all
+        del steps[1]
     return steps
 
 
@@ -782,7 +791,8 @@ def _plan_run(model: Model, s: State, p: int) -> Iterator[Operation]:
     plan, run = s.plans[p], s.runs[p]
     acting = ("running", "draining") if model.broken("draining_member_runs_steps") else ("running",)
     if run.status == "running" and s.members[plan.requester].status in acting:
-        if run.cursor < model.config.plan_steps:
+        last = model.config.plan_steps - (1 if model.broken("run_completes_a_step_early") else 0)
+        if run.cursor < last:
 
             def step(x: State) -> State:
                 r = x.runs[p]
