@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -59,3 +60,16 @@ class Team:
 @pytest.fixture
 def team(storage: Storage) -> Team:
     return Team(storage)
+
+
+@pytest.fixture
+def lead(tmp_path: Path) -> Iterator[Any]:
+    """A Lead over a team file of its own, its member processes ended after the test
+    (``tests/test_member_processes.py``'s ``Lead``)."""
+    from tests.test_member_processes import Lead
+
+    team = Lead(tmp_path)
+    try:
+        yield team
+    finally:
+        team.close()

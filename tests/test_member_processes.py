@@ -11,7 +11,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -92,15 +92,6 @@ class Lead:
                 self.runner.kill(job.key)
                 wait_until(lambda pid=pid: not alive(pid), 5)
         self.h.storage.close()
-
-
-@pytest.fixture
-def lead(tmp_path: Path) -> Iterator[Lead]:
-    team = Lead(tmp_path)
-    try:
-        yield team
-    finally:
-        team.close()
 
 
 @pytest.mark.clause("SHD-8", "SHD-10", "JOB-1", "MEM-2")

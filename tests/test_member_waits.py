@@ -17,8 +17,6 @@ import collections
 import os
 import signal
 import subprocess
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -40,15 +38,6 @@ from reference._processes import JOB_ENV, TEAM_ENV
 from reference._runtime import ScriptedModel, Turn
 from tests.test_member_processes import TIMEOUT, Lead, _status, job_script
 from tests.test_signal_exit import member, messages, reopen
-
-
-@pytest.fixture
-def lead(tmp_path: Path) -> Iterator[Lead]:
-    team = Lead(tmp_path)
-    try:
-        yield team
-    finally:
-        team.close()
 
 
 def beats_advance(lead: Lead, member_id: str, times: int = 2) -> None:
