@@ -210,10 +210,7 @@ class PlanProtocol:
         return settle(lambda: self._submit_once(ctx, pid))
 
     def _submit_once(self, ctx: CallContext, pid: str) -> Document:
-        stored = self.require(pid)
-        self._running(ctx, "submit a plan")
-        if stored.doc["requester_id"] != ctx.actor_id:
-            raise NotPlanRequester(pid, stored.doc["requester_id"], ctx.actor_id)
+        stored = self._own(ctx, pid, "submit")
         if stored.doc["status"] != "draft":
             raise PlanStatusConflict(pid, stored.doc["status"], "submit", "only a draft is submitted")
         self.post_request(stored.doc)

@@ -17,7 +17,7 @@ import shlex
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from spec.errors import ProtocolError
@@ -106,23 +106,27 @@ team (the Lead's escalation ladder, after the member that started the job died) 
 job's process group from the job record alone, without a second copy of state (DESIGN rule 2)."""
 
 
+def _environments() -> Iterator[tuple[int, set[bytes]]]:
+    """Each process whose environment this user may read (Linux ``/proc``), with its ``NAME=value``
+    pairs; one gone meanwhile, or not ours, is skipped."""
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as environ:
+                pairs = set(environ.read().split(b"\0"))
+        except OSError:
+            continue
+        yield int(entry), pairs
+
+
 def find_processes(team: str, variable: str, value: str) -> list[int]:
     """Live processes of ``team`` whose environment has ``variable=value`` (Linux ``/proc``; same
     user): see :data:`TEAM_ENV`."""
     wanted = {f"{TEAM_ENV}={team}".encode(), f"{variable}={value}".encode()}
     if broken("processes_found_by_id_alone"):
         wanted = {f"{variable}={value}".encode()}
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/environ", "rb") as environ:
-                if wanted <= set(environ.read().split(b"\0")) and alive(int(entry)):
-                    found.append(int(entry))
-        except OSError:
-            continue  # gone meanwhile, or not ours
-    return sorted(found)
+    return sorted(pid for pid, pairs in _environments() if wanted <= pairs and alive(pid))
 
 
 def live_values(team: str, variable: str) -> set[str]:
@@ -130,15 +134,8 @@ def live_values(team: str, variable: str) -> set[str]:
     :func:`find_processes`): e.g. the ids of every job with a process left, whatever its record says."""
     prefix, member = f"{variable}=".encode(), f"{TEAM_ENV}={team}".encode()
     found: set[str] = set()
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/environ", "rb") as environ:
-                pairs = environ.read().split(b"\0")
-        except OSError:
-            continue  # gone meanwhile, or not ours
-        if member in pairs and alive(int(entry)):
+    for pid, pairs in _environments():
+        if member in pairs and alive(pid):
             found.update(pair[len(prefix) :].decode(errors="replace") for pair in pairs if pair.startswith(prefix))
     return found
 
