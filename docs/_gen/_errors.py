@@ -88,7 +88,7 @@ def error_catalogue() -> str:
     return (
         "# Error catalogue\n\n"
         "Every typed error of `spec` and `reference`. Each says whether it is *definite* or "
-        "*indefinite* (DESIGN rule 8, as in Maelstrom):\n\n"
+        "*indefinite* (the distinction Maelstrom's error codes make):\n\n"
         f"- **definite** — {ACTION[True]}\n- **indefinite** — {ACTION[False]}\n\n"
         "A command-line user sees the message as one line on stderr and exit status 2. A conformance "
         "driver replies the **code** (`conformance/README.md`: an `error` reply's `code`, `definite` "
