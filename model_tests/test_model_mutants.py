@@ -100,6 +100,7 @@ REFERENCE_ONLY = {
     "decisions_audited": ("expiry_not_audited", "reconcile_skips_audit", "plan_not_audited", "audit_clears_later_mark"),
     "members_hold_their_claims": ("claim_repair_only_running",),
     "audit_log_is_a_chain": ("audit_hash_omits_time",),
+    "records_keep_their_status_events": ("review_event_saved_apart",),
 }
 """Invariant → the reference mutants that trip it (``teamproto mutants``), where the model keeps no
 record the invariant reads (AUD-5: the model abstracts the audit log away) or cannot reach the

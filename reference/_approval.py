@@ -113,11 +113,14 @@ class ApprovalProtocol:
         task_id = self._owned_task(ctx)
         now = self.h.clock.now()
         pid = protocol_id(ctx.actor_id, ctx.tool_call_id, KIND)
+        requester = ctx.actor_id
+        if broken("requester_from_arguments") and isinstance(arguments.get("requester_id"), str):
+            requester = arguments["requester_id"]  # the identity read from what the model wrote
         doc = {
             "protocol_id": pid,
             "kind": KIND,
             "status": "requested",
-            "requester_id": ctx.actor_id,
+            "requester_id": requester,
             "requester_incarnation": member["incarnation"],
             "responder_id": self.h.lead_id,
             "task_id": task_id,
@@ -149,7 +152,7 @@ class ApprovalProtocol:
             return self.h.storage.insert("approval.request/record", KIND, doc["protocol_id"], doc, guard), True
         except AlreadyExists:
             stored = self._require(doc["protocol_id"])
-        for field in BINDING:
+        for field in () if broken("retry_binding_unchecked") else BINDING:
             if stored.doc[field] != doc[field]:
                 raise ProtocolConflict(doc["protocol_id"], field, stored.doc[field], doc[field]) from None
         old_ttl = stored.doc["deadline"] - stored.doc["created_at"]
@@ -209,6 +212,10 @@ class ApprovalProtocol:
             "reason": "rejected" if decision == "rejected" else None,
             "events": [*doc["events"], self.h.event(actor_id, decision, summary, at=now)],
         }
+        if broken("review_event_saved_apart"):  # the status first, its event by a second write
+            first = {**reviewed, "events": doc["events"]}
+            self.h.storage.update("approval.review/record", KIND, pid, first, stored.version)
+            stored = self._require(pid)
         self.h.storage.update("approval.review/record", KIND, pid, reviewed, stored.version)
         self._post_decision(reviewed)
         self._audit_last(reviewed, "approval.review/audit")

@@ -409,6 +409,9 @@ class Harness:
             {**stored.doc, "status": "acknowledged"},
             stored.version,
         )
+        envelope = stored.doc["message"]
+        if broken("acknowledge_approves") and envelope["message_type"] == "approval_request":
+            self.approvals.review(self.lead_id, envelope["correlation_id"], "approved")  # read taken as consent
 
     # ---- snapshot (DESIGN rule 5) ------------------------------------------------------------
     def snapshot(self) -> dict[str, Any]:

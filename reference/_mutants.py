@@ -20,6 +20,15 @@ MUTANTS: dict[str, str] = {
     "skip_deadline_on_consume": "APR-5: consume ignores the approval's deadline",
     "skip_ownership_check": "APR-5: consume ignores who holds the task and who requested",
     "consume_twice": "APR-6: a consumed approval can be used again",
+    "retry_binding_unchecked": "STO-2: a retried request with the same id is not compared with what the first "
+    "bound (another task, tool or arguments get the stored approval back)",
+    "review_event_saved_apart": "AUD-1: a review writes the record's new status, then its event in a second "
+    "write (a crash between leaves a decision no event records)",
+    "requester_from_arguments": "APR-3: a request takes its requester from a requester_id in the tool's "
+    "arguments, which the model wrote",
+    "acknowledge_approves": "MSG-3: acknowledging an approval_request message approves the request",
+    "checkpoint_not_round_tripped": "TSK-2: a checkpoint keeps the state as given instead of its JSON round trip "
+    "(tuples, non-string keys)",
     "message_before_record": "MSG-6: the request message is written before the protocol record",
     "unstable_message_id": "MSG-4: a retried request gets a fresh message id",
     "dedup_disabled": "MSG-5: a duplicate delivery records a new result",

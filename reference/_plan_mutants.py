@@ -10,6 +10,10 @@ from __future__ import annotations
 PLAN_MUTANTS: dict[str, str] = {
     "ttl_approves_plan": "PLN-5: the monitor approves a pending plan whose ttl ran out",
     "plan_executed_twice": "PLN-7: a second start of a consumed plan runs its steps again",
+    "rejected_plan_redrafted": "PLN-8: drafting again under a rejected or expired plan's key reopens that plan "
+    "as a draft under the same id",
+    "decision_comment_in_reason": "PLN-2: the approver's free text of a plan decision is recorded as the plan's "
+    "reason, outside comment",
     "step_deviation_allowed": "PLN-4: a step that differs from the next approved step runs",
     "late_decision_acted_on": "PLN-3: a decision for a plan no longer awaiting it is taken as delivered",
     "retraction_after_delivery": "PLN-6: the approver retracts an approval whose decision was delivered",
@@ -50,6 +54,12 @@ _EXAMPLES = "tests/test_plans.py"
 PLAN_CAUGHT_BY: dict[str, list[str]] = {name: [_STATEFUL, _EXAMPLES] for name in PLAN_MUTANTS}
 _RACE = "model_tests/test_interleave.py::test_every_interleaving_keeps_every_invariant[start_plan||expire_plans-memory]"
 PLAN_CAUGHT_BY["marker_ignores_plan_version"] = [_RACE]
+PLAN_CAUGHT_BY["rejected_plan_redrafted"] = [
+    "tests/test_plans.py::test_a_rejected_plan_is_never_retried_and_a_revision_is_a_new_record_in_its_lineage"
+]
+PLAN_CAUGHT_BY["decision_comment_in_reason"] = [
+    "tests/test_plans.py::test_the_approvers_comment_is_stored_and_sent_redacted_in_every_decision"
+]
 PLAN_CAUGHT_BY["draft_unguarded"] = [
     "model_tests/test_interleave.py::test_every_final_state_is_some_serial_orders[draft_plan||begin_drain-memory]"
 ]

@@ -189,6 +189,8 @@ class PlanProtocol:
             for field in BINDING:
                 if stored.doc[field] != doc[field]:
                     raise ProtocolConflict(pid, field, stored.doc[field], doc[field]) from None
+            if broken("rejected_plan_redrafted") and stored.doc["status"] in ("rejected", "expired"):
+                self.h.storage.update("plan.draft/record", KIND, pid, {**doc, "version": 0}, stored.version)
         return pid
 
     def _revision_of(self, ctx: CallContext, previous: str) -> int:
@@ -266,6 +268,8 @@ class PlanProtocol:
         if now > doc["deadline"]:
             raise PlanExpired(pid, doc["deadline"], now, "decide")
         reason = "rejected" if decision == "rejected" else None
+        if broken("decision_comment_in_reason") and comment:
+            reason = comment  # the approver's free text outside ``comment``
         note = (comment if broken("decision_comment_not_redacted") else redact(comment)) if comment else None
         decided = self._move(
             "plan.decide/record", stored, decision, actor_id, summary=comment, reason=reason, comment=note

@@ -11,7 +11,8 @@ from __future__ import annotations
 PROCESS_MUTANTS: dict[str, str] = {
     "safe_point_ignores_draining": "MEM-3: a safe point lets a draining member go on with its step",
     "unit_deadline_ignored": "SHD-9: a step goes on past its unit's hard deadline",
-    "signal_exits_at_once": "SHD-8: on SIGTERM the member exits without stopping, saving or notifying",
+    "signal_exits_at_once": "SHD-8, MEM-2: on SIGTERM the member exits at once, not at a safe point: without "
+    "stopping, saving or notifying",
     "ladder_skips_sigterm": "SHD-7: the ladder kills the member without SIGTERM, wait and re-check",
     "member_signal_reaches_jobs": "JOB-2: a job inherits its member's identity, so a signal for the member reaches it",
     "signal_exit_cancels_any_job": "JOB-2: a member shutting down on a signal cancels its non-cancellable jobs too",

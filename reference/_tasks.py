@@ -306,6 +306,8 @@ def plain_json(task_id: str, state: Any) -> Any:
     except (TypeError, ValueError) as error:
         raise BadCheckpoint(task_id, f"not serialisable ({error})") from None
     loaded = json.loads(text)
+    if broken("checkpoint_not_round_tripped"):
+        return state  # kept as given: tuples, non-string keys and shared objects included
     if loaded != state:  # (a NaN or an infinity is refused by json.dumps above)
         raise BadCheckpoint(task_id, "it does not survive a JSON round trip (tuples, non-string keys?)")
     return loaded

@@ -592,6 +592,45 @@ def decisions_audited(snap: Snapshot) -> list[str]:
     return problems
 
 
+_CREATED = {"operation_approval": "requested", "shutdown_request": "requested", "plan_approval": "drafted"}
+"""The event each audited record is created with: a record whose events start with it keeps its
+whole history (the reference's); the model keeps none, or only a plan's approval (abstraction)."""
+
+
+def records_keep_their_status_events(snap: Snapshot) -> list[str]:
+    """AUD-1: a record that keeps its history keeps the event of the status it is in.
+
+    Clauses: AUD-1. An approval, a shutdown request or a plan approval enters a status and records
+    the event of that move in one write, so its status is the one its last status event names: an
+    event named after a status of its machine, a plan's ``drafted`` (draft), or its ``retracted``
+    (the status its summary names); any other event (a delivery, a note) leaves the status as it
+    was. Judged only for a record whose events start with its creation (the reference's records):
+    the model abstracts these events away.
+    """
+    problems = []
+    for kind, created in _CREATED.items():
+        table = transition_table(RECORD_MACHINES[kind])
+        statuses = set(table) | {target for targets in table.values() for target in targets}
+        for record in snap.get(kind, []):
+            events = record["events"]
+            if not events or events[0]["event"] != created:
+                continue
+            status = None
+            for event in events:
+                name = event["event"]
+                if name == "drafted":
+                    status = "draft"
+                elif name == "retracted" and kind == "plan_approval":
+                    status = event["summary"]
+                elif name in statuses:
+                    status = name
+            if status != record["status"]:
+                problems.append(
+                    f"{record_key(kind, record)}: {record['status']}, but its last status event says {status}"
+                )
+    return problems
+
+
 _APPROVALS, _PLANS, _SHUTDOWNS = "operation_approval", "plan_approval", "shutdown_request"
 _MESSAGES = ("message", "outbox_entry")
 
@@ -853,6 +892,14 @@ INVARIANTS: tuple[Invariant, ...] = (
         True,
         safety.messages_agree_with_records,
         ("member", _APPROVALS, _PLANS, "plan_execution", _SHUTDOWNS, *_MESSAGES),
+    ),
+    Invariant(
+        "AUD-1",
+        "records_keep_their_status_events",
+        "state",
+        False,
+        records_keep_their_status_events,
+        tuple(_CREATED),
     ),
     Invariant("AUD-5", "decisions_audited", "state", True, decisions_audited, ("audit_entry", *_AUDITED)),
     Invariant("AUD-5", "audit_log_is_a_chain", "state", False, audit_log_is_a_chain, ("audit_entry",)),

@@ -99,6 +99,32 @@ def test_agent_tools_take_identity_from_the_harness(team: Team) -> None:
     }
 
 
+@pytest.mark.clause("APR-3", "APR-5")
+def test_identity_inside_the_tools_own_arguments_is_content_not_identity(team: Team) -> None:
+    """APR-3: the protected tool's own arguments are what the model wrote; a ``requester_id`` or
+    ``actor_id`` among them is business content (hashed with the rest), never who asks. The
+    record names the caller the harness knows, through the agent tool and directly, and only that
+    caller may use it (mutant ``requester_from_arguments``)."""
+    forged = {"path": "srv/app", "requester_id": "m1", "actor_id": "m1"}
+    tool = r.AGENT_TOOLS["team_request_approval"]
+    pid = tool(team.harness, team.ctx(), {"tool_name": "deploy", "arguments": forged})["protocol_id"]
+    doc = team.harness.read("operation_approval", pid).doc
+    assert (doc["requester_id"], doc["task_id"]) == ("m0", "t0")
+    deploy = team.harness.tool("deploy")
+    assert doc["arguments_digest"] == deploy.digest(forged) != deploy.digest(ARGS)
+    direct = team.harness.approvals.request(team.ctx(call="call-2"), "deploy", forged)
+    assert team.harness.read("operation_approval", direct).doc["requester_id"] == "m0"
+    team.harness.approvals.review("lead", pid, "approved")
+    refused(
+        team,
+        r.ApprovalOtherAgent,
+        lambda: team.harness.approvals.call(team.ctx("m1"), "deploy", forged, approval_id=pid),
+    )
+    result = team.harness.approvals.call(team.ctx(), "deploy", forged, approval_id=pid)
+    assert result["status"] == "done"
+    assert team.harness.read("operation_approval", pid).doc["status"] == "consumed"
+
+
 @pytest.mark.clause("APR-4", "AUD-3")
 def test_review_only_by_the_responder_idempotent_and_redacted(team: Team) -> None:
     pid = team.harness.approvals.call(team.ctx(), "deploy", ARGS)["protocol_id"]

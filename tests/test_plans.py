@@ -180,6 +180,9 @@ def test_a_rejected_plan_is_never_retried_and_a_revision_is_a_new_record_in_its_
     team = Team()
     rejected = team.pending("a")
     team.h.plans.decide("lead", rejected, "rejected", comment="too risky")
+    before = team.h.snapshot()
+    assert team.h.plans.draft(team.ctx(), "a", plan(*STEPS)) == rejected  # the same id, still rejected
+    assert team.h.snapshot() == before
     with pytest.raises(r.PlanStatusConflict):
         team.h.plans.submit(team.ctx(), rejected)
     with pytest.raises(r.PlanStatusConflict):

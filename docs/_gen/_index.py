@@ -77,7 +77,11 @@ def test_citations(root: Path) -> dict[str, list[str]]:
 def mutants_breaking(clause_id: str) -> list[str]:
     """The model mutants that remove this clause's check or are caught by it, and the reference mutants."""
     model = [f"`{m.name}` (model)" for m in MUTANTS.values() if clause_id in (m.breaks, m.caught_by)]
-    ref = [f"`{n}` (reference)" for n, text in REFERENCE_MUTANTS.items() if text.startswith(clause_id + ":")]
+    ref = [
+        f"`{n}` (reference)"
+        for n, text in REFERENCE_MUTANTS.items()
+        if clause_id in _ID.findall(text.partition(":")[0])  # every clause its description opens with
+    ]
     return model + ref
 
 
