@@ -1,10 +1,10 @@
 """An unbiased mutation score of the reference (DESIGN rule 7): mutmut 3 over the approval,
-storage, tools, audit, shutdown, tasks, jobs, plans, outbox, members, recovery and harness modules, one
-module at a time, with the fast test selection of ``[tool.mutmut]`` in pyproject.toml and
-``HYPOTHESIS_PROFILE=mutation``.
+storage, tools, audit, shutdown, tasks, jobs, plans, outbox, members, recovery, harness, lead and
+member_process modules, one module at a time, with the fast test selection of ``[tool.mutmut]`` in
+pyproject.toml and ``HYPOTHESIS_PROFILE=mutation``.
 
     .venv/bin/python scripts/mutation.py [approval storage tools audit shutdown tasks jobs plans outbox
-        members recovery harness]
+        members recovery harness lead member_process]
         [--max-children 1] [--sample N] [--resume] [--survivors] [--recheck-kills N] [--report-only]
         [--new-tests FILE ...]
 
@@ -59,6 +59,8 @@ MODULES = (
     "members",
     "recovery",
     "harness",
+    "lead",
+    "member_process",
 )
 RECORD = ROOT / "mutation"
 SWITCH = re.compile(r"""broken\((["'])[^"']*\1\)""")
