@@ -78,6 +78,7 @@ SHORTEST = {
     "release_unnoted": 4,  # claim, request, begin, the release
     "run_completes_a_step_early": 8,  # to the plan's first step run, then its completion
     "release_drops_checkpoint": 4,  # claim, request, begin, the release
+    "run_inherits_plan_deadline": 8,  # claim, draft, submit, approve, deliver, a tick and its pass, the start
 }
 """The length (steps after the initial state) of each issue-19 mutant's shortest trace: breadth-first
 search finds the shortest, so a change of it is a change of the model to review."""

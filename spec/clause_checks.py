@@ -78,7 +78,14 @@ _CHECKS: dict[str, Checked] = {
     "PLN-6": _C(("retraction_only_before_delivery", "messages_agree_with_records")),
     "PLN-7": _C(("plan_executes_once_and_only_approved_steps",)),
     "PLN-8": _C(("transitions_follow_tables",)),
-    "PLN-9": _C(("every_request_can_finish", "no_cycle_avoids_finish", "deadline_is_the_last_instant")),
+    "PLN-9": _C(
+        (
+            "run_starts_within_its_step",
+            "every_request_can_finish",
+            "no_cycle_avoids_finish",
+            "deadline_is_the_last_instant",
+        )
+    ),
     "PLN-10": _C(("owed_messages_present", "messages_agree_with_records")),
     "PLN-11": _C(("transitions_follow_tables", "stopped_member_acts_not")),
     "MEM-1": _C(("claims_only_by_eligible_members", "draining_member_accepts_nothing")),

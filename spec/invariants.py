@@ -64,9 +64,10 @@ def _index(records: list[Mapping[str, Any]], field: str) -> dict[Any, Mapping[st
 def approval_consumed_at_most_once(snap: Snapshot) -> list[str]:
     """INV-1: one consumed approval per executed call, matching requester, task, tool and digest.
 
-    Clauses: APR-5, APR-6, APR-8. Each tool execution is keyed by a consumed approval's id, was
-    called at most once under that key, matches the approval's binding, and was consumed by its
-    deadline.
+    Clauses: APR-5, APR-6, APR-8, XPR-4. Each tool execution is keyed by a consumed approval's id,
+    was called at most once under that key, matches the approval's binding (the profile version
+    too: the call runs under the profile it was approved under, XPR-4 — and an execution recovery
+    writes for a call that never ran, APR-8, carries it as well), and was consumed by its deadline.
     """
     approvals = _index(snap["operation_approval"], "protocol_id")
     problems = []
@@ -76,7 +77,7 @@ def approval_consumed_at_most_once(snap: Snapshot) -> list[str]:
         if ap is None or ap["status"] != "consumed":
             problems.append(f"tool_execution/{key}: no consumed approval under its key (found {ap and ap['status']})")
             continue
-        for field in ("requester_id", "task_id", "tool_name", "arguments_digest"):
+        for field in ("requester_id", "task_id", "tool_name", "arguments_digest", "profile_version"):
             if ex[field] != ap[field]:
                 problems.append(f"tool_execution/{key}: {field} {ex[field]!r} != approved {ap[field]!r}")
         if ex["attempts"] > 1:
@@ -876,6 +877,14 @@ INVARIANTS: tuple[Invariant, ...] = (
         False,
         safety.terminal_outcomes_carry_reasons,
         (_APPROVALS, _PLANS, _SHUTDOWNS),
+    ),
+    Invariant(
+        "PLN-9",
+        "run_starts_within_its_step",
+        "step",
+        False,
+        safety.run_starts_within_its_step,
+        ("clock", "plan_execution"),
     ),
     Invariant(
         "XPR-5",

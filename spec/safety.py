@@ -906,6 +906,33 @@ def terminal_outcomes_carry_reasons(snap: Snapshot) -> list[str]:
     return problems
 
 
+# ---- PLN-9: an execution's time runs from its start ---------------------------------------------
+
+
+def run_starts_within_its_step(before: Snapshot, after: Snapshot) -> list[str]:
+    """PLN-9: an execution's time budget runs from its own start, not from its plan's.
+
+    The start writes the execution (the executed marker, PLN-7) with ``started_at`` the instant it
+    starts and ``deadline`` a whole ``ttl`` later; an execution that took over its plan's deadline
+    instead is failed by the monitor as soon as the plan's time is up, however little of its own
+    it used. So an execution that a step (or an interleaving's run of several) creates started
+    within it: its ``started_at`` is neither before the clock before the step nor after the clock
+    after it. The model keeps a run's deadline alone and shows ``started_at`` as that deadline less
+    the ttl, so there this is the deadline set from the clock of the start.
+    """
+    started = {run["plan_id"] for run in before["plan_execution"]}
+    problems = []
+    for run in after["plan_execution"]:
+        if run["plan_id"] in started:
+            continue
+        if not before["clock"] <= run["started_at"] <= after["clock"]:
+            problems.append(
+                f"plan_execution/{run['plan_id']}: created in a step from clock {before['clock']} to "
+                f"{after['clock']}, but started at {run['started_at']} (deadline {run['deadline']})"
+            )
+    return problems
+
+
 # ---- SHD-3: a release noted on its request; PLN-4: a completion after every approved step ----------
 
 

@@ -578,6 +578,22 @@ MUTANTS: dict[str, Mutant] = {
             "consume skips the ownership check: a requester that no longer holds the approval's task uses it",
         ),
         Mutant(
+            "run_inherits_plan_deadline",
+            "PLN-9",
+            "run_starts_within_its_step",
+            "plan",
+            "plan.start gives the execution its plan's deadline instead of a whole ttl from the start, so the "
+            "monitor fails a run as soon as its plan's time is up",
+        ),
+        Mutant(
+            "recovered_execution_unbound",
+            "APR-8",
+            "INV-1",
+            "pair_crashes",
+            "recovery writes the failed execution of a consumed call that never ran without its approval's "
+            "profile version (the field left as it was)",
+        ),
+        Mutant(
             "plan_start_ignores_incarnation",
             "XPR-1",
             "restart_raises_incarnation",

@@ -771,7 +771,9 @@ def _plan_requester(model: Model, s: State, p: int) -> Iterator[Operation]:
         def start(x: State) -> State:
             r = x.runs[p]
             if r.status == "":  # PLN-7: the executed marker, written before the first step
-                r = create("plan_execution", r, deadline=x.clock + ttl)
+                # PLN-9: a whole ttl from the start (the mutant: the plan's own deadline, inherited)
+                inherited = model.broken("run_inherits_plan_deadline")
+                r = create("plan_execution", r, deadline=x.plans[p].deadline if inherited else x.clock + ttl)
             return replace(x, runs=put(x.runs, p, replace(r, starts=r.starts + 1, cursor=0)))
 
         def consumed(x: State) -> State:

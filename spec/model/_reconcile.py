@@ -42,7 +42,8 @@ def _look_up_outcome(model: Model, s: State, a: int) -> State:
     ex = s.executions[a]
     if ex.status == "":  # consumed, but the write-ahead record is missing: the call never ran
         ap = s.approvals[a]
-        ex = replace(ex, status="started", requester=ap.requester, task=ap.task, profile_version=ap.profile_version)
+        profile = ex.profile_version if model.broken("recovered_execution_unbound") else ap.profile_version
+        ex = replace(ex, status="started", requester=ap.requester, task=ap.task, profile_version=profile)
         ex = move("tool_execution", ex, "failed")
     elif ex.status == "started" and model.broken("recovery_repeats_call"):
         ex = move("tool_execution", replace(ex, attempts=ex.attempts + 1, world_calls=ex.world_calls + 1), "succeeded")
