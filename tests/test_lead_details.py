@@ -17,7 +17,6 @@ import pytest
 
 from reference import (
     Harness,
-    InProcessJobRunner,
     ManualClock,
     MemberBusy,
     ProcessesSurvive,
@@ -25,7 +24,7 @@ from reference import (
     SQLiteStorage,
     _lead,
 )
-from spec.ids import message_id
+from tests.test_lead_ladder import draining
 
 
 class RecordingOS:
@@ -57,14 +56,7 @@ class RecordingOS:
 def timed_out(tmp_path: Any, cancellable: bool = False) -> tuple[Harness, str]:
     """m0 holds t0 and runs job-1; it drains for the Lead's request, which ran past its deadline."""
     clock = ManualClock(0.0)
-    tools = [RecordingTool().tool()]
-    h = Harness(SQLiteStorage(tmp_path / "team.db"), clock, tools, jobs=InProcessJobRunner())
-    h.add_member("m0", ["deploy"])
-    h.add_task("t0")
-    h.claim("m0", "t0")
-    h.jobs.start("m0", "job-1", "sleep", cancellable=cancellable)
-    pid = h.shutdowns.request("lead", "m0", "sd-1", ttl_seconds=10)
-    h.shutdowns.begin_drain("m0", message_id(pid, "request"))
+    h, pid = draining(tmp_path, clock, cancellable)
     clock.advance(20)
     h.monitor_pass()
     assert h.shutdowns.require(pid).doc["status"] == "timed_out"

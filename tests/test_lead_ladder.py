@@ -38,14 +38,14 @@ class FakeOS:
         monkeypatch.setattr(_lead.os, "kill", lambda pid, signum: self.signals.append((pid, int(signum))))
 
 
-def draining(tmp_path: Any, clock: ManualClock | None = None) -> tuple[Harness, str]:
-    """m0 holds t0 and runs a non-cancellable job; the Lead asked it to stop; it drains."""
+def draining(tmp_path: Any, clock: ManualClock | None = None, cancellable: bool = False) -> tuple[Harness, str]:
+    """m0 holds t0 and runs job-1 (non-cancellable unless asked); the Lead asked it to stop; it drains."""
     tools = [RecordingTool().tool()]
     h = Harness(SQLiteStorage(tmp_path / "team.db"), clock or ManualClock(0.0), tools, jobs=InProcessJobRunner())
     h.add_member("m0", ["deploy"])
     h.add_task("t0")
     h.claim("m0", "t0")
-    h.jobs.start("m0", "job-1", "sleep", cancellable=False)
+    h.jobs.start("m0", "job-1", "sleep", cancellable=cancellable)
     pid = h.shutdowns.request("lead", "m0", "sd-1", ttl_seconds=10)
     h.shutdowns.begin_drain("m0", message_id(pid, "request"))
     return h, pid
