@@ -68,6 +68,9 @@ RECOVERY_CAUGHT_BY: dict[str, list[str]] = {
         "tests/test_approval.py::test_identity_inside_the_tools_own_arguments_is_content_not_identity"
     ],
     "acknowledge_approves": ["tests/test_approval.py::test_delivery_is_deduplicated_and_reading_completes_nothing"],
+    "owe_swallows_store_errors": [
+        "tests/test_outbox_details.py::test_a_finish_whose_ack_cannot_be_owed_fails_and_reconciliation_owes_it"
+    ],
     "checkpoint_not_round_tripped": ["tests/test_team.py::test_a_checkpoint_holds_only_plain_json"],
     "drain_cancels_one_approval": ["tests/test_many_requests.py"],
     "inspection_ends_noted_drain_only": [

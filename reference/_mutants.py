@@ -27,6 +27,8 @@ MUTANTS: dict[str, str] = {
     "requester_from_arguments": "APR-3: a request takes its requester from a requester_id in the tool's "
     "arguments, which the model wrote",
     "acknowledge_approves": "MSG-3: acknowledging an approval_request message approves the request",
+    "owe_swallows_store_errors": "XPR-3, REC-3: owing a message swallows a store failure with the duplicate it "
+    "ignores, so the operation reports success with nothing owed",
     "checkpoint_not_round_tripped": "TSK-2: a checkpoint keeps the state as given instead of its JSON round trip "
     "(tuples, non-string keys)",
     "message_before_record": "MSG-6: the request message is written before the protocol record",

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import spec
 from spec.ids import protocol_id
 
-from ._errors import AlreadyExists
+from ._errors import AlreadyExists, StorageError
 from ._mutants import broken
 from ._storage import Document, active
 from ._team_errors import UnknownRecord
@@ -41,7 +41,8 @@ class Outbox:
         """Write the entry (``owed``) unless one with this message id exists (MSG-4)."""
         spec.validate_message(message)
         entry = {"message_id": message["message_id"], "status": "owed", "message": message}
-        with self.h.step(step), contextlib.suppress(AlreadyExists):
+        ignored = (AlreadyExists, StorageError) if broken("owe_swallows_store_errors") else (AlreadyExists,)
+        with self.h.step(step), contextlib.suppress(*ignored):
             self.h.storage.insert(step, TABLE, message["message_id"], entry)
 
     def send(self, message_id: str) -> None:

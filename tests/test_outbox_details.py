@@ -8,6 +8,8 @@ could claim one at time 1 — with every test passing.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 import reference as r
@@ -91,3 +93,31 @@ def test_the_suspension_notice_says_what_the_models_says(team: Team) -> None:
     (notice,) = [e["message"] for e in team.h.snapshot()["outbox_entry"]]
     assert notice["message_type"] == "task_suspended"
     assert notice["body"] == {"task_id": "t0", "member_id": "m0", "reason_text": "unit deadline"}
+
+
+@pytest.mark.clause("XPR-3", "REC-3", "SHD-5")
+def test_a_finish_whose_ack_cannot_be_owed_fails_and_reconciliation_owes_it(
+    storage: Storage, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """XPR-3, REC-3: a store that fails while the shutdown_ack is owed fails the finish — the outbox
+    never swallows the error and lets the operation report success with nothing owed — and the
+    restart's reconciliation owes it (outside review 51, P12: ``owe`` suppressing ``StorageError``
+    with ``AlreadyExists`` passed every test; the injected faults were all ``Crash``)."""
+    team = Team(storage).setup()
+    h = team.h
+    pid = team.drain("m0")
+    insert = storage.insert
+
+    def failing(step: str, table: str, key: str, doc: Any, guard: Any = None) -> Any:
+        if table == "outbox_entry":
+            raise r.StorageUnavailable("disk full")
+        return insert(step, table, key, doc, guard)
+
+    monkeypatch.setattr(storage, "insert", failing)
+    with pytest.raises(r.StorageUnavailable):
+        h.shutdowns.finish("m0")
+    monkeypatch.setattr(storage, "insert", insert)
+    assert storage.read("shutdown_request", pid).doc["status"] == "completed"
+    assert h.outbox.owed() == []  # the ack was never owed: the caller was told so
+    team.restart()
+    assert len(h.outbox.owed()) == 1  # reconciliation owes it (REC-3)

@@ -300,3 +300,43 @@ def test_the_in_process_runner_refuses_an_effect_before_its_record_in_words(stor
     with pytest.raises(ValueError) as other:
         r.Harness(storage, team.clock, [], jobs=r.SubprocessJobRunner(team="another-team"))
     assert str(other.value) == f"this job runner runs team another-team's jobs, not {storage.team}'s"
+
+
+@pytest.mark.clause("TSK-1", "TSK-3", "SHD-7")
+@pytest.mark.parametrize("outcome", ["pending", "failed"])
+def test_an_inspected_task_keeps_no_claim_token(storage: Storage, outcome: str) -> None:
+    """TSK-1, SHD-7: the Lead's inspection that puts a lost member's task back (or fails it) clears
+    its holder, incarnation and claim token (outside review 51, P8: a forgotten ``claim_token`` was
+    caught only by one convergence test)."""
+    team = Team(storage).setup()
+    h = team.h
+    token = h.claim("m0", "t0")
+    assert team.task("t0")["claim_token"] == token
+    h.members.lapse("m0")
+    assert team.task("t0")["status"] == "needs_inspection"
+    h.tasks.inspect("t0", outcome)
+    task = team.task("t0")
+    assert (task["status"], task["owner_id"], task["owner_incarnation"], task["claim_token"]) == (
+        outcome,
+        None,
+        None,
+        None,
+    )
+
+
+@pytest.mark.clause("JOB-1", "SHD-3")
+@pytest.mark.parametrize(("code", "outcome"), [(0, "succeeded"), (1, "failed"), (2, "failed"), (-15, "cancelled")])
+def test_a_job_asked_to_cancel_is_cancelled_only_by_a_signal_exit(storage: Storage, code: int, outcome: str) -> None:
+    """JOB-1: a job asked to cancel is settled by its exit: cancelled by a signal's, failed by a
+    failure code of its own, succeeded by 0 — through the drain and the poll, not only in
+    ``outcome_of`` (outside review 51, P10)."""
+    team = Team(storage).setup()
+    h = team.h
+    h.claim("m0", "t0")
+    h.jobs.start("m0", "job-1", "index", cancellable=True)
+    team.drain("m0")
+    assert h.shutdowns.drain_jobs("m0") == ["job-1"]
+    team.runner.finish("job-1", code)  # it finished (or failed) on its own before the signal landed, or was stopped
+    assert h.jobs.poll() == ["job-1"]
+    job = h.jobs.require("job-1").doc
+    assert (job["status"], job["exit_code"]) == (outcome, code)
