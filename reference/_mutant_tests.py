@@ -60,18 +60,6 @@ RECOVERY_CAUGHT_BY: dict[str, list[str]] = {
         "tests/test_storage_contract.py::test_a_file_stamped_under_any_other_schema_is_brought_to_this_one"
     ],
     "busy_jobs_read_history": ["tests/test_history_cost.py"],
-    "retry_binding_unchecked": ["tests/test_approval.py::test_retry_returns_the_same_record_and_message"],
-    "review_event_saved_apart": [
-        "model_tests/test_stateful.py::test_each_write_step_crashed_under_refinement[approval.review/record]"
-    ],
-    "requester_from_arguments": [
-        "tests/test_approval.py::test_identity_inside_the_tools_own_arguments_is_content_not_identity"
-    ],
-    "acknowledge_approves": ["tests/test_approval.py::test_delivery_is_deduplicated_and_reading_completes_nothing"],
-    "owe_swallows_store_errors": [
-        "tests/test_outbox_details.py::test_a_finish_whose_ack_cannot_be_owed_fails_and_reconciliation_owes_it"
-    ],
-    "checkpoint_not_round_tripped": ["tests/test_team.py::test_a_checkpoint_holds_only_plain_json"],
     "drain_cancels_one_approval": ["tests/test_many_requests.py"],
     "inspection_ends_noted_drain_only": [
         "tests/test_shutdown_details.py::test_an_inspection_ends_a_drain_its_member_never_noted"
@@ -279,6 +267,17 @@ CAUGHT_BY: dict[str, list[str]] = {
     "every_string_a_path": [f"{BINDING}::test_only_the_documented_fields_are_paths"],
     "numbers_conflated": [f"{BINDING}::test_one_one_point_oh_true_and_the_string_one_are_four_arguments"],
     "list_order_ignored": [f"{BINDING}::test_any_undocumented_change_changes_the_digest"],
+    # one mutant for each clause that had none (STO-2, AUD-1, APR-3, MSG-3, XPR-3, TSK-2)
+    "retry_binding_unchecked": ["tests/test_approval.py::test_retry_returns_the_same_record_and_message"],
+    "review_event_saved_apart": [f"{STATEFUL}::test_each_write_step_crashed_under_refinement[approval.review/record]"],
+    "requester_from_arguments": [
+        "tests/test_approval.py::test_identity_inside_the_tools_own_arguments_is_content_not_identity"
+    ],
+    "acknowledge_approves": ["tests/test_approval.py::test_delivery_is_deduplicated_and_reading_completes_nothing"],
+    "owe_swallows_store_errors": [
+        "tests/test_outbox_details.py::test_a_finish_whose_ack_cannot_be_owed_fails_and_reconciliation_owes_it"
+    ],
+    "checkpoint_not_round_tripped": ["tests/test_team.py::test_a_checkpoint_holds_only_plain_json"],
     # the compiled validator of writes: its differential test and the stores' refusal
     "validator_drops_pattern": ["tests/test_compiled_validator.py"],
     **PROCESS_CAUGHT_BY,  # the real-process mutants: only these tests can catch them
