@@ -166,8 +166,10 @@ class Harness:
     @contextlib.contextmanager
     def step(self, name: str) -> Iterator[None]:
         """A write step that may write no record (nothing to flag, already owed): the fault hook
-        still fires after it, so a crash "after step X" means the same here as in the model."""
+        still fires after it, so a crash "after step X" means the same here as in the model; and
+        before it, so a fault "before step X" fires whether or not it writes."""
         self.storage.check_step(name)
+        self.storage.faults.before(name)
         written = len(self.storage.steps_written)
         yield
         if name not in self.storage.steps_written[written:]:

@@ -29,6 +29,8 @@ MUTANTS: dict[str, str] = {
     "acknowledge_approves": "MSG-3: acknowledging an approval_request message approves the request",
     "owe_swallows_store_errors": "XPR-3, REC-3: owing a message swallows a store failure with the duplicate it "
     "ignores, so the operation reports success with nothing owed",
+    "store_failure_retried": "STO-4, XPR-3: the compare-and-set retry loop retries a store failure too, so a "
+    "write whose answer was lost is judged again as if another writer had made it",
     "checkpoint_not_round_tripped": "TSK-2: a checkpoint keeps the state as given instead of its JSON round trip "
     "(tuples, non-string keys)",
     "message_before_record": "MSG-6: the request message is written before the protocol record",

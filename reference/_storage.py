@@ -156,23 +156,44 @@ class Guard:
 
 @dataclass
 class FaultPlan:
-    """Where to crash: ``crash_before`` / ``crash_after`` hold write-step names (each fires once)."""
+    """Where to crash or fail, by write-step name (each fires once).
+
+    ``crash_before`` / ``crash_after``: the process dies there (:class:`Crash`). ``fail_before`` /
+    ``fail_after``: the store fails there and the process lives on — :class:`StorageUnavailable`,
+    the write not done (before) or done without the writer being told (after: an indefinite write
+    failure, as a commit whose answer is lost). A step that writes nothing fails after it too.
+    XPR-3: the operation must raise a typed error, never report success or a definite refusal,
+    and must write nothing more (``model_tests/test_storage_failures.py``).
+    """
 
     crash_before: set[str] = field(default_factory=set)
     crash_after: set[str] = field(default_factory=set)
+    fail_before: set[str] = field(default_factory=set)
+    fail_after: set[str] = field(default_factory=set)
     fired: list[tuple[str, str]] = field(default_factory=list)
+    passed: str | None = None
+    """The last step the process got past (a test's cut of the model: where a failure left it)."""
 
     def before(self, step: str) -> None:
         if step in self.crash_before:
             self.crash_before.discard(step)
             self.fired.append(("before", step))
             raise Crash(step, "before")
+        if step in self.fail_before:
+            self.fail_before.discard(step)
+            self.fired.append(("fail before", step))
+            raise StorageUnavailable(f"injected failure before write step {step}: nothing was written")
 
     def after(self, step: str) -> None:
+        self.passed = step
         if step in self.crash_after:
             self.crash_after.discard(step)
             self.fired.append(("after", step))
             raise Crash(step, "after")
+        if step in self.fail_after:
+            self.fail_after.discard(step)
+            self.fired.append(("fail after", step))
+            raise StorageUnavailable(f"injected failure after write step {step}: written, the writer not told")
 
 
 OUTSIDE = "test/"
@@ -450,10 +471,11 @@ def settle(attempt: Callable[[], T]) -> T:
     again from its read: its own checks then judge the record as the winner left it, and the
     loser gets their typed refusal, never a raw :class:`VersionConflict`. Bounded. The operation
     must lose only at its first write (or be idempotent from there on)."""
+    retried = (VersionConflict, StorageUnavailable) if broken("store_failure_retried") else VersionConflict
     for _ in range(CONFLICT_RETRIES - 1):
         try:
             return attempt()
-        except VersionConflict:
+        except retried:
             if broken("version_conflict_escapes"):
                 raise
     try:

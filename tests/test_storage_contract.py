@@ -141,6 +141,26 @@ def test_fault_plan_crashes_before_or_after_a_named_step(storage: Storage) -> No
     assert storage.faults.fired == [("before", "test/insert"), ("after", "test/insert")]
 
 
+@pytest.mark.clause("STO-1", "XPR-3")
+def test_fault_plan_fails_a_named_step_and_the_process_lives_on(storage: Storage) -> None:
+    """A failure before a step: nothing written. After: written, and the writer not told. Each
+    fires once and is a StorageUnavailable (caught by protocol code, unlike a Crash)."""
+    storage.faults.fail_before.add("test/insert")
+    with pytest.raises(StorageUnavailable, match="before write step test/insert: nothing was written"):
+        storage.insert("test/insert", "task", "t1", TASK)
+    assert storage.read("task", "t1") is None
+    storage.faults.fail_after.add("test/insert")
+    with pytest.raises(StorageUnavailable, match="after write step test/insert: written"):
+        storage.insert("test/insert", "task", "t1", TASK)
+    assert storage.read("task", "t1") is not None
+    assert (storage.faults.fired, storage.faults.passed) == (
+        [("fail before", "test/insert"), ("fail after", "test/insert")],
+        "test/insert",
+    )
+    storage.update("test/update", "task", "t1", {**TASK, "status": "completed"}, 1)  # fired once each
+    assert storage.faults.passed == "test/update"
+
+
 @pytest.mark.clause("STO-4")
 def test_two_sqlite_connections_race_on_one_version(tmp_path: Path) -> None:
     """Two processes' handles on one file: exactly one compare-and-set wins."""
