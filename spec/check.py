@@ -22,12 +22,13 @@ import resource
 import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from queue import Empty
 from typing import Any
 
 from spec import _compiled, drift
+from spec.audit import Audit, audit
 from spec.errors import ProtocolError
 from spec.explore import Report, engine_name, explore_states, trace_json
 from spec.invariants import INVARIANTS
@@ -372,6 +373,7 @@ class Summary:
     violated: bool
     complete: bool
     ok: bool
+    audits: list[Audit] = field(default_factory=list)  # spec.audit: the runs searched again (drifted, or --audit)
 
 
 def summarize(runs: list[Run], coverage_required: bool, mutant: str | None) -> Summary:
@@ -392,6 +394,34 @@ def summarize(runs: list[Run], coverage_required: bool, mutant: str | None) -> S
     covered = not coverage_required or not (missing_edges or missing_crashes) or bool(mutant)
     ok = complete and not violated and not drifts and covered
     return Summary(missing_edges, missing_crashes, coverage_required, drifts, outgrown, violated, complete, ok)
+
+
+def auditable(report: Report) -> bool:
+    """Whether :func:`spec.audit.audit` can audit a run: a complete, exhaustive search of the
+    healthy model that kept its states (not simulated, not bounded, not hash-compacted)."""
+    return report.complete and not report.simulation and not report.fingerprints and report.mutant is None
+
+
+def _audit_one(index: int, report: Report, config: Config) -> tuple[int, Audit]:
+    return index, audit(config, report)
+
+
+def run_audits(
+    runs: list[Run], drifted: set[str], every: bool, workers: int, say: Callable[[str], None] | None
+) -> list[Audit]:
+    """Audit (:mod:`spec.audit`) each auditable run whose configuration drifted, or each one with
+    ``every``, on ``workers`` processes (the largest first); the audits in the order of ``runs``."""
+    todo = [(r, c) for r, _, c in runs if auditable(r) and (every or c.name in drifted)]
+    if say is not None and todo:
+        say(f"  [dim]auditing {', '.join(c.name for _, c in todo)}: the other engine, and no reductions[/dim]")
+    if workers <= 1 or len(todo) <= 1:
+        return [audit(c, r) for r, c in todo]
+    order = sorted(range(len(todo)), key=lambda i: -todo[i][0].transitions)
+    found: dict[int, Audit] = {}
+    with ProcessPoolExecutor(min(workers, len(todo)), mp_context=multiprocessing.get_context("spawn")) as pool:
+        for index, result in pool.map(_audit_one, order, [todo[i][0] for i in order], [todo[i][1] for i in order]):
+            found[index] = result
+    return [found[i] for i in range(len(todo))]
 
 
 def mutant_caught(runs: list[Run]) -> list[str]:

@@ -21,6 +21,8 @@ from rich.console import Console
 from rich.table import Table
 
 from spec import _compiled, drift
+from spec.audit import Audit
+from spec.audit import describe as describe_audit
 from spec.check import (
     CHECKPOINT_SECONDS,
     Bounds,
@@ -35,6 +37,7 @@ from spec.check import (
     mutant_caught,
     pending_configs,
     report_json,
+    run_audits,
     run_jobs,
     summarize,
 )
@@ -77,6 +80,11 @@ def _check_values(args: argparse.Namespace) -> None:
         raise UsageError(f"--jobs must be at least 1, not {args.jobs}")
     if not args.checkpoint_seconds > 0:
         raise UsageError(f"--checkpoint-seconds must be positive, not {args.checkpoint_seconds}")
+    if args.audit and args.no_audit:
+        raise UsageError("--audit and --no-audit ask for opposite things; give one")
+    if args.audit and (args.mutant or args.simulate):
+        what = "--mutant" if args.mutant else "--simulate"
+        raise UsageError(f"--audit audits exhaustive searches of the healthy model; not with {what}")
     for name in args.config or ():
         load_config(name)  # an unknown name raises UnknownConfig, naming the known ones
     if args.trace_out is not None:
@@ -246,10 +254,18 @@ def _print_summary(console: Console, runs: list[Run], summary: Summary, footer: 
             console.print(f"[red]edge never taken[/red]: {edge[0]} {edge[1]} -> {edge[2]}", highlight=False)
         for point in summary.missing_crash_points:
             console.print(f"[red]never crashed after[/red] {point}", highlight=False)
-    for line in [line for d in summary.drifts for line in drift.describe(d)] + summary.outgrown:
-        console.print(line, style="red" if not line.startswith(" ") else None, highlight=False, markup=False)
+    audits = {a.config: a for a in summary.audits}
+    lines = [line for d in summary.drifts for line in drift.describe(d) + _audit_lines(audits.pop(d.config, None))]
+    lines += [line for a in audits.values() for line in [f"{a.config} audited", *describe_audit(a)]]
+    for line in lines + summary.outgrown:
+        red = not line.startswith(" ") or "UNSOUND" in line
+        console.print(line, style="red" if red else None, highlight=False, markup=False)
     if summary.drifts:
         console.print("review it; if it is meant, pin it: scripts/pin_manifest.py in the same commit")
+
+
+def _audit_lines(found: Audit | None) -> list[str]:
+    return describe_audit(found) if found is not None else []
 
 
 def command(args: argparse.Namespace, console: Console) -> int:
@@ -285,6 +301,10 @@ def command(args: argparse.Namespace, console: Console) -> int:
         c.require_coverage for c, _ in jobs
     )
     summary = summarize(runs, coverage_required, args.mutant)
+    if not args.no_audit and not args.mutant:
+        drifted = {d.config for d in summary.drifts}
+        audits = run_audits(runs, drifted, args.audit, workers * bounds.processes, None if args.json else say)
+        summary = dataclasses.replace(summary, audits=audits, ok=summary.ok and all(a.sound for a in audits))
     status, verdict = _verdict(args, runs, summary)
     trace_error = _write_trace(args.trace_out, runs)
     kind = "compiled" if _compiled.ACTIVE else "interpreted (scripts/compile.py builds the compiled explorer)"
@@ -320,6 +340,7 @@ def _document(
         "manifest_drift": [d.config for d in summary.drifts],
         "manifest_drift_detail": [d.to_json() for d in summary.drifts],
         "outgrown": summary.outgrown,
+        "audits": [a.to_json() for a in summary.audits],
         "peak_memory_mib": round(peak, 1),
         "workers": workers,
         "spread": spread,  # the processes each search was spread over (spec/_parallel.py)
@@ -430,6 +451,15 @@ def register(commands: Any) -> Any:
         type=float,
         default=CHECKPOINT_SECONDS,
         help=f"how often a --checkpoint is saved (default {CHECKPOINT_SECONDS:.0f})",
+    )
+    parser.add_argument(
+        "--audit",
+        action="store_true",
+        help="audit every exhaustive run, not only those whose counts drifted from the manifest: search it "
+        "again on the other engine and without any reduction, and fail where they find otherwise",
+    )
+    parser.add_argument(
+        "--no-audit", action="store_true", help="do not audit the runs whose counts drifted (faster; less said)"
     )
     parser.add_argument("--trace-out", help="write the first counterexample as a JSON trace here")
     parser.add_argument("--json", action="store_true", help="machine-readable output")

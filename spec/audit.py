@@ -1,0 +1,211 @@
+"""``teamproto check`` auditing its own search (INV-12): a drift of the counts explained. Pure: no I/O.
+
+A configuration's search runs with every reduction on (outbox sends and idle monitor passes taken
+alone, the records' partial-order reduction, dead data, symmetry) and on the plain-tuple engine
+where it can (:mod:`spec._flat_explore`). When its counts drift from the manifest, two causes look
+alike: the protocol changed (a change of behaviour to review and pin), or a reduction or an engine
+lost states it must not lose (a bug of the checker, which would hide violations). The model tests
+tell them apart (``test_partial_order``, ``test_dead_data``, ``test_symmetry``, ``test_flat``), but
+a designer running ``teamproto check`` alone saw only the moved counts. :func:`audit` tells them
+apart on the spot, with two searches beside the one that drifted:
+
+- **the other engine** (where the plain-tuple engine ran): the model's own search with the same
+  reductions. The two are the same search step for step, so they must find the same states per
+  depth, transitions and findings — exactly; any difference is a bug of one engine.
+- **no reduction at all**: the full model (:class:`spec.model.Model` with ``reduce=False``),
+  without dead data and without symmetry (deadline regions stay: an unbounded clock has no other
+  finite search). Every reduction claims to keep every violation, edge, crash point and deadlock
+  (the module docstrings argue it), so both searches must report the same
+  :meth:`spec.explore.Report.findings`; and a reduction never adds a state, so the full search
+  finds at least as many. It is bounded by :data:`FULL_STATES`: a larger one is reported as not
+  audited, never as sound.
+
+Neither search can tell a change of the protocol from the designer's intent; both tell a checker
+that lost something from one that did not. What the audit cannot see: a reduction that loses
+states whose verdicts, edges and crash points other states repeat (harmless for this model and
+configuration; the model tests' mutants see those), and the deadline regions themselves
+(``test_time``, ``test_unread_deadlines``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ._records import Report
+from .model import Model
+from .model._config import Config
+from .model._dead import erase
+from .model._state import State
+from .model._symmetry import canonical_key
+
+FULL_STATES = 200_000
+"""The most states the unreduced search of one configuration may find (about 40 s of CPU)."""
+INDEPENDENCE_SAMPLE = 2_000
+"""At most this many states of the full search are checked for the reductions' independence (C1)."""
+
+ENGINES = ("by the plain-tuple engine only", "by the model's engine only")
+REDUCTIONS = ("only with the reductions", "only without them")
+
+
+@dataclass
+class Audit:
+    """What the two searches beside a drifted configuration's found."""
+
+    config: str
+    engines: str = "one engine"  # "agree", or "one engine" (the model's ran: nothing to compare)
+    reductions: str = "not audited"  # "agree", or "not audited (…)" when the full search was too large
+    full_states: int | None = None
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def sound(self) -> bool:
+        return not self.problems
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "config": self.config,
+            "engines": self.engines,
+            "reductions": self.reductions,
+            "unreduced_states": self.full_states,
+            "sound": self.sound,
+            "problems": self.problems,
+        }
+
+
+def audit(config: Config, reduced: Report, full_states: int = FULL_STATES) -> Audit:
+    """Audit ``reduced``, a complete search of ``config`` by :func:`spec.explore.explore`."""
+    from .explore import explore_states, flat_engine
+
+    result = Audit(config.name)
+    model, model_found = explore_states(Model(config), dead_data=True)  # the model's engine, the same reductions
+    if flat_engine(Model(config)):
+        differ = _differences(reduced, model, ENGINES, exact=True)
+        result.engines = "agree" if not differ else "differ"
+        result.problems += [f"the two engines differ on {config.name}: {d}" for d in differ]
+    unreduced = Model(dataclasses.replace(config, symmetry=False), reduce=False)
+    full, full_found = explore_states(unreduced, dead_data=False, max_states=full_states)
+    if not full.complete:
+        result.reductions = f"not audited (the unreduced search outgrew {full_states:,} states)"
+        return result
+    result.full_states = full.states
+    differ = _differences(reduced, full, REDUCTIONS, exact=False)
+    if full.states < reduced.states:
+        differ.append(f"the reduced search found more states ({reduced.states:,}) than the full one ({full.states:,})")
+    # The quotients alone (dead data, symmetry): one state of each class the full search reaches.
+    quotient, quotient_found = explore_states(Model(config, reduce=False), dead_data=True, max_states=full_states)
+    classes, reached = _classes(full_found, config), _classes(quotient_found, config)
+    if quotient.complete and classes != reached:
+        differ.append(
+            f"{len(classes - reached):,} of the {len(classes):,} classes of states the full search reaches are "
+            f"never reached with dead data{' and symmetry' if config.symmetry else ''} "
+            f"({len(reached - classes):,} the other way): a key merges states that differ"
+        )
+    differ += _independence(config, full_found, _classes(model_found, config))
+    result.reductions = "agree" if not differ else "differ"
+    result.problems += [f"the reductions are unsound on {config.name}: {d}" for d in differ]
+    return result
+
+
+def _moves(model: Model, s: State) -> dict[Any, State | None]:
+    """Every transition out of ``s`` (a crash followed by its restart), None for a broken table."""
+    out: dict[Any, State | None] = {}
+    for action, after in model.successors(s):
+        if isinstance(after, State) and after.crashed:
+            after = next(iter(model.successors(after)))[1]
+        out[action] = after if isinstance(after, State) else None
+    return out
+
+
+def _independence(
+    config: Config, states: Iterable[State] | None, reached: set[Any], sample: int = INDEPENDENCE_SAMPLE
+) -> list[str]:
+    """The partial-order reductions' C1, on ``sample`` states of the full search spread evenly
+    over it: wherever the reduced model takes some operations alone (its ample set), every other
+    operation enabled there leaves each of them enabled and commutes with it — or, where the two
+    orders end in different states, the order the reduction skips ends in a class of states the
+    reduced search reaches all the same (``reached``), so nothing after it is lost. (A crash in a
+    send taken alone, then the restart's reconciliation, does not commute with a lapse: the
+    reconciliation clears the lapsed member's task. The reduced search reaches that state through
+    the lapse's own crash point.)"""
+    reduced, full = Model(config), Model(dataclasses.replace(config, symmetry=False), reduce=False)
+    found = [s for s in states or () if not s.crashed]
+    problems: list[str] = []
+    for s in found[:: max(1, len(found) // sample)]:
+        ample = {action for action, _ in reduced.successors(s)}
+        moves = _moves(full, s)
+        if ample == set(moves):
+            continue
+        if not ample <= set(moves):
+            problems.append(f"the reduced model takes {sorted(map(str, ample - set(moves)))} where the full one cannot")
+            continue
+        after_ample = {a: _moves(full, x) for a in ample if (x := moves[a]) is not None}
+        for other, after in moves.items():
+            if other in ample or after is None:
+                continue
+            later = _moves(full, after)
+            for action, then in after_ample.items():
+                if action not in later:
+                    problems.append(f"{other} disables {action}, which the reduction takes alone")
+                elif (x := later[action]) != then.get(other) and x is not None and _classes([x], config) - reached:
+                    problems.append(
+                        f"{other} and {action} do not commute, and the reduction, taking {action} alone, "
+                        f"never reaches what {other} then {action} leaves"
+                    )
+        if len(problems) >= 3:
+            break
+    return problems[:3]
+
+
+def _classes(states: Iterable[State] | None, config: Config) -> set[Any]:
+    """The key of each state's class, as the explorer keys it: dead data erased (and the clock in
+    deadline regions, :func:`spec.model._dead.erase`), then the least image under symmetry."""
+    out: set[Any] = set()
+    for state in states or ():
+        alike = erase(state, config.regions)
+        out.add(canonical_key(alike) if config.symmetry else alike)
+    return out
+
+
+def _differences(reduced: Report, other: Report, only: tuple[str, str], exact: bool) -> list[str]:
+    """What ``other`` found that ``reduced`` did not, and the other way round (``only`` names the
+    two sides); with ``exact`` (the same search on two engines) the states found at each depth and
+    the transitions too."""
+    out: list[str] = []
+    if exact:
+        for what in ("states_by_depth", "transitions"):
+            mine, theirs = getattr(reduced, what), getattr(other, what)
+            if mine != theirs:
+                out.append(f"{what.replace('_', ' ')}: {_short(mine)} against {_short(theirs)}")
+    pairs = (
+        ("violated", set(reduced.violations), set(other.violations)),
+        ("edge", {" ".join(e) for e in reduced.edges_taken}, {" ".join(e) for e in other.edges_taken}),
+        ("crash point", set(reduced.crashed_at), set(other.crashed_at)),
+    )
+    for kind, mine, theirs in pairs:
+        out.extend(f"{kind} {key} found {only[1]}" for key in sorted(theirs - mine))
+        out.extend(f"{kind} {key} found {only[0]}" for key in sorted(mine - theirs))
+    if (reduced.deadlocks > 0) != (other.deadlocks > 0):
+        out.append(f"deadlocks: {reduced.deadlocks} against {other.deadlocks}")
+    return out
+
+
+def _short(value: Any) -> str:
+    text = f"{value:,}" if isinstance(value, int) else str(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def describe(result: Audit) -> list[str]:
+    """The audit as plain lines for a terminal, under its drift."""
+    if not result.sound:
+        return [f"  CHECKER UNSOUND — {p}" for p in result.problems]
+    engines = {"agree": "the two engines agree", "one engine": "one engine ran"}[result.engines]
+    if result.reductions == "agree":
+        how = f"the search without reductions ({result.full_states:,} states) finds the same"
+        return [f"  audited: {engines}; {how}: the protocol's behaviour changed, not the checker"]
+    return [f"  audited: {engines}; reductions {result.reductions}"]
+
+
+__all__ = ["FULL_STATES", "Audit", "audit", "describe"]
