@@ -22,10 +22,13 @@ TEAM = {
     "type": "init",
     "team": {
         "lead": "lead",
-        "members": [{"member_id": "m0", "tools": ["deploy"]}, {"member_id": "m1", "tools": ["deploy"]}],
+        "members": [
+            {"member_id": "m0", "tools": ["deploy", "restart_service"]},
+            {"member_id": "m1", "tools": ["deploy", "restart_service"]},
+        ],
         "tasks": ["t0", "t1", "t2"],
     },
-    "tools": [{"name": "deploy", "protected": True}],
+    "tools": [{"name": "deploy", "protected": True}, {"name": "restart_service", "protected": True}],
     "config": {"name": "bad-input"},
 }
 BASE_OPS = ["task.claim", "approval.request", "approval.review"]
@@ -95,6 +98,9 @@ def _deliver_twice(session: Session, pid: str) -> dict[str, Any]:
 
 
 BIG = {"target": "staging", "blob": "x" * (MAX_ARGUMENTS_BYTES + 1)}
+_PAD = len(canonical_json({"target": "staging", "blob": ""}).encode("utf-8"))
+_AT_LIMIT = {"target": "staging", "blob": "x" * (MAX_ARGUMENTS_BYTES - _PAD)}
+"""Arguments whose canonical JSON is exactly the limit: they must be taken (MSG-2)."""
 
 GHOST = {"member_id": "ghost"}
 """A member id no team record names: an operation naming it is refused ``unknown_id`` (an outside
@@ -125,6 +131,40 @@ def _refused_drain(reply: dict[str, Any], before: dict[str, Any], after: dict[st
     if kept(before) != kept(after):
         return f"{member}, its tasks or the shutdown request changed: a stale request drains nobody"
     return ""
+
+
+def _accepted(reply: dict[str, Any], before: dict[str, Any], after: dict[str, Any]) -> str:
+    """A request within every limit must be taken (a limit is the largest size allowed)."""
+    if reply["type"] != "ok":
+        return f"refused with {reply['error']['code']}; a request at the limit must be taken"
+    return ""
+
+
+def _not_cancelled(reply: dict[str, Any], before: dict[str, Any], after: dict[str, Any]) -> str:
+    """JOB-1: a job nobody asked to cancel that exits on a signal failed; it was not cancelled (or the
+    exit is refused, definite, changing nothing)."""
+    if reply["type"] == "error":
+        same = canonical_json(before) == canonical_json(after)
+        return "" if reply["error"]["definite"] and same else "refused, but the snapshot changed or not definite"
+    job = next((j for j in after.get("job", []) if j["job_id"] == _JOB["job_id"]), None)
+    status = None if job is None else job["status"]
+    return "" if status == "failed" else f"recorded {status}: only a job asked to cancel ends cancelled (JOB-1)"
+
+
+def _no_secret_of_any_shape(reply: dict[str, Any], before: dict[str, Any], after: dict[str, Any]) -> str:
+    """AUD-3, INV-10: the Lead's summary carried one secret of every shape of the corpus; none is stored."""
+    from spec.invariants import no_secret_stored
+
+    if reply["type"] != "ok":
+        return f"refused with {reply['error']['code']}; the review was due"
+    found = no_secret_stored(after)
+    return found[0] if found else ""
+
+
+def _summary_of_every_shape() -> str:
+    from spec.secret_corpus import CARRIERS, carrier
+
+    return "approved; " + " | ".join(carrier(name) for name in sorted(CARRIERS))
 
 
 def _ghost(name: str, title: str, clause: str, group: str, request: dict[str, Any]) -> Bad:
@@ -582,6 +622,112 @@ CASES: tuple[Bad, ...] = (
         ("unknown_id",),
         lambda s, p: s.call(consume("protocol-00000000deadbeef")),
     ),
+    # ---- every guard of an operation's precondition, one case each (review 52) ----------------
+    Bad(
+        "late-review",
+        "the Lead reviews m0's request past its deadline, before the monitor's pass",
+        ("APR-4",),
+        ("approval_expired",),
+        lambda s, p: s.call(review(p)),
+        ("unreviewed", "tick"),
+        ("tick",),
+    ),
+    Bad(
+        "consume-other-tool",
+        "m0 makes its approved call with another tool of its profile (the same arguments)",
+        ("APR-5",),
+        ("tool_mismatch",),
+        lambda s, p: s.call({**consume(p), "tool": "restart_service"}),
+    ),
+    Bad(
+        "finish-holding-task",
+        "m0 drains still holding its task; it finishes the drain without releasing it",
+        ("SHD-5", "SHD-3", "INV-4"),
+        ("shutdown_refused", "drain_not_ready"),
+        lambda s, p: s.call({"type": "shutdown.finish", "member_id": "m0"}),
+        ("drain_m0",),
+        ("shutdown.finish", *DRAIN_OPS),
+        "shutdown",
+    ),
+    Bad(
+        "early-force-terminate",
+        "m0 drains, its request not timed out; the Lead force-terminates it (the ladder's last rung)",
+        ("SHD-7", "SHD-6"),
+        ("shutdown_refused",),
+        lambda s, p: s.call(
+            {"type": "shutdown.force_terminate", "actor": {"member_id": "lead"}, "protocol_id": s.shutdown_id}  # type: ignore[attr-defined]
+        ),
+        ("drain_m0",),
+        ("shutdown.force_terminate", *DRAIN_OPS),
+        "shutdown",
+    ),
+    Bad(
+        "shutdown-of-stopped-member",
+        "m1 was lost and inspected (stopped); the Lead asks it to shut down",
+        ("SHD-1", "SHD-2"),
+        ("shutdown_refused", "member_not_running"),
+        lambda s, p: s.call({"type": "shutdown.request", **_shutdown("m1")}),
+        ("stop_m1",),
+        ("shutdown.request", "member.lapse", "member.inspect"),
+        "shutdown",
+    ),
+    Bad(
+        "forged-plan-decider",
+        "m0, a member but not the responder, approves m1's pending plan",
+        ("PLN-2", "APR-3"),
+        ("not_responder",),
+        lambda s, p: s.call(
+            {"type": "plan.decide", "actor": {"member_id": "m0"}, "plan_id": s.plan_id, "decision": "approved"}  # type: ignore[attr-defined]
+        ),
+        ("plan_pending",),
+        ("plan.draft", "plan.submit", "plan.decide"),
+        "plan approval",
+    ),
+    Bad(
+        "redelivered-plan-decision",
+        "m1's plan decision delivered again: the recorded result, nothing new",
+        ("MSG-5", "PLN-3"),
+        (),
+        lambda s, p: s.call(
+            {"type": "plan.deliver_decision", "member_id": "m1", "plan_id": s.plan_id, "sequence": 0}  # type: ignore[attr-defined]
+        ),
+        ("plan_approved", "deliver_plan_again"),
+        PLAN_OPS,
+        "plan approval",
+    ),
+    Bad(
+        "job-signalled-unasked",
+        "m0's job, never asked to cancel, exits on a signal",
+        ("JOB-1",),
+        (),
+        lambda s, p: s.call({"type": "job.exit", "job_id": _JOB["job_id"], "outcome": "cancelled"}),
+        ("job_m0",),
+        ("job.start", "job.exit"),
+        "jobs",
+        _not_cancelled,
+    ),
+    Bad(
+        "secret-of-every-shape",
+        "the Lead's review summary carries one secret of every shape of the corpus",
+        ("AUD-3",),
+        (),
+        lambda s, p: s.call({**review(p), "summary": _summary_of_every_shape()}),
+        ("unreviewed",),
+        (),
+        "operation approval",
+        _no_secret_of_any_shape,
+    ),
+    Bad(
+        "arguments-at-limit",
+        f"tool arguments of exactly {MAX_ARGUMENTS_BYTES} bytes (the limit)",
+        ("MSG-2",),
+        (),
+        lambda s, p: s.call(request(slot=1, arguments=_AT_LIMIT)),
+        (),
+        (),
+        "operation approval",
+        _accepted,
+    ),
     Bad(
         "oversized-arguments",
         f"tool arguments over {MAX_ARGUMENTS_BYTES} bytes",
@@ -643,6 +789,22 @@ def _set_up(session: Session, bad: Bad, caps: dict[str, Any]) -> str:
         elif step in ("plan_approved", "plan_delivered"):
             deliver = step == "plan_delivered"
             session.plan_id = _approved_plan(session, "m1", "t1", deliver)  # type: ignore[attr-defined]
+        elif step == "stop_m1":  # m1 lost and inspected: stopped (SHD-10, SHD-7)
+            session.call({"type": "member.lapse", "member_id": "m1"})
+            session.call({"type": "member.inspect", "member_id": "m1"})
+        elif step == "plan_pending":  # m1's plan submitted, not decided
+            actor = {"member_id": "m1", "incarnation": 1}
+            document = plan_document(0, 1, 1, 60)
+            reply = session.call(
+                {"type": "plan.draft", "actor": actor, "task_id": "t1", "plan_key": "plan-0", "plan": document}
+            )
+            session.plan_id = reply.get("result", {}).get("plan_id", "")  # type: ignore[attr-defined]
+            session.call({"type": "plan.submit", "actor": actor, "task_id": "t1", "plan_id": session.plan_id})  # type: ignore[attr-defined]
+        elif step == "deliver_plan_again":  # the first delivery's result, kept to compare
+            session.first_delivery = session.call(  # type: ignore[attr-defined]
+                {"type": "plan.deliver_decision", "member_id": "m1", "plan_id": session.plan_id, "sequence": 0}  # type: ignore[attr-defined]
+            )
+            session.call({"type": "tick", "seconds": 1})
         elif step == "deliver":
             session.snapshot()
             session.first_delivery = _deliver_twice(session, pid)  # type: ignore[attr-defined]
@@ -744,6 +906,8 @@ def _same_answer(case: Case, bad: Bad, session: Session, reply: dict[str, Any], 
             f"the retry gave id {reply['result'].get('protocol_id')!r}, the first {pid!r}", bad.clauses, session.trace
         )
     first = getattr(session, "first_delivery", None)
+    if bad.name == "redelivered-plan-decision" and (first is None or first.get("result") != reply["result"]):
+        case.fail("the second delivery returned another result than the first", bad.clauses, session.trace)
     if bad.name == "redelivered-message" and (first is None or first.get("result") != reply["result"]):
         case.fail("the second delivery returned another result than the first", bad.clauses, session.trace)
 

@@ -152,6 +152,35 @@ CHAIN = next(inv for inv in invariants.STATE_INVARIANTS if inv.name == "audit_lo
 ids for the other predicates, and a renamed entry no longer has the hash its fields had."""
 
 
+_APPROVAL_ACTORS = {
+    "requested": "requester_id",
+    "consumed": "requester_id",
+    "cancelled": "requester_id",
+    "approved": "responder_id",
+    "rejected": "responder_id",
+}
+_PLAN_ACTORS = {"approved": "responder_id", "rejected": "responder_id", "needs_revision": "responder_id"}
+
+
+def decision_actors(snap: dict[str, Any]) -> list[str]:
+    """AUD-1, AUD-2 (and the event log's rule, ``--log``): every decision of a protocol record names
+    who took it — an approval is requested, consumed and cancelled by its requester, approved or
+    rejected by its responder, expired by the monitor; a plan is decided by its responder. The
+    audit chain is checked against the records (AUD-5), so a wrong actor in both is seen only here."""
+    problems = []
+    for kind, rules in (("operation_approval", _APPROVAL_ACTORS), ("plan_approval", _PLAN_ACTORS)):
+        for record in snap.get(kind, []):
+            for event in record.get("events", []):
+                field = rules.get(event["event"])
+                wanted = record.get(field) if field else ("monitor" if event["event"] == "expired" else None)
+                if wanted is not None and event["actor"] != wanted:
+                    problems.append(
+                        f"{kind}/{record['protocol_id']}: its {event['event']} event names {event['actor']!r}, "
+                        f"not {wanted!r} ({field or 'the monitor'})"
+                    )
+    return problems
+
+
 def invariant_problems(before: dict[str, Any], after: dict[str, Any], own: dict[str, Any]) -> list[tuple[str, str]]:
     """Every violated state and step invariant, as (clause, message), on ``after`` (the
     implementation's snapshot ``own`` with canonical ids) and ``before``; the audit chain on
@@ -163,7 +192,8 @@ def invariant_problems(before: dict[str, Any], after: dict[str, Any], own: dict[
         found += [(CHAIN, message) for message in CHAIN.check(own)]
     except (KeyError, TypeError) as error:
         return [("DRV-2", f"the snapshot lacks what the invariants read ({error!r})")]
-    return [(inv.clause, f"{inv.clause} {inv.name}: {message}") for inv, message in found]
+    out = [(inv.clause, f"{inv.clause} {inv.name}: {message}") for inv, message in found]
+    return out + [("AUD-2", f"AUD-2 decision_actors: {message}") for message in decision_actors(own)]
 
 
 WORLD = "world.calls"

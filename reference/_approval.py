@@ -202,7 +202,8 @@ class ApprovalProtocol:
         if doc["status"] != "requested":
             raise ReviewConflict(pid, doc["status"], decision)
         now = self.h.clock.now()
-        if now > doc["deadline"] or (broken("review_closed_at_deadline") and now == doc["deadline"]):
+        late = now > doc["deadline"] and not broken("late_review_accepted")
+        if late or (broken("review_closed_at_deadline") and now == doc["deadline"]):
             raise ApprovalExpired(pid, doc["deadline"], now)
         spec.ensure_transition(KIND, doc["status"], decision)
         reviewed = {
@@ -210,7 +211,7 @@ class ApprovalProtocol:
             "status": decision,
             "review_summary": redact(summary),
             "reason": "rejected" if decision == "rejected" else None,
-            "events": [*doc["events"], self.h.event(actor_id, decision, summary, at=now)],
+            "events": [*doc["events"], self.h.event(_reviewer(doc, actor_id), decision, summary, at=now)],
         }
         if broken("review_event_saved_apart"):  # the status first, its event by a second write
             first = {**reviewed, "events": doc["events"]}
@@ -584,3 +585,8 @@ class ApprovalProtocol:
         if holder != ("claimed", ctx.actor_id, ctx.incarnation):
             raise NotTaskOwner(ctx.actor_id, ctx.task_id)
         return ctx.task_id
+
+
+def _reviewer(doc: Document, actor_id: str) -> str:
+    """The actor a review's event names (AUD-2): who reviewed, never whom it was about."""
+    return str(doc["requester_id"]) if broken("review_event_names_requester") else actor_id

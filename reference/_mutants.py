@@ -31,6 +31,11 @@ MUTANTS: dict[str, str] = {
     "ignores, so the operation reports success with nothing owed",
     "store_failure_retried": "STO-4, XPR-3: the compare-and-set retry loop retries a store failure too, so a "
     "write whose answer was lost is judged again as if another writer had made it",
+    "late_review_accepted": "APR-4: a review after the approval's deadline (before the monitor's pass) is taken",
+    "review_event_names_requester": "AUD-2: a review's event names the requester as its actor, in the record "
+    "and the log alike",
+    "shutdown_refused_after_record": "SHD-1: a shutdown request for a member that is not running is refused, "
+    "but only after its record was written",
     "checkpoint_not_round_tripped": "TSK-2: a checkpoint keeps the state as given instead of its JSON round trip "
     "(tuples, non-string keys)",
     "message_before_record": "MSG-6: the request message is written before the protocol record",

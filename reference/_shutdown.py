@@ -89,7 +89,8 @@ class ShutdownProtocol:
         existing, created = self.h.storage.read(KIND, pid), False
         if existing is None:
             target = self.h.member(target_id)
-            if target["status"] != "running":
+            late = broken("shutdown_refused_after_record")  # mutant: the status judged after the insert
+            if target["status"] != "running" and not late:
                 raise ShutdownRefused(f"shutdown of {target_id}", f"it is {target['status']}; only a running member")
             now = self.h.clock.now()
             doc = {
@@ -114,6 +115,8 @@ class ShutdownProtocol:
                 created = True
             except AlreadyExists:
                 existing = self.require(pid)
+            if late and target["status"] != "running":
+                raise ShutdownRefused(f"shutdown of {target_id}", f"it is {target['status']}; only a running member")
         elif existing.doc["target_id"] != target_id:
             raise ShutdownRefused(f"request {request_key}", f"it targets {existing.doc['target_id']}; use a new key")
         if existing.doc["status"] == "requested":

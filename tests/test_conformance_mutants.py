@@ -50,12 +50,17 @@ MUTANTS = [
     ("stale_claim_token_accepted", "TSK-1", {"sections": ("bad input",), "clauses": ("TSK-1",)}),
     # ... and an entry hash that is not the protocol's (AUD-5: anyone can verify the chain)
     ("audit_hash_omits_time", "AUD-5", {"sections": ("vectors",), "configs": ("tiny",)}),
+    # outside review 52 (13 plants, 2 caught): a bad-input case for every guard of an operation's
+    # precondition, and a check of who each decision names
+    ("late_review_accepted", "APR-4", {"sections": ("bad input",), "clauses": ("APR-4",)}),
+    ("review_event_names_requester", "AUD-2", {"sections": ("vectors",), "configs": ("tiny",)}),
+    ("shutdown_refused_after_record", "SHD-1", {"sections": ("bad input",), "clauses": ("SHD-1",)}),
 ]
 
 
 @pytest.mark.clause(
     "APR-5", "APR-6", "MSG-5", "REC-2", "SHD-6", "SHD-1", "PLN-4", "PLN-6", "PLN-7", "AUD-5", "SHD-7", "MSG-1",
-    "INV-12", "AUD-4", "APR-4", "XPR-1", "XPR-4", "SHD-3", "JOB-2", "TSK-1",
+    "INV-12", "AUD-4", "APR-4", "XPR-1", "XPR-4", "SHD-3", "JOB-2", "TSK-1", "AUD-2",
 )  # fmt: skip
 @pytest.mark.parametrize(("mutant", "clause", "options"), MUTANTS, ids=[m[0] for m in MUTANTS])
 def test_a_reference_mutant_is_caught_through_the_driver(

@@ -9,6 +9,10 @@
 //            a restarted member is accepted.
 //   DEFECT 3 (MEM-1): claims while draining — a member that drains for a shutdown request may
 //            still claim a task (its status and accepting_new_tasks are not checked).
+//   DEFECT 4 (AUD-3): a redactor that knows some shapes of secret only (KEY=…, a few token
+//            prefixes, a password in a URL): a review summary with a GitHub fine-grained token,
+//            a bearer header or a private key keeps it. (Not planted at first: the suite found it
+//            once every shape of the corpus was sent, outside review 52.)
 //
 // Everything else it implements is meant to be right: stable ids of its own shape
 // ("protocol-" + 16 hex digits), write steps in the model's order with a crash after any of them,
