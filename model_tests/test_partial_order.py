@@ -21,13 +21,12 @@ from collections import deque
 
 import pytest
 
+from spec.audit import _moves
 from spec.explore import explore
 from spec.model import MUTANTS, Model, load_config
 from spec.model._config import Config
-from spec.model._model import Action
 from spec.model._ops import monitor_is_idle
 from spec.model._por import component, isolated
-from spec.model._state import State
 
 SMALL = {"shutdown": 1, "pair": 1, "plan_drain": 1, "plan": 2}  # clock bounds that keep the full search quick
 CASES = [(name, None) for name in ("tiny", "plan", "monitor", "fencing", "shutdown", "approval_plan")]
@@ -137,16 +136,6 @@ def test_the_records_reduction_reports_what_the_search_without_it_does(name: str
     assert reduced.complete and full.complete
     assert reduced.findings() == full.findings()
     assert reduced.states < full.states, "the reduction should reduce"
-
-
-def _moves(model: Model, s: State) -> dict[Action, State | None]:
-    """Every transition out of ``s`` (a crash followed by its restart), None for a broken table."""
-    out: dict[Action, State | None] = {}
-    for action, after in model.successors(s):
-        if isinstance(after, State) and after.crashed:
-            after = next(iter(model.successors(after)))[1]
-        out[action] = after if isinstance(after, State) else None
-    return out
 
 
 def _isolation_problems(config: Config, mutant: str | None = None) -> tuple[int, list[str]]:

@@ -81,6 +81,17 @@ CONFIG = parse_config(
 )
 TOOL_OUTPUT = "deployed; " + carrier("url_password")
 """What the stateful test's tool puts in its results (a connection string with a password)."""
+REFUSALS = (
+    r.ApprovalRefused,
+    r.ProtocolConflict,
+    r.CancelRefused,
+    r.NotResponder,
+    r.ReviewConflict,
+    r.ApprovalExpired,
+    r.TeamRefusal,
+    r.PlanRefused,
+)
+"""The reference's definite refusals of an operation the model does not enable: each says nothing changed."""
 CRASHED: set[str] = set()
 """Every write step a crash was injected at, over the whole session (crash-point coverage)."""
 
@@ -342,16 +353,7 @@ class ApprovalComparison(RuleBasedStateMachine):
         except r.Crash as crash:
             crashed, ran = crash.step, True
             CRASHED.add(crash.step)
-        except (
-            r.ApprovalRefused,
-            r.ProtocolConflict,
-            r.CancelRefused,
-            r.NotResponder,
-            r.ReviewConflict,
-            r.ApprovalExpired,
-            r.TeamRefusal,
-            r.PlanRefused,
-        ) as error:
+        except REFUSALS as error:
             ran = False
             note(f"{action.name}: refused with {type(error).__name__}")
         finally:

@@ -31,6 +31,7 @@ import pytest
 
 import reference as r
 from model_tests.test_stateful import (
+    REFUSALS,
     TEAM_CRASH_STEPS,
     ApprovalComparison,
     PlanComparison,
@@ -43,18 +44,6 @@ from spec.errors import ProtocolError
 from spec.model._model import Action
 from spec.model._reconcile import reconcile
 from spec.model._state import replace
-
-REFUSALS = (
-    r.ApprovalRefused,
-    r.ProtocolConflict,
-    r.CancelRefused,
-    r.NotResponder,
-    r.ReviewConflict,
-    r.ApprovalExpired,
-    r.TeamRefusal,
-    r.PlanRefused,
-)
-"""Definite refusals: each says the operation changed nothing."""
 
 FAILED: set[tuple[str, str]] = set()
 """(mode, step) of every failure that fired, over the session."""
