@@ -21,7 +21,7 @@ import pytest
 from model_tests.test_flat import interpreted
 from spec import _flat_explore, audit
 from spec.explore import explore
-from spec.model import Model, _dead, _flat, _ops, load_config, manifest
+from spec.model import Model, _dead, _flat, _model, _ops, load_config, manifest
 from spec.model._state import replace
 
 Plant = Callable[[pytest.MonkeyPatch], None]
@@ -31,6 +31,31 @@ def _monitor_pass_always_alone(patch: pytest.MonkeyPatch) -> None:
     """The idle-monitor reduction takes every monitor pass alone, due or not."""
     patch.setattr(_ops, "monitor_is_idle", lambda model, s: True)
     patch.setattr(_flat.FlatModel, "monitor_is_idle", lambda self, f: True)
+
+
+def _send_alone_beside_a_lapse(patch: pytest.MonkeyPatch) -> None:
+    """The outbox-first reduction as it was before its audit: a send taken alone even where a member
+    could lapse and a crash cut the send off (``Model._lapse_beside_crash``)."""
+    patch.setattr(_model.Model, "_lapse_beside_crash", lambda self, s: False)
+
+
+def _idle_test_ignores_the_bus(patch: pytest.MonkeyPatch) -> None:
+    """The idle-monitor test compares the pass's state but its bus: a pass that would expire an
+    unread request message counts as idle and is taken alone (outside review 53's P3)."""
+
+    def idle(model: Any, s: Any) -> bool:
+        with _model.probing():
+            return replace(_ops.monitor_pass(model, s), bus=s.bus) == replace(s, monitor_done=True)
+
+    def plain_idle(self: Any, f: Any) -> bool:
+        with _model.probing():
+            passed = _flat.monitor_pass(f)
+            return (*passed[: _flat.BUS], f[_flat.BUS], *passed[_flat.BUS + 1 :]) == _flat._with(
+                f, _flat.MONITOR_DONE, True
+            )
+
+    patch.setattr(_ops, "monitor_is_idle", idle)
+    patch.setattr(_flat.FlatModel, "monitor_is_idle", plain_idle)
 
 
 def _running_jobs_erased(patch: pytest.MonkeyPatch) -> None:
@@ -60,7 +85,9 @@ def _flat_isolation_unchecked(patch: pytest.MonkeyPatch) -> None:
 
 
 PLANTS: dict[str, tuple[Plant, str, str]] = {
-    "monitor_pass_always_alone": (_monitor_pass_always_alone, "monitor", "do not commute"),
+    "monitor_pass_always_alone": (_monitor_pass_always_alone, "monitor", "changes more than monitor_done"),
+    "send_alone_beside_a_lapse": (_send_alone_beside_a_lapse, "plan_lost", "do not commute"),
+    "idle_test_ignores_the_bus": (_idle_test_ignores_the_bus, "plan", "changes more than monitor_done"),
     "running_jobs_erased": (_running_jobs_erased, "monitor", "classes of states the full search reaches"),
     "flat_isolation_unchecked": (_flat_isolation_unchecked, "pair", "the two engines differ"),
 }
@@ -129,7 +156,7 @@ def test_check_audits_a_drift_and_says_the_checker_agrees(drifted: None, capsys:
     assert main(["check", "--config", "monitor", "--jobs", "1"]) == 1
     out = capsys.readouterr().out
     assert "monitor drifted from the manifest" in out
-    assert "the protocol's behaviour changed, not the checker" in out
+    assert "no state lost; so the drift is the protocol's behaviour, not a reduction" in out
 
 
 @pytest.mark.clause("INV-12")
@@ -144,7 +171,7 @@ def test_check_names_an_unsound_reduction_under_its_drift(
     out = json.loads(capsys.readouterr().out)
     assert out["manifest_drift"] == ["monitor"] and not out["ok"]
     (found,) = out["audits"]
-    assert found["config"] == "monitor" and not found["sound"] and "do not commute" in found["problems"][0]
+    assert found["config"] == "monitor" and not found["sound"] and "more than monitor_done" in found["problems"][0]
 
 
 def test_audit_on_request_and_not_on_request(capsys: Any) -> None:

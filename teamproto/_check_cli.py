@@ -256,7 +256,7 @@ def _print_summary(console: Console, runs: list[Run], summary: Summary, footer: 
             console.print(f"[red]never crashed after[/red] {point}", highlight=False)
     audits = {a.config: a for a in summary.audits}
     lines = [line for d in summary.drifts for line in drift.describe(d) + _audit_lines(audits.pop(d.config, None))]
-    lines += [line for a in audits.values() for line in [f"{a.config} audited", *describe_audit(a)]]
+    lines += [line for a in audits.values() for line in [f"{a.config} audited", *describe_audit(a, drifted=False)]]
     for line in lines + summary.outgrown:
         red = not line.startswith(" ") or "UNSOUND" in line
         console.print(line, style="red" if red else None, highlight=False, markup=False)
