@@ -26,10 +26,15 @@ BUDGET = {"max_states": 3000, "walks": 1000, "depth": 100}
 """Breadth-first over the first 3,000 states, then 1,000 seeded walks of 100 steps (about 10 s at
 most a configuration whose bounds are all in use; a dead bound costs the whole budget)."""
 
-DEAD: dict[str, str] = {}
+DEAD: dict[str, str] = {
+    "everything": "plan_steps=2: no one of the 1,000 seeded walks runs both steps of a plan since the "
+    "outbox-first reduction stopped taking a send alone beside a possible lapse (INV-12, the audit's "
+    "find): more moves to choose from at each state; the bound is not dead (a plan of two steps, run)",
+}
 """Configurations with a bound out of the budget's reach though not dead, each with why: strict
-xfails. (``everything``'s 2-step plans were, until the monitor left a begun drain's message to its
-reader: the walks' paths changed, and one now approves both steps.)"""
+xfails. (``everything``'s 2-step plans were out of reach before, until the monitor left a begun
+drain's message to its reader: the walks' paths changed, and one approved both steps; they changed
+again with the outbox-first reduction, 2026-12-06.)"""
 
 
 @pytest.mark.clause("SHD-6", "PLN-5", "APR-5", "MEM-4")
