@@ -13,18 +13,27 @@ apart on the spot, with two searches beside the one that drifted:
   reductions. The two are the same search step for step, so they must find the same states per
   depth, transitions and findings — exactly; any difference is a bug of one engine.
 - **no reduction at all**: the full model (:class:`spec.model.Model` with ``reduce=False``),
-  without dead data and without symmetry (deadline regions stay: an unbounded clock has no other
-  finite search). Every reduction claims to keep every violation, edge, crash point and deadlock
-  (the module docstrings argue it), so both searches must report the same
-  :meth:`spec.explore.Report.findings`; and a reduction never adds a state, so the full search
-  finds at least as many. It is bounded by :data:`FULL_STATES`: a larger one is reported as not
-  audited, never as sound.
+  without dead data and without symmetry, bounded by :data:`FULL_STATES` (a larger one is reported
+  as not audited, never as sound). Every reduction claims to keep every violation, edge, crash
+  point and deadlock (the module docstrings argue it), so both searches must report the same
+  :meth:`spec.explore.Report.findings`, and the full one finds at least as many states. Beside it:
+  a search with dead data and symmetry alone must reach exactly the classes of the full search's
+  states (a key that merges states that differ loses classes); and on :data:`INDEPENDENCE_SAMPLE`
+  states of the full space, wherever the reduced model takes some operations alone, each must stay
+  enabled after every other enabled operation and commute with it — or the order it skips must end
+  in a class the reduced search reaches anyway (a crash in a send, then the restart, does not
+  commute with a lapse; this check found that, ``Model._lapse_beside_crash``) — and a monitor pass
+  taken alone must change nothing but ``monitor_done``.
 
-Neither search can tell a change of the protocol from the designer's intent; both tell a checker
-that lost something from one that did not. What the audit cannot see: a reduction that loses
-states whose verdicts, edges and crash points other states repeat (harmless for this model and
-configuration; the model tests' mutants see those), and the deadline regions themselves
-(``test_time``, ``test_unread_deadlines``).
+Neither search can tell a change of the protocol from the designer's intent (a protocol edit can
+make a reduction unsound: it is then unsound for the model as it now stands); both tell a checker
+that lost something from one that did not. What the audit cannot see (an outside review planted
+13 checker bugs; the audit named 5 of the 8 ``check`` failed on): a reduction whose independence
+breaks only two or more steps ahead; code every one of its searches shares (``Model.outcomes``'
+crash points, the tick rule of deadline regions); a reduction that loses states whose verdicts,
+edges and crash points other states repeat; and a checker bug that moves no count of the healthy
+model (the model tests' mutants see those: ``test_partial_order``, ``test_dead_data``,
+``test_time``, ``test_unread_deadlines``).
 """
 
 from __future__ import annotations
