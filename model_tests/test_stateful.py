@@ -1160,13 +1160,45 @@ class TeamComparison(ApprovalRules):
         self._act("outbox.send", lambda: self.harness.outbox.send(mid), crash, type=kind, ref=ref, phase=phase)
 
     @precondition(lambda self: not self.state.monitor_done)
-    @rule()
-    def monitor(self) -> None:
-        """The deadline monitor's pass: approvals, shutdowns (SHD-6), undelivered requests."""
-        self.harness.monitor_pass()
-        assert self._model_take(Action("monitor.pass"))
+    @rule(cut=st.sampled_from([0, 0, 0, 1, 2, 3]))
+    def monitor(self, cut: int = 0) -> None:
+        """The deadline monitor's pass: approvals, shutdowns (SHD-6), undelivered requests. With
+        ``cut`` the process dies right after the pass's ``cut``-th write (if it gets that far):
+        the pass is one step of the model, so the restart must finish it (REC-5)."""
+        if not cut:
+            self.harness.monitor_pass()
+            assert self._model_take(Action("monitor.pass"))
+        elif self.pass_cut(cut):
+            assert self._model_take(Action("monitor.pass"), crash_after="monitor.pass/records")
+            self.harness = self._harness()  # a restart: a new harness over the same storage
+            self.harness.reconcile()
+        else:  # the pass made fewer writes than ``cut``: it ran whole
+            assert self._model_take(Action("monitor.pass"))
         if self.scripted:
             self.refines_the_model_and_every_invariant_holds()
+
+    def pass_cut(self, cut: int) -> bool:
+        """Run the reference's monitor pass, killed right after its ``cut``-th write, whatever the
+        write's step name (the pass writes under the names of what it ends); whether it died."""
+        writes: list[str] = []
+        observer = self.storage.on_write
+
+        def watch(step: str) -> None:
+            if observer is not None:
+                observer(step)
+            writes.append(step)
+            if len(writes) == cut:
+                raise r.Crash(step, "after")
+
+        self.storage.on_write = watch
+        try:
+            self.harness.monitor_pass()
+        except r.Crash:
+            note(f"monitor.pass: crashed after its write {cut} ({writes[-1]})")
+            return True
+        finally:
+            self.storage.on_write = observer
+        return False
 
 
 MUTANT_RUN = bool(os.environ.get("TEAMPROTO_MUTANT") or os.environ.get("TEAMPROTO_NO_SHRINK"))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import json
 import queue
 import threading
 from collections.abc import Callable, Iterator
@@ -22,7 +23,7 @@ from spec.schemas._messages import REQUEST_OF
 
 from . import _audit
 from ._clock import Clock
-from ._errors import AlreadyExists, StaleIncarnation, StorageUnavailable, UnknownTool, VersionConflict
+from ._errors import AlreadyExists, CorruptRecord, StaleIncarnation, StorageUnavailable, UnknownTool, VersionConflict
 from ._instances import Owners
 from ._jobs import InProcessJobRunner, JobRunner, Jobs
 from ._members import Members
@@ -42,6 +43,11 @@ from ._team_errors import (
     UnknownTask,
 )
 from ._tools import Tool
+
+PASSES = "~monitor_pass"
+"""A storage-internal table (no record kind, in no snapshot): one row per harness instance,
+``{"begun": true}`` while its deadline monitor's pass is under way, ``{"begun": false}`` after it
+(REC-5, :meth:`Harness.monitor_pass`)."""
 
 
 @dataclass(frozen=True)
@@ -156,12 +162,45 @@ class Harness:
 
     def monitor_pass(self) -> None:
         """The deadline monitor's pass: approvals, plans, shutdowns and their undelivered requests. It is
-        the model's one step ``monitor.pass/records``: several writes, idempotent, re-run whole
-        after a crash (the model does not crash inside it; a crash "after" it is after them all)."""
+        the model's one step ``monitor.pass/records`` and many writes here, so it is rolled forward
+        (REC-5): this instance's row of :data:`PASSES` says the pass is under way from before its
+        first write to after its last, and a restart that finds it so finishes the pass before
+        anything else (:meth:`reconcile`). A crash between two of its writes then leaves what a
+        crash after them all leaves (``model_tests/test_monitor_pass_crashes.py``); the pass is
+        idempotent at one clock, so finishing it twice changes nothing."""
         with self.step("monitor.pass/records"):
+            self._pass_under_way(True)
             self.approvals.expire_due()
             self.plans.expire_due()
             self.shutdowns.expire_due()
+            self._pass_under_way(False)
+
+    def _pass_under_way(self, begun: bool) -> None:
+        """Write this instance's row of :data:`PASSES` (storage-internal, no write step: it is no
+        protocol record, and a crash before or after it is one before or inside the pass)."""
+        storage = self.storage
+        key, text = storage.open_instance(), json.dumps({"begun": begun})
+        row = storage._read(PASSES, key)
+        if row is None:
+            storage._insert(PASSES, key, text)
+        elif row[1] != text:
+            storage._update(PASSES, key, text, row[0])
+
+    def _cut_passes(self, owners: Owners) -> list[tuple[str, int]]:
+        """The rows of :data:`PASSES` whose pass a crash cut short and that this restart finishes:
+        begun, and this instance's or one's that can no longer finish it (REC-4). A row that is not
+        one is refused before anything is written (STO-3)."""
+        cut = []
+        for key, version, text in self.storage._scan(PASSES):
+            try:
+                doc = json.loads(text)
+            except json.JSONDecodeError as error:
+                raise CorruptRecord(PASSES, key, f"not JSON ({error})") from None
+            if not isinstance(doc, dict) or set(doc) != {"begun"} or not isinstance(doc["begun"], bool):
+                raise CorruptRecord(PASSES, key, 'expected exactly {"begun": true or false}')
+            if doc["begun"] and owners.can_take_over(key, f"{PASSES}/{key}"):
+                cut.append((key, version))
+        return cut
 
     @contextlib.contextmanager
     def step(self, name: str) -> Iterator[None]:
@@ -430,8 +469,19 @@ class Harness:
         ``approval_drain``, a crash after ``shutdown.begin_drain/record`` one tick past the deadline).
         The cancellations XPR-2 re-applies are logged as they are written (AUD-5). Work another live
         instance has in flight is left to it (REC-4); a bad mark or instance row is refused before
-        anything is written."""
+        anything is written.
+
+        First of all, a deadline monitor's pass that a crash cut short is finished (REC-5): the
+        model's step ``monitor.pass/records`` ran whole, then the crash came; the rows it leaves
+        for reconciliation (an expiry's audit entry, a ``plan_abandoned`` owed) are then repaired
+        as after any crash."""
         owners = Owners(self.storage)
+        cut = self._cut_passes(owners)
+        if cut and not broken("restart_skips_monitor_pass"):
+            self.monitor_pass()  # marks this instance's row done
+            for key, version in cut:
+                if key != self.storage.instance_id:
+                    self.storage._update(PASSES, key, json.dumps({"begun": False}), version)
         self.approvals.reconcile(owners)
         reconcile_team(self, owners)
 

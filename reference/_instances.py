@@ -233,6 +233,11 @@ class Owners:
             self._alive[writer] = alive(instance)
         return self._alive[writer]
 
+    def can_take_over(self, instance_id: str, subject: str) -> bool:
+        """Whether work that ``instance_id`` began on ``subject`` is this instance's to finish: its
+        own, or that of an instance that can no longer finish it (REC-4)."""
+        return instance_id == self.storage.instance_id or not self._is_alive(instance_id, subject)
+
     def elsewhere(self, table: str, key: str) -> bool:
         """True when the record's operation in flight belongs to a live other instance: leave it."""
         writer = self.storage.writer(table, key)

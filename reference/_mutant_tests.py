@@ -286,6 +286,10 @@ CAUGHT_BY: dict[str, list[str]] = {
     # that fails with the mutant on; test_conformance_mutants.py's own test passes then, by design)
     "late_review_accepted": ["tests/test_approval.py::test_review_after_the_deadline_fails"],
     "review_event_names_requester": ["tests/test_conformance.py::test_the_reference_driver_conforms"],
+    "restart_skips_monitor_pass": [
+        "model_tests/test_monitor_pass_crashes.py::test_a_crash_after_any_write_of_the_pass_restarts_to_the_whole_pass"
+        "[1-memory]"
+    ],
     "shutdown_refused_after_record": ["tests/test_conformance.py::test_the_reference_refuses_the_teams_bad_input"],
     "checkpoint_not_round_tripped": ["tests/test_team.py::test_a_checkpoint_holds_only_plain_json"],
     # the compiled validator of writes: its differential test and the stores' refusal

@@ -190,6 +190,11 @@ _NOT: dict[str, tuple[str, str]] = {
         "model has one process, which a crash kills; two instances are raced by the interleaving explorer",
         "model_tests/test_interleave.py",
     ),
+    "REC-5": (
+        "a crash between two writes of the monitor's pass, one step of the model with no crash point inside "
+        "it: the reference is killed after each of the pass's writes and must restart to the whole pass",
+        "model_tests/test_monitor_pass_crashes.py",
+    ),
     "XPR-3": ("a failing store or hook refuses: the reference's error paths", "tests/test_approval.py"),
     "AUD-2": ("what the audit trail stores, abstracted away by the model", "tests/test_approval.py"),
     "AUD-4": ("the names of the agent-facing tools", "tests/test_approval.py"),

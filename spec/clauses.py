@@ -71,6 +71,7 @@ _CLAUSES: dict[str, str] = {
     "REC-2": "Reconciliation converges from every crash prefix to a state where every invariant holds",
     "REC-3": "The outbox re-sends every owed message with its stable id",
     "REC-4": "Recovery takes over only work whose writer, a registered harness instance, can no longer finish it",
+    "REC-5": "The deadline monitor's pass is one step: a pass a crash cut short is finished before reconciling",
     "AUD-1": "Each protocol record keeps its events, saved atomically with the record",
     "AUD-2": "What the audit trail stores",
     "AUD-3": "Never stored: hidden reasoning, transcripts, tokens, secrets, unredacted environment",

@@ -332,7 +332,7 @@ function consume(req) {
 }
 
 function monitorPass() {
-  // one write step of the model: its writes are persisted at once, at the end (a SIGKILL during
+  // one write step of the model (REC-5: made one atomic write): its writes are persisted at once, at the end (a SIGKILL during
   // the pass leaves the state as it was before it, REC-2), and die with it only then (stepDone)
   const PASS = "monitor.pass/part";
   const expired = [];
