@@ -19,6 +19,7 @@ Backends: memory by default; ``TEAMPROTO_BACKEND=sqlite`` (or the ``Sqlite`` cas
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import functools
 import math
@@ -343,10 +344,23 @@ class ApprovalComparison(RuleBasedStateMachine):
     def _both(self, action: Action, call: Any, crash_after: str | None = None) -> None:
         """Run the reference operation and the model action; they must agree on whether it ran.
 
-        With ``crash_after`` the reference dies right after that write step (if it gets there)."""
-        if crash_after:
-            self.storage.faults.crash_after.add(crash_after)
+        With ``crash_after`` the reference dies right after that write step (if it gets there);
+        ``step#k`` (:data:`SEVERAL_WRITES`), right after the step's ``k``-th write: the model's step
+        is one, so the restart must leave what a crash after all of them leaves."""
+        step, _, nth = (crash_after or "").partition("#")
+        if step:
+            self.storage.faults.crash_after.add(step)
+            self.storage.faults.passes[step] = int(nth or 1) - 1
         crashed: str | None = None
+        counts: collections.Counter[str] = collections.Counter()
+        observer = self.storage.on_write
+
+        def watch(written: str) -> None:
+            counts[written] += 1
+            if observer is not None:
+                observer(written)
+
+        self.storage.on_write = watch
         try:
             call()
             ran = True
@@ -358,6 +372,9 @@ class ApprovalComparison(RuleBasedStateMachine):
             note(f"{action.name}: refused with {type(error).__name__}")
         finally:
             self.storage.faults.crash_after.clear()
+            self.storage.faults.passes.clear()
+            self.storage.on_write = observer
+        SEVERAL_SEEN.update(name for name, count in counts.items() if count > 1)
         note(f"{action.name}: {'crashed' if crashed else 'ran' if ran else 'refused'}")
         model_ran = self._model_take(action, crash_after=crashed)
         assert ran == model_ran, f"{action}: reference {'ran' if ran else 'refused'}, model did not agree"
@@ -769,9 +786,29 @@ TEAM_CRASH_STEPS = tuple(step for step in r.TEAM_STEPS if step.rsplit("/", 1)[0]
 reference's own: tests/test_team.py crashes them)."""
 
 
+SEVERAL_WRITES = {
+    "shutdown.begin_drain/cancel_requests": 4,  # XPR-2: each open request's record and audit entry
+    "member.inspect/requests": 4,
+    "member.inspect/shutdown": 4,  # every drain of the incarnation: its record and its ack owed
+    "plan.retract/message": 2,
+}
+"""Write steps that write several records under one name, and how many writes the programs reach:
+a crash after the first is what ``crash_after`` names; ``step#k`` cuts the step after its ``k``-th
+(``_both``). ``test_every_step_of_several_writes_is_cut_inside`` checks that every step seen
+writing more than once is here."""
+
+SEVERAL_SEEN: set[str] = set()
+"""Every write step seen writing more than once in one operation, over the session."""
+
+
+def cuts(steps: list[str]) -> list[str]:
+    """Each step, and each cut inside a step of :data:`SEVERAL_WRITES` after its second write on."""
+    return [*steps, *(f"{s}#{k}" for s in steps for k in range(2, SEVERAL_WRITES.get(s, 1) + 1))]
+
+
 def team_crash(operation: str) -> st.SearchStrategy[str | None]:
     steps = [step for step in TEAM_CRASH_STEPS if step.startswith(operation + "/")]
-    return st.one_of(st.none(), st.none(), st.sampled_from(steps))
+    return st.one_of(st.none(), st.none(), st.sampled_from(cuts(steps)))
 
 
 def member_index() -> st.SearchStrategy[int]:
@@ -1372,6 +1409,16 @@ def test_every_team_write_step_was_crashed() -> None:
     assert not missing, f"never crashed after: {missing}"
 
 
+@pytest.mark.clause("REC-2")
+def test_every_step_of_several_writes_is_cut_inside() -> None:
+    """Runs after the tests above: a step seen writing several records under one name is one the
+    programs also cut inside (:data:`SEVERAL_WRITES`), not only after its first write."""
+    if not SEVERAL_SEEN:
+        pytest.skip("run together with the stateful tests")
+    uncut = sorted(SEVERAL_SEEN - set(SEVERAL_WRITES))
+    assert not uncut, f"steps that write several records, never cut inside: {uncut} (add them to SEVERAL_WRITES)"
+
+
 # ---- plan approval and plan execution (issue 14) ---------------------------------------------
 
 PLAN_CONFIG = parse_config(
@@ -1403,7 +1450,7 @@ PLAN_CONFIG = parse_config(
 def plan_crash(operation: str) -> st.SearchStrategy[str | None]:
     """Mostly no crash; otherwise one of the plan operation's own write steps (``r.PLAN_STEPS``)."""
     steps = [step for step in r.PLAN_STEPS if step.startswith(operation + "/")]
-    return st.one_of(st.none(), st.none(), st.sampled_from(steps))
+    return st.one_of(st.none(), st.none(), st.sampled_from(cuts(steps)))
 
 
 class PlanComparison(TeamComparison):

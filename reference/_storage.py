@@ -170,6 +170,10 @@ class FaultPlan:
     crash_after: set[str] = field(default_factory=set)
     fail_before: set[str] = field(default_factory=set)
     fail_after: set[str] = field(default_factory=set)
+    passes: dict[str, int] = field(default_factory=dict)
+    """How many writes of a step named in ``crash_after`` or ``fail_after`` go by before its fault
+    fires (none: at its first). A step that writes several records under one name (a drain's
+    XPR-2 cancellations: each request's record and audit entry) is cut inside it so."""
     fired: list[tuple[str, str]] = field(default_factory=list)
     passed: str | None = None
     """The last step the process got past (a test's cut of the model: where a failure left it)."""
@@ -186,6 +190,9 @@ class FaultPlan:
 
     def after(self, step: str) -> None:
         self.passed = step
+        if self.passes.get(step) and (step in self.crash_after or step in self.fail_after):
+            self.passes[step] -= 1
+            return
         if step in self.crash_after:
             self.crash_after.discard(step)
             self.fired.append(("after", step))
