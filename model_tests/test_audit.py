@@ -84,7 +84,46 @@ def _flat_isolation_unchecked(patch: pytest.MonkeyPatch) -> None:
     patch.setattr(_flat.FlatModel, "_isolated", lambda self, f, kind, slot: True)
 
 
+def _free_shutdown_slot_ignored(patch: pytest.MonkeyPatch) -> None:
+    """An approval counts as isolated although a shutdown slot is free: a shutdown request, then the
+    drain that cancels the approval (XPR-2), breaks its isolation two steps ahead (outside review
+    53's P1, in both engines: one step ahead, every operation commutes)."""
+    from spec.model import _por
+
+    def settled(model: Any, s: Any, r: int) -> bool:
+        member = s.members[r]
+        if member.status == "retired":
+            return True
+        if member.status != "running" or model.config.lapses:
+            return False
+        return all(sd.target != r or sd.status not in _por._ACTIVE for sd in s.shutdowns if sd.status != "")
+
+    def plain_settled(self: Any, f: Any, r: int) -> bool:
+        status = f[_flat.MEMBERS][r][_flat.M_STATUS]
+        if status != "running":
+            return status == "retired"
+        shutdowns = (sd for sd in f[_flat.SHUTDOWNS] if sd[_flat.S_STATUS] != "")
+        return all(sd[_flat.S_TARGET] != r or sd[_flat.S_STATUS] not in _flat._POR_ACTIVE for sd in shutdowns)
+
+    patch.setattr(_por, "requester_settled", settled)
+    patch.setattr(_flat.FlatModel, "requester_settled", plain_settled)
+
+
+def _no_crash_after_the_first_write(patch: pytest.MonkeyPatch) -> None:
+    """The search crashes an operation after its second write step on, never after its first
+    (outside review 53's P12: ``Model.outcomes``, which every search of the audit shares)."""
+    outcomes = _model.Model.outcomes
+
+    def later_only(self: Any, s: Any) -> Any:
+        for action, whole, crashes in outcomes(self, s):
+            yield action, whole, crashes[1:]
+
+    patch.setattr(_model.Model, "outcomes", later_only)
+
+
 PLANTS: dict[str, tuple[Plant, str, str]] = {
+    "free_shutdown_slot_ignored": (_free_shutdown_slot_ignored, "pair", "(two steps ahead)"),
+    "no_crash_after_the_first_write": (_no_crash_after_the_first_write, "tiny", "never crashed"),
     "monitor_pass_always_alone": (_monitor_pass_always_alone, "monitor", "changes more than monitor_done"),
     "send_alone_beside_a_lapse": (_send_alone_beside_a_lapse, "plan_lost", "do not commute"),
     "idle_test_ignores_the_bus": (_idle_test_ignores_the_bus, "plan", "changes more than monitor_done"),

@@ -22,18 +22,24 @@ apart on the spot, with two searches beside the one that drifted:
   states of the full space, wherever the reduced model takes some operations alone, each must stay
   enabled after every other enabled operation and commute with it — or the order it skips must end
   in a class the reduced search reaches anyway (a crash in a send, then the restart, does not
-  commute with a lapse; this check found that, ``Model._lapse_beside_crash``) — and a monitor pass
-  taken alone must change nothing but ``monitor_done``.
+  commute with a lapse; this check found that, ``Model._lapse_beside_crash``) — and still enabled
+  after any *two* other operations (:func:`_two_steps_ahead`: a shutdown request, then the drain
+  that cancels the approval taken alone); a monitor pass taken alone must change nothing but
+  ``monitor_done``. On the same sample, the crash points the search takes must be exactly those
+  the operations' write steps give, derived apart from :meth:`spec.model.Model.outcomes`, which
+  every search here shares (:func:`_crash_points`).
 
 Neither search can tell a change of the protocol from the designer's intent (a protocol edit can
 make a reduction unsound: it is then unsound for the model as it now stands); both tell a checker
 that lost something from one that did not. What the audit cannot see (an outside review planted
-13 checker bugs; the audit named 5 of the 8 ``check`` failed on): a reduction whose independence
-breaks only two or more steps ahead; code every one of its searches shares (``Model.outcomes``'
-crash points, the tick rule of deadline regions); a reduction that loses states whose verdicts,
-edges and crash points other states repeat; and a checker bug that moves no count of the healthy
-model (the model tests' mutants see those: ``test_partial_order``, ``test_dead_data``,
-``test_time``, ``test_unread_deadlines``).
+13 checker bugs; the audit named 5 of the 8 ``check`` failed on, and names all 8 since: the idle
+pass's literal check, and the two checks above; 4 moved no count, latent): a
+reduction whose independence breaks only three or more steps ahead, or two steps ahead outside the
+sample and its budget (:data:`TWO_STEP_PAIRS`); code every one of its searches shares (the tick
+rule of deadline regions); a reduction that loses states whose verdicts, edges and crash points
+other states repeat; and a checker bug that moves no count of the healthy model (the model tests'
+mutants see those: ``test_partial_order``, ``test_dead_data``, ``test_time``,
+``test_unread_deadlines``).
 """
 
 from __future__ import annotations
@@ -44,9 +50,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ._records import Report
+from ._tables import IllegalTransition
 from .model import Model
 from .model._config import Config
 from .model._dead import erase
+from .model._model import HARNESS_CRASH
 from .model._state import State
 from .model._state import replace as _replace
 from .model._symmetry import canonical_key
@@ -55,6 +63,9 @@ FULL_STATES = 200_000
 """The most states the unreduced search of one configuration may find (about 40 s of CPU)."""
 INDEPENDENCE_SAMPLE = 2_000
 """At most this many states of the full search are checked for the reductions' independence (C1)."""
+
+TWO_STEP_PAIRS = 100_000
+"""At most this many pairs of operations are followed two steps ahead of the independence sample."""
 
 ENGINES = ("by the plain-tuple engine only", "by the model's engine only")
 REDUCTIONS = ("only with the reductions", "only without them")
@@ -114,6 +125,9 @@ def audit(config: Config, reduced: Report, full_states: int = FULL_STATES) -> Au
             f"({len(reached - classes):,} the other way): a key merges states that differ"
         )
     differ += _independence(config, full_found, _classes(model_found, config))
+    found = [s for s in full_found or () if not s.crashed]
+    crash_points = _crash_points(unreduced, found[:: max(1, len(found) // INDEPENDENCE_SAMPLE)])
+    result.problems += [f"the crash points on {config.name} are not the write steps': {p}" for p in crash_points]
     result.reductions = "agree" if not differ else "differ"
     result.problems += [f"the reductions are unsound on {config.name}: {d}" for d in differ]
     return result
@@ -143,6 +157,7 @@ def _independence(
     reduced, full = Model(config), Model(dataclasses.replace(config, symmetry=False), reduce=False)
     found = [s for s in states or () if not s.crashed]
     problems: list[str] = []
+    budget = [TWO_STEP_PAIRS]
     for s in found[:: max(1, len(found) // sample)]:
         ample = {action for action, _ in reduced.successors(s)}
         moves = _moves(full, s)
@@ -169,9 +184,64 @@ def _independence(
                         f"{other} and {action} do not commute, and the reduction, taking {action} alone, "
                         f"never reaches what {other} then {action} leaves"
                     )
+        problems += _two_steps_ahead(full, ample, moves, budget)
         if len(problems) >= 3:
             break
     return problems[:3]
+
+
+def _two_steps_ahead(full: Model, ample: set[Any], moves: dict[Any, State | None], budget: list[int]) -> list[str]:
+    """C1 one step further (outside review 53's P1): after any two operations the reduction does not
+    take, each operation it takes alone is still enabled — an isolation that only the second
+    breaks (a shutdown request, then the drain that cancels the approval) is unsound all the same.
+    Enabledness only, on at most ``budget[0]`` pairs of operations in all (the cost is quadratic)."""
+    alone = {dataclasses.replace(a, crash_after="") for a in ample}
+    for other, after in moves.items():
+        if other in ample or after is None or budget[0] <= 0:
+            continue
+        for second, then in _moves(full, after).items():
+            if second in ample or then is None:
+                continue
+            budget[0] -= 1
+            enabled = {action for action, _ in full.operations(then)}
+            for action in sorted(alone - enabled, key=str):
+                return [f"{other} then {second} disable {action}, which the reduction takes alone (two steps ahead)"]
+    return []
+
+
+def _crash_points(model: Model, states: list[State]) -> list[str]:
+    """The crash points the searches take, derived apart from :meth:`Model.outcomes` (which every
+    search of the audit shares; outside review 53's P12 enumerated them only after an operation's
+    first step, and the audit vouched for it): each operation's write steps but its last, after
+    each one that has written something so far, must be a crash of that operation, and nothing
+    else is one."""
+    if not model.config.crashes:
+        return []
+    for s in states:
+        if s.crashed:
+            continue
+        expected = set()
+        for action, steps in model.operations(s):
+            state, points = s, set()
+            try:
+                for number, (name, apply) in enumerate(steps):
+                    state = apply(state)
+                    if state != s and number < len(steps) - 1:
+                        points.add((action, name))
+            except IllegalTransition:
+                continue  # a step breaks its machine's table: a violation, and no crash point
+            expected |= points
+        taken = {(_replace_action(a), a.crash_after) for a, _ in model.successors(s) if a.crash_after}
+        taken.discard((_replace_action(HARNESS_CRASH), HARNESS_CRASH.crash_after))
+        if taken != expected:
+            missing = sorted(f"{a} ⚡ after {step}" for a, step in expected - taken)
+            extra = sorted(f"{a} ⚡ after {step}" for a, step in taken - expected)
+            return [f"never crashed: {missing[:3]}; crashed where nothing was written: {extra[:3]}"]
+    return []
+
+
+def _replace_action(action: Any) -> Any:
+    return dataclasses.replace(action, crash_after="")
 
 
 def _classes(states: Iterable[State] | None, config: Config) -> set[Any]:
