@@ -39,6 +39,14 @@ def _send_alone_beside_a_lapse(patch: pytest.MonkeyPatch) -> None:
     patch.setattr(_model.Model, "_lapse_beside_crash", lambda self, s: False)
 
 
+def _send_alone_beside_an_expiry(patch: pytest.MonkeyPatch) -> None:
+    """The outbox-first reduction as it was before ``approval_lost`` was explored: a send taken alone
+    while a requested approval is past its deadline, which the restart after the send's crash
+    expires (``Model._expiry_beside_crash``)."""
+    patch.setattr(_model.Model, "_expiry_beside_crash", lambda self, s: False)
+    patch.setattr(_flat.FlatModel, "expiry_beside_crash", lambda self, f: False)
+
+
 def _idle_test_ignores_the_bus(patch: pytest.MonkeyPatch) -> None:
     """The idle-monitor test compares the pass's state but its bus: a pass that would expire an
     unread request message counts as idle and is taken alone (outside review 53's P3)."""
@@ -126,6 +134,7 @@ PLANTS: dict[str, tuple[Plant, str, str]] = {
     "no_crash_after_the_first_write": (_no_crash_after_the_first_write, "tiny", "never crashed"),
     "monitor_pass_always_alone": (_monitor_pass_always_alone, "monitor", "changes more than monitor_done"),
     "send_alone_beside_a_lapse": (_send_alone_beside_a_lapse, "plan_lost", "do not commute"),
+    "send_alone_beside_an_expiry": (_send_alone_beside_an_expiry, "approval_lost", "do not commute"),
     "idle_test_ignores_the_bus": (_idle_test_ignores_the_bus, "plan", "changes more than monitor_done"),
     "running_jobs_erased": (_running_jobs_erased, "monitor", "classes of states the full search reaches"),
     "flat_isolation_unchecked": (_flat_isolation_unchecked, "pair", "the two engines differ"),
@@ -134,7 +143,7 @@ PLANTS: dict[str, tuple[Plant, str, str]] = {
 
 
 @pytest.mark.clause("INV-12")
-@pytest.mark.parametrize("name", ["tiny", "monitor", "pair", "pair_lapses", "plan_lost"])
+@pytest.mark.parametrize("name", ["tiny", "monitor", "pair", "pair_lapses", "plan_lost", "approval_lost"])
 def test_the_healthy_search_passes_its_audit(name: str) -> None:
     config = load_config(name)
     reduced = explore(Model(config))

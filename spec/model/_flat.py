@@ -740,6 +740,8 @@ class FlatModel:
             return [(_RESTART, [("restart/reconcile", self._restart)])]
         for entry in f[OUTBOX]:
             if entry[1] == "owed":  # the outbox-first reduction: the first owed send alone
+                if self.expiry_beside_crash(f):
+                    break
                 out: list[Operation] = []
                 self.message_ops(f, out)
                 return out[:1]
@@ -775,6 +777,12 @@ class FlatModel:
             yield from crashes
         if can_crash and self.config.crash_between and not f[CRASHED]:  # Model.successors
             yield _model.HARNESS_CRASH, (*f[:CRASHED], True, *f[CRASHED + 1 :])
+
+    def expiry_beside_crash(self, f: Flat) -> bool:
+        """``Model._expiry_beside_crash``: with crashes on, no send is taken alone while a requested
+        approval is at or past its deadline (the restart's reconciliation would expire it)."""
+        clock = f[CLOCK]
+        return self.config.crashes and any(a[A_STATUS] == "requested" and a[A_DEADLINE] <= clock for a in f[APPROVALS])
 
     def _restart(self, f: Flat) -> Flat:
         return self.reconcile((*f[:CRASHED], False, *f[CRASHED + 1 :]))
