@@ -51,6 +51,7 @@ from model_tests.replay import (
 )
 from spec.model import Model, parse_config
 from spec.model._model import Action, message_status
+from spec.model._ops import OPERATIONS as MODEL_STEPS
 from spec.model._ops import RISK_TEXT
 from spec.model._reconcile import reconcile
 from spec.model._snapshot import plan_id, shutdown_id
@@ -375,6 +376,7 @@ class ApprovalComparison(RuleBasedStateMachine):
             self.storage.faults.passes.clear()
             self.storage.on_write = observer
         SEVERAL_SEEN.update(name for name, count in counts.items() if count > 1)
+        _in_the_models_order(action.name, list(counts))
         note(f"{action.name}: {'crashed' if crashed else 'ran' if ran else 'refused'}")
         model_ran = self._model_take(action, crash_after=crashed)
         assert ran == model_ran, f"{action}: reference {'ran' if ran else 'refused'}, model did not agree"
@@ -796,6 +798,18 @@ SEVERAL_WRITES = {
 a crash after the first is what ``crash_after`` names; ``step#k`` cuts the step after its ``k``-th
 (``_both``). ``test_every_step_of_several_writes_is_cut_inside`` checks that every step seen
 writing more than once is here."""
+
+
+def _in_the_models_order(operation: str, written: list[str]) -> None:
+    """DESIGN rule 3: the reference writes an operation's named steps in the model's order
+    (``spec.model._ops.OPERATIONS``; SHD-5: the request completed, then the member stopped). The
+    crash tests compare only the state after reconciliation, which repairs either order, so two
+    writes swapped were seen by nothing (outside review 54's P6). ``written``: the steps the call
+    wrote, in the order of their first write."""
+    steps = [f"{operation}/{step}" for step in MODEL_STEPS.get(operation, ())]
+    mine = [step for step in written if step in steps]
+    assert mine == sorted(mine, key=steps.index), f"{operation} wrote {mine}; the model's order is {steps}"
+
 
 SEVERAL_SEEN: set[str] = set()
 """Every write step seen writing more than once in one operation, over the session."""

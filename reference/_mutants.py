@@ -34,6 +34,8 @@ MUTANTS: dict[str, str] = {
     "late_review_accepted": "APR-4: a review after the approval's deadline (before the monitor's pass) is taken",
     "review_event_names_requester": "AUD-2: a review's event names the requester as its actor, in the record "
     "and the log alike",
+    "finish_stops_member_first": "SHD-5: a finish writes the member stopped before the request completed (the model's "
+    "order swapped; reconciliation heals either order, so only the order check sees it)",
     "restart_skips_monitor_pass": "REC-5: reconciliation leaves the deadline monitor's pass to the monitor's next "
     "turn, so a pass a crash cut short stays half done after the restart",
     "shutdown_refused_after_record": "SHD-1: a shutdown request for a member that is not running is refused, "

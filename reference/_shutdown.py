@@ -413,8 +413,12 @@ class ShutdownProtocol:
             raise ShutdownRefused(f"finish of {member_id}", f"it still holds {member['current_task_id']}")
         if broken("ack_before_record"):
             self.h.outbox.owe("shutdown.finish/outbox", self.h.outbox.shutdown_ack(sd.doc))
+        stop = functools.partial(self.h.set_member, "shutdown.finish/member", member_id, "stopped")
+        if broken("finish_stops_member_first"):  # the two writes swapped (reconciliation heals either)
+            stop(accepting_new_tasks=False)
         self._move("shutdown.finish/record", sd, "completed", member_id)
-        self.h.set_member("shutdown.finish/member", member_id, "stopped", accepting_new_tasks=False)
+        if not broken("finish_stops_member_first"):
+            stop(accepting_new_tasks=False)
         self.h.outbox.owe("shutdown.finish/outbox", self.h.outbox.shutdown_ack(self.require(sd.key).doc))
         if broken("clean_exit_member_lost"):
             self.h.members.owe_lost("shutdown.finish/outbox", self.h.member(member_id), [])

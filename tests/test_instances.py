@@ -291,3 +291,77 @@ def test_closing_the_store_itself_closes_its_instance(store: r.Storage) -> None:
         assert seen is not None and seen.status == "closed" and not _instances.alive(seen)
     finally:
         other.close()
+
+
+def _gone_pid() -> int:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid  # reaped: no process has it now (a new one taking it at once is vanishingly rare)
+
+
+@pytest.mark.clause("REC-4")
+@pytest.mark.parametrize(
+    ("host", "boot", "process", "status", "alive"),
+    [
+        ("other", "other", "gone", "open", True),  # another host's processes cannot be looked at
+        ("other", "same", "gone", "open", True),
+        ("other", None, "gone", "open", True),
+        ("other", "other", "gone", "closed", False),
+        ("same", "other", "live", "open", False),  # rebooted since: every process of that boot is gone
+        ("same", "same", "live", "open", True),
+        ("same", "same", "gone", "open", False),
+        ("same", "same", "recycled", "open", False),  # the pid lives, started at another time
+        ("same", None, "live", "open", True),  # no boot id: the pid and its start time decide
+        ("same", "same", "live", "closed", False),
+    ],
+)
+def test_whether_an_instance_can_still_finish_its_work(
+    host: str, boot: str | None, process: str, status: str, alive: bool
+) -> None:
+    """REC-4's ``alive`` over host × boot × process × status, against the rule: closed is gone;
+    an open instance on another host counts as alive whatever its boot (it is never taken over from
+    here); on this host another boot is gone, and then the pid must live with its start time (an
+    outside review swapped the boot and host checks: another host's live work was taken over)."""
+    me = _instances.this_process("h-me")
+    pid = {"live": me.pid, "recycled": me.pid, "gone": _gone_pid()}[process]
+    started = None if me.started is None else me.started + (1 if process == "recycled" else 0)
+    boot_id = {"same": me.boot, "other": "another-boot", None: None}[boot]
+    instance = _instances.Instance("h-them", pid, started, boot_id, me.host if host == "same" else "elsewhere", status)
+    if process == "recycled" and me.started is None:
+        pytest.skip("no /proc here: a recycled pid cannot be told from its first process")
+    assert _instances.alive(instance) is alive
+
+
+@pytest.mark.clause("REC-4", "APR-4", "REC-2")
+def test_a_live_instances_request_past_its_deadline_is_left_to_it(store: r.Storage) -> None:
+    """A, live, stopped between its approval's record and its audit entry; the deadline passes.
+    B's reconciliation leaves A's record exactly as it is — not expired, not logged, still A's —
+    though a requested approval past its deadline is what reconciliation expires; once A closes,
+    B expires it and logs it (an outside review moved the deadline check before the REC-4 skip)."""
+    world = r.RecordingTool()
+    setup = r.Harness(store, r.ManualClock(0.0), [deploy(world)])
+    setup.add_member("m0", ["deploy"])
+    setup.add_task("t0")
+    setup.claim("m0", "t0")
+    setup.close()
+    requester = r.Harness(store, r.ManualClock(0.0), [deploy(world)])
+    store.faults.crash_after.add("approval.request/record")
+    with pytest.raises(r.Crash):
+        requester.approvals.call(CTX, "deploy", ARGS)
+    before = store.read("operation_approval", PID)
+    assert before is not None and before.doc["status"] == "requested"
+    other = second_view(store)
+    survivor = r.Harness(other, r.ManualClock(before.doc["deadline"] + 1), [deploy(world)])
+    try:
+        entries = len(other.audit_entries(PID))
+        survivor.reconcile()
+        assert store.read("operation_approval", PID) == before, "REC-4: a live instance's record was changed"
+        assert len(other.audit_entries(PID)) == entries and store.writer("operation_approval", PID) is not None
+        requester.close()
+        survivor.reconcile()
+        after = store.read("operation_approval", PID)
+        assert after is not None and after.doc["status"] == "expired"
+        assert invariants.check_state(survivor.snapshot()) == []
+    finally:
+        if other is not store:
+            other.close()
