@@ -287,7 +287,8 @@ CAUGHT_BY: dict[str, list[str]] = {
     "late_review_accepted": ["tests/test_approval.py::test_review_after_the_deadline_fails"],
     "review_event_names_requester": ["tests/test_conformance.py::test_the_reference_driver_conforms"],
     "finish_stops_member_first": [
-        "model_tests/test_stateful.py::test_each_team_write_step_crashed_under_refinement[shutdown.finish/record-memory]"
+        "model_tests/test_stateful.py::test_each_team_write_step_crashed_under_refinement[shutdown.finish/record-memory]",
+        "model_tests/test_stateful.py::test_each_team_write_step_crashed_under_refinement[shutdown.finish/member-memory]",
     ],
     "restart_skips_monitor_pass": [
         "model_tests/test_monitor_pass_crashes.py::test_a_crash_after_any_write_of_the_pass_restarts_to_the_whole_pass"
