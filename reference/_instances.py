@@ -241,9 +241,7 @@ class Owners:
     def elsewhere(self, table: str, key: str) -> bool:
         """True when the record's operation in flight belongs to a live other instance: leave it."""
         writer = self.storage.writer(table, key)
-        if writer is None or writer == self.storage.instance_id:
-            return False
-        return self._is_alive(writer, f"{table}/{key}")
+        return writer is not None and not self.can_take_over(writer, f"{table}/{key}")
 
 
 def summary(storage: Storage) -> dict[str, Any]:
