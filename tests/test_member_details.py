@@ -191,3 +191,21 @@ def test_a_beat_between_the_lapses_own_read_and_its_write_keeps_the_member_and_i
     assert [
         row.doc for row in h.storage.scan("outbox_entry") if row.doc["message"]["message_type"] == "member_lost"
     ] == []
+
+
+@pytest.mark.clause("SHD-10", "STO-4")
+def test_the_lapse_judged_again_at_its_write_agrees_with_lapsed_on_the_boundary(team: Team) -> None:
+    """``lapse(member, max_age)`` judges the beat again on the row it writes against (STO-4): a beat
+    exactly ``max_age`` old has not lapsed there either — refused, the member left running — and
+    the least instant later it has (found by flipping every time comparison of the reference,
+    ``tests/test_time_comparisons.py``: this one changed no test)."""
+    h = team.h
+    h.members.heartbeat("m0", 1)
+    team.clock.advance(10.0)
+    assert says(team, lambda: h.members.lapse("m0", 10.0), r.MemberBusy) == (
+        f"m0 is running: cannot lapse; it beat at {team.clock.now() - 10.0}, within 10.0 s"
+    )
+    assert team.member("m0")["status"] == "running"
+    team.clock.advance(1e-6)
+    h.members.lapse("m0", 10.0)
+    assert team.member("m0")["status"] == "unhealthy"
