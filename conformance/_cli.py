@@ -109,7 +109,12 @@ def _suite(args: argparse.Namespace, console: Console) -> int:
     options = Options(args.driver, args.data_dir, families, args.seed, args.programs, args.depth)
     progress_console = Console(stderr=True)
     with Progress(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), console=progress_console, transient=True
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        console=progress_console,
+        transient=True,
+        disable=not progress_console.is_terminal,  # piped: no bar, and no blank line left behind
     ) as bar:
         task = bar.add_task("conformance", total=None)
 
@@ -124,6 +129,8 @@ def _suite(args: argparse.Namespace, console: Console) -> int:
         sys.stdout.write("\n")
     else:
         print_table(console, cases, result)
+    if result["undecided"] is not None:  # the driver could not be judged: one line on stderr as well
+        error_line(UsageError(f"--driver {args.driver}: could not decide: {result['undecided']}"))
     return int(result["exit"])
 
 

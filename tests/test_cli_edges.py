@@ -180,6 +180,25 @@ def test_a_log_that_cannot_be_read_is_one_line_on_stderr(
             assert out == ""
 
 
+@pytest.mark.parametrize("as_json", [False, True], ids=["text", "json"])
+def test_a_driver_that_cannot_be_judged_is_one_line_on_stderr(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, as_json: bool
+) -> None:
+    """`conformance --driver` naming no program, or one that dies at once: exit 2, one line on
+    stderr naming the driver and why; stdout keeps the (empty) report, or the summary as JSON."""
+    for driver, why in ((str(tmp_path / "nothing"), "could not be started"), ("true", "died before answering")):
+        status, out, err = run(capsys, "conformance", "--driver", driver, *(["--json"] if as_json else []))
+        assert status == 2, (driver, out, err)
+        assert err.count("\n") == 1 and err.startswith(
+            f"teamproto: error (definite): --driver {driver}: could not decide"
+        )
+        assert why in err
+        if as_json:
+            assert json.loads(out)["undecided"]
+        else:
+            assert "undecided" in out
+
+
 def test_a_reference_mutant_named_to_check_says_where_it_belongs(capsys: pytest.CaptureFixture[str]) -> None:
     """Model and reference mutants are two sets: the error names the command that takes the name."""
     status, _, err = run(capsys, "check", "--mutant", "skip_digest_check")
