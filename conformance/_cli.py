@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -64,6 +65,7 @@ def handle(args: argparse.Namespace, console: Console) -> int:
             raise UsageError(
                 f"--export-log {args.export_log}: no reference store at {store}; give a data directory or its team.db"
             )
+        _refuse_other_files(args.export_log, store)
         for event in export_reference_log(args.export_log):
             sys.stdout.write(json.dumps(event, sort_keys=True) + "\n")
         return 0
@@ -99,6 +101,23 @@ def _vectors(args: argparse.Namespace, console: Console) -> int:
         console.print(f"wrote {path}: {what}")
     console.print(f"{len(changed)} file(s) changed")
     return 0
+
+
+def _refuse_other_files(given: Path, store: Path) -> None:
+    """A file that is not a reference store (empty, another SQLite database, not SQLite at all) is
+    refused before the store is opened for the export, which would make it one: looked at read-only."""
+    import sqlite3
+
+    try:
+        with contextlib.closing(sqlite3.connect(f"{store.resolve().as_uri()}?mode=ro", uri=True)) as db:
+            found = db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'records'").fetchone()
+    except sqlite3.Error as error:
+        raise UsageError(f"--export-log {given}: cannot read {store} as a reference store ({error})") from None
+    if found is None:
+        raise UsageError(
+            f"--export-log {given}: {store} holds no reference store (no records table); "
+            "give the data directory of a reference run or its team.db"
+        )
 
 
 def _suite(args: argparse.Namespace, console: Console) -> int:

@@ -199,6 +199,31 @@ def test_a_driver_that_cannot_be_judged_is_one_line_on_stderr(
             assert "undecided" in out
 
 
+@pytest.mark.parametrize("kind", ["empty", "text", "other_sqlite"])
+def test_export_log_refuses_a_file_that_is_no_store_and_leaves_it_as_it_was(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, kind: str
+) -> None:
+    """`conformance --export-log` reads: a file that is not a reference store is refused, exit 2, one
+    line on stderr — and not made into a store by the export (an empty file once was)."""
+    import sqlite3
+
+    path = tmp_path / "team.db"
+    if kind == "empty":
+        path.write_bytes(b"")
+    elif kind == "text":
+        path.write_text("not a database\n")
+    else:
+        with sqlite3.connect(path) as db:
+            db.execute("CREATE TABLE other (a)")
+        db.close()
+    before = path.read_bytes()
+    status, out, err = run(capsys, "conformance", "--export-log", str(path))
+    assert status == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith(f"teamproto: error (definite): --export-log {path}: ")
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["team.db"]  # no -wal, no -shm left either
+
+
 def test_a_reference_mutant_named_to_check_says_where_it_belongs(capsys: pytest.CaptureFixture[str]) -> None:
     """Model and reference mutants are two sets: the error names the command that takes the name."""
     status, _, err = run(capsys, "check", "--mutant", "skip_digest_check")
