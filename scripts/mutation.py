@@ -61,6 +61,7 @@ MODULES = (
     "harness",
     "lead",
     "member_process",
+    "instances",
 )
 RECORD = ROOT / "mutation"
 SWITCH = re.compile(r"""broken\((["'])[^"']*\1\)""")
