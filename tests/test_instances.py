@@ -365,3 +365,93 @@ def test_a_live_instances_request_past_its_deadline_is_left_to_it(store: r.Stora
     finally:
         if other is not store:
             other.close()
+
+
+@pytest.mark.clause("REC-4", "STO-3")
+@pytest.mark.parametrize(
+    "text, reason",
+    [
+        ("{torn", "not JSON (Expecting property name"),
+        (
+            '{"instance_id": "h-1"}',
+            "expected exactly the fields ['boot', 'host', 'instance_id', 'pid', 'started', 'status']",
+        ),
+        (
+            '{"instance_id": "h-1", "pid": "12", "started": null, "boot": null, "host": "a", "status": "open"}',
+            "$.pid: '12' has the wrong type",
+        ),
+        (
+            '{"instance_id": "h-1", "pid": 12, "started": null, "boot": null, "host": "a", "status": "lost"}',
+            "its status is not open or closed, or its id is not its key",
+        ),
+        (
+            '{"instance_id": "h-2", "pid": 12, "started": null, "boot": null, "host": "a", "status": "open"}',
+            "its status is not open or closed, or its id is not its key",
+        ),
+    ],
+    ids=["not JSON", "fields", "type", "status", "id"],
+)
+def test_a_bad_instance_row_names_its_table_its_key_and_what_is_wrong(text: str, reason: str) -> None:
+    """STO-3: the refusal says which row of which table is bad and how (found by the mutation score
+    of ``reference/_instances.py``: a refusal naming no table, no key or no reason passed)."""
+    with pytest.raises(r.CorruptRecord) as caught:
+        _instances.parse("h-1", text)
+    error = caught.value
+    assert (error.table, error.key) == (_instances.INSTANCES, "h-1")
+    assert error.reason.startswith(reason), error.reason
+    assert str(error).startswith(f"corrupt record ~instance/h-1: {reason}")
+
+
+@pytest.mark.clause("REC-4")
+def test_a_bad_instance_id_is_kept_on_its_refusal() -> None:
+    with pytest.raises(_instances.BadInstanceId) as caught:
+        _instances.check_id("no spaces allowed")
+    assert caught.value.instance_id == "no spaces allowed" and caught.value.definite
+
+
+@pytest.mark.clause("REC-4", "STO-3")
+def test_a_mark_forged_after_the_owners_were_read_names_its_record(store: r.Storage) -> None:
+    """A mark that names an instance that never registered, met by :meth:`Owners.elsewhere` after
+    the owners were read (a writer since), is refused naming the record it marks, not nothing."""
+    world = r.RecordingTool()
+    approved(store, world)
+    stopped_inside_consume(store, world)
+    owners = _instances.Owners(store)
+    store.corrupt(UNLOGGED, MARK, json.dumps({"writer": "ghost"}))  # type: ignore[attr-defined]
+    with pytest.raises(_instances.UnknownInstance) as caught:
+        owners.elsewhere("operation_approval", PID)
+    assert (caught.value.instance_id, caught.value.subject) == ("ghost", MARK)
+    assert str(caught.value).startswith(f"{MARK} is marked in flight by instance 'ghost', which never registered")
+
+
+@pytest.mark.clause("REC-4")
+@pytest.mark.skipif(not Path("/proc/sys/kernel/random/boot_id").exists(), reason="no boot id on this system")
+def test_this_process_knows_its_boot(store: r.Storage) -> None:
+    """An instance row carries the boot it was opened in (a reboot ends every process of the last
+    one, REC-4): the kernel's boot id, read, not left out."""
+    boot = Path("/proc/sys/kernel/random/boot_id").read_text(encoding="ascii").strip()
+    assert _instances._boot() == boot
+    store.open_instance("lead-1")
+    assert _instances.summary(store)["lead-1"]["boot"] == boot
+
+
+@pytest.mark.clause("REC-4")
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="no /proc on this system")
+def test_a_live_process_named_in_other_letters_is_alive(tmp_path: Path) -> None:
+    """``/proc/<pid>/stat`` names the command as the process set it, in any bytes: a process whose
+    name is not ASCII is still read, and still alive (REC-4 never takes over its work)."""
+    named = tmp_path / "žaba"
+    named.symlink_to(Path(sys.executable))
+    child = subprocess.Popen([str(named), "-c", "import time; time.sleep(60)"])
+    try:
+        deadline = time.monotonic() + 10
+        while "žaba".encode() not in Path(f"/proc/{child.pid}/stat").read_bytes() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        stat = _instances._stat(child.pid)
+        assert stat is not None and stat[0] in "RSD"
+        me = _instances.this_process("other")
+        instance = _instances.Instance("other", child.pid, int(stat[19]), me.boot, me.host)
+        assert _instances.alive(instance)
+    finally:
+        child.kill()
+        child.wait()
