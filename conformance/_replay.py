@@ -204,11 +204,9 @@ WORLD_CLAUSES = ("INV-1", "APR-6", "APR-8")
 
 def world_problems(session: Session, caps: dict[str, Any], own: dict[str, Any]) -> list[str]:
     """The external system against the stores (INV-1, APR-6, APR-8), when the driver can read it:
-    no key was called twice (a call is never repeated, a recovery looks its outcome up instead),
-    every call has its execution record (written ahead of the call), and — the suite's tools always
-    answer ok — an execution is recorded ``succeeded`` exactly when the tool was called under its
-    key. Only this sees a recovery that calls again and records what the model records: the
-    stores alone look right."""
+    :func:`spec.invariants.world_agrees`, the check the explorer runs on the model's world. Only
+    this sees a recovery that calls again and records what the model records: the stores alone
+    look right."""
     if WORLD not in caps.get("reads", []):
         return []
     reply = session.impl.call({"type": WORLD})
@@ -216,24 +214,7 @@ def world_problems(session: Session, caps: dict[str, Any], own: dict[str, Any]) 
     if not isinstance(calls, list) or not all(isinstance(key, str) for key in calls):
         session.note(WORLD, reply)
         return [f"{WORLD} must answer {{'calls': [idempotency key, …]}}; got {reply.get('result', reply)}"]
-    twice = sorted({key for key in calls if calls.count(key) > 1})
-    if twice:
-        return [f"INV-1 the protected tool was called {calls.count(twice[0])} times under {twice[0]}: never again"]
-    executions = {e["idempotency_key"]: e["status"] for e in own.get("tool_execution", [])}
-    unrecorded = sorted(set(calls) - set(executions))
-    if unrecorded:
-        return [f"APR-6 the protected tool was called under {unrecorded[0]}, which no execution records"]
-    uncalled = sorted(key for key, status in executions.items() if status == "succeeded" and key not in calls)
-    if uncalled:
-        return [f"APR-8 the execution {uncalled[0]} is recorded succeeded, but the tool was never called under it"]
-    # the suite's tools always answer ok: a call made is an execution that succeeded
-    failed = sorted(key for key, status in executions.items() if status == "failed" and key in calls)
-    if failed:
-        return [
-            f"APR-8 the tool was called under {failed[0]} and answered ok, but its execution is recorded failed "
-            "(an outcome recorded without looking it up, or a call made after the outcome was decided)"
-        ]
-    return []
+    return invariants.world_agrees(calls, own.get("tool_execution", []))
 
 
 def _id_problem(op: str, request: dict[str, Any], reply: dict[str, Any], ids: dict[str, str]) -> str | None:

@@ -32,6 +32,7 @@ def test_mutant_is_caught_by_its_invariant(name: str) -> None:
 
 
 SHORTEST = {
+    "recovery_assumes_call_failed": 5,  # request, approve, consume cut after the call, the restart's look-up
     "monitor_expires_early": 4,
     "request_message_expires_at_deadline": 5,  # submitted, the clock at the deadline, the monitor's pass
     "monitor_fails_run_at_deadline": 8,  # to the run live at its deadline, then the pass that fails it

@@ -53,6 +53,7 @@ from . import invariants
 from ._records import Report, Violation
 from ._tables import IllegalTransition
 from .explore import (
+    _WORLD_KEY,
     POLL_EVERY,
     _Fingerprints,
     check_boundaries,
@@ -62,6 +63,7 @@ from .explore import (
     poll,
     stop,
     witness,
+    world_problems,
 )
 from .model import _model
 from .model._action import Action
@@ -269,6 +271,7 @@ class Checks:
         self.plans: dict[tuple[bool, ...], tuple[Any, ...]] = {}
         self._state_units()
         self.still: dict[Any, list[str]] = {}  # per (invariant, its numbers before) when the step changes none
+        self.world_table: dict[Any, list[str]] = {}  # spec.invariants.WORLD by the numbers it reads
         self.clean_results: dict[tuple[bool, ...], list[Any]] = {}  # a clean state's units, one list per pattern
 
     def tables(self) -> Iterator[dict[Any, Any]]:
@@ -284,6 +287,7 @@ class Checks:
                 for part in plan[6]:
                     yield part[3]
         yield self.still
+        yield self.world_table
 
     def trim(self, limit: int) -> None:
         """Empty every memo table holding more than ``limit`` entries (the step checks' look-ups
@@ -439,9 +443,23 @@ class Checks:
     def check_state(
         self, view: _View, reconciled: bool, parent: _View | None = None
     ) -> list[tuple[invariants.Invariant, str]]:
-        """The state checks (``after_reconcile`` ones only if ``reconciled``). A unit whose fields
-        are the same as in ``parent``'s (a state just checked) has ``parent``'s result. Invariant
-        of every view: a unit's entry in ``res`` is its result on this state, or None."""
+        """The state checks (``after_reconcile`` ones only if ``reconciled``), then the world's
+        (:data:`spec.invariants.WORLD`, memoised on the numbers of the executions and approvals)."""
+        out = self._check_units(view, reconciled, parent)
+        part = _WORLD_KEY(view.numbers)
+        found = self.world_table.get(part)
+        if found is None:
+            found = self.world_table[part] = world_problems(decode(view.state))
+        for problem in found:
+            out.append((invariants.WORLD, problem))
+        return out
+
+    def _check_units(
+        self, view: _View, reconciled: bool, parent: _View | None = None
+    ) -> list[tuple[invariants.Invariant, str]]:
+        """The state checks' units. A unit whose fields are the same as in ``parent``'s (a state
+        just checked) has ``parent``'s result. Invariant of every view: a unit's entry in ``res`` is
+        its result on this state, or None."""
         if parent is not None and parent.res is not None and parent.clean and view.res is None:
             return self._from_clean_parent(view, reconciled, parent)
         res = view.res

@@ -37,6 +37,7 @@ from spec.model._config import Config, engine_choice, pins
 from spec.simulate import Plan, simulate
 
 EXTRA_CHECKS = {  # reported beside the invariants (an illegal edge is INV-3's own name)
+    "APR-8": ["world_agrees_with_executions"],  # spec.invariants.WORLD: the stores against the model's world
     "INV-7": ["reconcile_is_idempotent"],
     "INV-12": ["no_deadlock", "every_request_can_finish", "no_cycle_avoids_finish"],
     "PLN-9": ["deadline_is_the_last_instant"],  # and APR-5, PLN-5, SHD-6: one check for every deadline

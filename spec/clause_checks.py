@@ -24,6 +24,7 @@ EXPLORER_CHECKS: Final = frozenset(
         "no_cycle_avoids_finish",
         "deadline_is_the_last_instant",
         "deadline_boundaries_reached",
+        "world_agrees_with_executions",
     }
 )
 """Checks the explorer runs besides the invariants (see :mod:`spec.explore`)."""
@@ -58,9 +59,9 @@ _CHECKS: dict[str, Checked] = {
             "deadline_boundaries_reached",
         )
     ),
-    "APR-6": _C(("approval_consumed_at_most_once",)),
+    "APR-6": _C(("approval_consumed_at_most_once", "world_agrees_with_executions")),
     "APR-7": _C(("approval_grants_no_capability",)),
-    "APR-8": _C(("approval_consumed_at_most_once",)),
+    "APR-8": _C(("approval_consumed_at_most_once", "world_agrees_with_executions")),
     "APR-9": _C(("transitions_follow_tables",), "spec.model._ops:approval_ops", "cancel_after_consume"),
     "PLN-2": _C(("messages_agree_with_records",)),
     "PLN-3": _C(("plan_starts_only_after_delivery",)),

@@ -40,7 +40,7 @@ from .model._dead import erase
 from .model._model import HARNESS_CRASH, Action, Model
 from .model._ops import CRASH_POINTS, WRITE_STEPS
 from .model._reconcile import reconcile
-from .model._snapshot import SECTION_INPUTS, snapshot
+from .model._snapshot import SECTION_INPUTS, snapshot, world_of
 from .model._state import State
 from .model._symmetry import PERMUTED, _perms, image
 
@@ -252,6 +252,11 @@ def _nothing(numbers: tuple[int, ...]) -> Any:
     return ()
 
 
+_WORLD_KEY = _getter(SECTION_POSITIONS["tool_execution"])
+"""The numbers :data:`spec.invariants.WORLD` is a function of: those of the executions (their
+ghost ``world_calls`` is a field of each) and of the approvals (their keys)."""
+
+
 def _mask(positions: tuple[int, ...]) -> int:
     mask = 0
     for position in positions:
@@ -294,6 +299,7 @@ class StateMemo:
             for reconciled in (False, True)
         }
         self.step_checks = [self._plan(inv) for inv in invariants.STEP_INVARIANTS]
+        self.world_table = self._table()
         self.sections: dict[str, list[tuple[str, Callable[[tuple[int, ...]], Any], int, dict[Any, list[str]]]]] = {
             inv.name: [
                 (name, _getter(SECTION_POSITIONS[name]), _mask(SECTION_POSITIONS[name]), self._table())
@@ -336,6 +342,13 @@ class StateMemo:
                 found = inv.check(view.snapshot())
             for problem in found:
                 out.append((inv, problem))
+        part = _WORLD_KEY(numbers)  # spec.invariants.WORLD, keyed on the executions' and approvals' numbers
+        found = self.world_table.get(part)
+        if found is None:
+            found = self.world_table[part] = world_problems(view.state)
+            self.size += 1
+        for problem in found:
+            out.append((invariants.WORLD, problem))
         self._forget_if_large()
         return out
 
@@ -967,8 +980,14 @@ def _restart(
 
 def _state_problems(search: _Search, view: _View, reconciled: bool) -> list[tuple[invariants.Invariant, str]]:
     if search.plain:
-        return invariants.check_state(view.snapshot(), reconciled=reconciled)
+        problems = invariants.check_state(view.snapshot(), reconciled=reconciled)
+        return problems + [(invariants.WORLD, problem) for problem in world_problems(view.state)]
     return search.memo.check_state(view, reconciled)
+
+
+def world_problems(state: State) -> list[str]:
+    """The external system against the stores (:data:`spec.invariants.WORLD`, APR-8) on a state."""
+    return invariants.world_agrees(*world_of(state))
 
 
 def _check_state(search: _Search, number: int, state: State, view: _View) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -87,6 +87,39 @@ def approval_consumed_at_most_once(snap: Snapshot) -> list[str]:
                 f"operation_approval/{key}: consumed at {ap['consumed_at']} after deadline {ap['deadline']}"
             )
     return problems
+
+
+def world_agrees(calls: Sequence[str], executions: Sequence[Mapping[str, Any]]) -> list[str]:
+    """APR-8 (and INV-1, APR-6): the external system against the stores.
+
+    ``calls`` is the idempotency key of every call the protected tool received, in order;
+    ``executions`` the ``tool_execution`` records. No key was called twice (a call is never
+    repeated, a recovery looks its outcome up instead); every call has its execution record
+    (written ahead of the call); and — the tools of the model and of the conformance suite always
+    answer ok — an execution is recorded ``succeeded`` exactly when the tool was called under its
+    key. The stores alone cannot show an outcome recorded without looking it up: the snapshot holds
+    what was recorded, not what the world received. The explorer reads the world from the model's
+    ghost (:func:`spec.model._snapshot.world_of`), the conformance suite from the driver's
+    ``world.calls``; so this is :data:`WORLD`, not one of :data:`INVARIANTS` (predicates of a
+    snapshot alone).
+    """
+    twice = sorted({key for key in calls if calls.count(key) > 1})
+    if twice:
+        return [f"INV-1 the protected tool was called {calls.count(twice[0])} times under {twice[0]}: never again"]
+    recorded = {e["idempotency_key"]: e["status"] for e in executions}
+    unrecorded = sorted(set(calls) - set(recorded))
+    if unrecorded:
+        return [f"APR-6 the protected tool was called under {unrecorded[0]}, which no execution records"]
+    uncalled = sorted(key for key, status in recorded.items() if status == "succeeded" and key not in calls)
+    if uncalled:
+        return [f"APR-8 the execution {uncalled[0]} is recorded succeeded, but the tool was never called under it"]
+    failed = sorted(key for key, status in recorded.items() if status == "failed" and key in calls)
+    if failed:
+        return [
+            f"APR-8 the tool was called under {failed[0]} and answered ok, but its execution is recorded failed "
+            "(an outcome recorded without looking it up, or a call made after the outcome was decided)"
+        ]
+    return []
 
 
 def shutdown_completed_iff_member_stopped(snap: Snapshot) -> list[str]:
@@ -914,6 +947,10 @@ INVARIANTS: tuple[Invariant, ...] = (
     Invariant("AUD-5", "audit_log_is_a_chain", "state", False, audit_log_is_a_chain, ("audit_entry",)),
 )
 """Every invariant, in clause order. ``reconcile_is_idempotent`` is run by whoever reconciles."""
+
+WORLD = Invariant("APR-8", "world_agrees_with_executions", "state", False, world_agrees, ("tool_execution",))
+"""The check of the external system against the stores (:func:`world_agrees`): on every state the
+explorer reaches, crashed or not, with the calls the model's world received."""
 
 STATE_INVARIANTS = tuple(i for i in INVARIANTS if i.kind == "state")
 STEP_INVARIANTS = tuple(i for i in INVARIANTS if i.kind == "step")

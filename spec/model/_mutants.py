@@ -80,6 +80,14 @@ MUTANTS: dict[str, Mutant] = {
             "reconcile re-issues a started call instead of looking its outcome up",
         ),
         Mutant(
+            "recovery_assumes_call_failed",
+            "APR-8",
+            "world_agrees_with_executions",
+            "tiny",
+            "reconcile records a started call failed without asking the tool by its key: a call that reached "
+            "the world before the crash is recorded failed (the stores alone look right; only the world shows it)",
+        ),
+        Mutant(
             "retry_new_message_id",
             "MSG-4",
             "INV-6",

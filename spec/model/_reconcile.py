@@ -47,6 +47,8 @@ def _look_up_outcome(model: Model, s: State, a: int) -> State:
         ex = move("tool_execution", ex, "failed")
     elif ex.status == "started" and model.broken("recovery_repeats_call"):
         ex = move("tool_execution", replace(ex, attempts=ex.attempts + 1, world_calls=ex.world_calls + 1), "succeeded")
+    elif ex.status == "started" and model.broken("recovery_assumes_call_failed"):
+        ex = move("tool_execution", ex, "failed")  # the outcome guessed, not looked up
     elif ex.status == "started":  # ask the tool by key whether the call happened
         ex = move("tool_execution", ex, "succeeded" if ex.world_calls >= ex.attempts else "failed")
     return replace(s, executions=put(s.executions, a, ex))

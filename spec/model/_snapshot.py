@@ -398,6 +398,17 @@ def _section(
     return known[1]
 
 
+def world_of(s: State) -> tuple[list[str], list[dict[str, Any]]]:
+    """What the external system received, and the executions recorded (APR-8): the idempotency key
+    of each call the protected tool got (the ghost :attr:`Execution.world_calls`, once per call),
+    and the ``tool_execution`` section of the snapshot — the arguments of
+    :func:`spec.invariants.world_agrees`."""
+    approvals = s.approvals
+    calls = [approval_id(a, approvals[a].requester) for a, x in enumerate(s.executions) for _ in range(x.world_calls)]
+    executions = [execution_doc(a, approvals[a].requester, x) for a, x in enumerate(s.executions) if x.status]
+    return calls, executions
+
+
 def snapshot(state: State, config: Config) -> dict[str, Any]:
     """The canonical snapshot of a model state. Creation times are not kept by the model; the
     snapshot shows ``deadline - ttl_ticks``. Record documents and whole sections are cached and
