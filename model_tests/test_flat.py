@@ -548,6 +548,7 @@ def check_differences(model: Model, limit: int) -> list[str]:
     state and transition of the first ``limit`` states of the model's search."""
     from spec import invariants
     from spec._flat_explore import Checks, _View
+    from spec.explore import world_problems
     from spec.model._snapshot import snapshot
 
     checks = Checks(model.config)
@@ -556,10 +557,15 @@ def check_differences(model: Model, limit: int) -> list[str]:
     def named(problems: Any) -> list[tuple[str, str]]:
         return sorted((inv.name, message) for inv, message in problems)
 
+    def plain(state: State, reconciled: bool = True) -> list[tuple[str, str]]:
+        """The snapshot predicates, and the world's check on the state (spec.invariants.WORLD)."""
+        problems = invariants.check_state(snapshot(state, model.config), reconciled=reconciled)
+        return named([*problems, *((invariants.WORLD, message) for message in world_problems(state))])
+
     for state in _search(model, max_states=limit).states:
         before = _View(encode(state), checks)
         got = named(checks.check_state(before, True))
-        if got != named(invariants.check_state(snapshot(state, model.config))):
+        if got != plain(state):
             found.append(f"state checks differ at {state}")
         for action, after in model.successors(state):
             if not isinstance(after, State):
@@ -569,8 +575,7 @@ def check_differences(model: Model, limit: int) -> list[str]:
             if named(checks.check_step(before, view)) != want:
                 found.append(f"step checks differ for {action} from {state}")
             reconciled = not after.crashed
-            want = named(invariants.check_state(snapshot(after, model.config), reconciled=reconciled))
-            if named(checks.check_state(view, reconciled, before)) != want:
+            if named(checks.check_state(view, reconciled, before)) != plain(after, reconciled):
                 found.append(f"state checks differ after {action} from {state}")
     return found
 

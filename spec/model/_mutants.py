@@ -88,6 +88,46 @@ MUTANTS: dict[str, Mutant] = {
             "the world before the crash is recorded failed (the stores alone look right; only the world shows it)",
         ),
         Mutant(
+            "call_before_execution_record",
+            "APR-6",
+            "world_agrees_with_executions",
+            "tiny",
+            "the consume calls the tool before it writes the execution record ahead: a crash between the two "
+            "leaves a call no record knows of",
+        ),
+        Mutant(
+            "outcome_before_call",
+            "APR-8",
+            "world_agrees_with_executions",
+            "tiny",
+            "the consume records the call succeeded before it makes the call: a crash between the two leaves "
+            "an outcome the world never saw",
+        ),
+        Mutant(
+            "finish_leaves_member_draining",
+            "SHD-5",
+            "INV-4",
+            "shutdown",
+            "the finish completes the request and owes its ack but leaves the member draining: a completed "
+            "shutdown whose member never stopped",
+        ),
+        Mutant(
+            "inspection_leaves_drain_open",
+            "SHD-7",
+            "INV-4",
+            "shutdown",
+            "the inspection stops a lost member but leaves the drain it was in open: a stopped member whose "
+            "request never completes",
+        ),
+        Mutant(
+            "begin_drain_forgets_request",
+            "SHD-2",
+            "draining_member_accepts_nothing",
+            "shutdown",
+            "a member begins to drain without naming the request it drains for on its record: reconciliation "
+            "and the finish cannot tell which drain it is in",
+        ),
+        Mutant(
             "retry_new_message_id",
             "MSG-4",
             "INV-6",

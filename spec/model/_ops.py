@@ -243,6 +243,8 @@ def _inspect_steps(model: Model, m: int) -> list[Step]:
         return cancel_own_requests(s, m, reason=reason)
 
     def complete_shutdown(s: State) -> State:
+        if model.broken("inspection_leaves_drain_open"):
+            return s
         # Every drain of this incarnation ends, not only the one its record names: a crash between
         # begin_drain's record and member writes leaves a draining request the member never noted,
         # which nothing else would end once the member is restarted (INV-12).
@@ -333,7 +335,8 @@ def _begin_drain_steps(model: Model, s: State, slot: int) -> list[Step]:
 
     def member_half(x: State) -> State:
         if x.members[m].status == "running":
-            return _member(x, m, "draining", accepting=keeps, shutdown=slot)
+            named = NONE if model.broken("begin_drain_forgets_request") else slot
+            return _member(x, m, "draining", accepting=keeps, shutdown=named)
         return x
 
     return [
@@ -407,7 +410,12 @@ def _drain_ops(model: Model, s: State, m: int, slot: int) -> Iterator[Operation]
             A("shutdown.finish", member=m),
             [
                 ("shutdown.finish/record", lambda x: _shutdown(x, slot, "completed")),
-                ("shutdown.finish/member", lambda x: _member(x, m, "stopped", accepting=False)),
+                (
+                    "shutdown.finish/member",
+                    (lambda x: x)
+                    if model.broken("finish_leaves_member_draining")
+                    else (lambda x: _member(x, m, "stopped", accepting=False)),
+                ),
                 ("shutdown.finish/outbox", lambda x: owe(x, ("shutdown_ack", slot, 0))),
                 ("shutdown.finish/message", lambda x: _acknowledge_request(x, slot)),
             ],
@@ -526,7 +534,7 @@ def approval_ops(model: Model, s: State) -> Iterator[Operation]:
                 if consume_allowed(model, s, a, m, changed):
                     yield (
                         A("approval.consume", slot=a, member=m, changed_arguments=changed),
-                        _consume_steps(a, m, changed, model.broken("consume_execution_first")),
+                        _consume_steps(a, m, changed, model.broken("consume_execution_first"), _call_order(model)),
                     )
 
 
@@ -589,7 +597,17 @@ def consume_allowed(model: Model, s: State, a: int, m: int, changed: bool) -> bo
     return all(ok or model.broken(name) for name, ok in checks)
 
 
-def _consume_steps(a: int, m: int, changed: bool, execution_first: bool = False) -> list[Step]:
+def _call_order(model: Model) -> str:
+    """Where the consume's external call falls among its writes: after the execution record and
+    before the outcome (APR-6, APR-8), or where a mutant puts it."""
+    if model.broken("call_before_execution_record"):
+        return "before record"
+    if model.broken("outcome_before_call"):
+        return "after outcome"
+    return ""
+
+
+def _consume_steps(a: int, m: int, changed: bool, execution_first: bool = False, call_order: str = "") -> list[Step]:
     def record(s: State) -> State:
         return _approval(s, a, "consumed", consumed_at=s.clock)
 
@@ -614,6 +632,10 @@ def _consume_steps(a: int, m: int, changed: bool, execution_first: bool = False)
 
     first: list[Step] = [("approval.consume/record", record), ("approval.consume/execution", execution)]
     rest: list[Step] = [("approval.consume/call", call), ("approval.consume/outcome", outcome)]
+    if call_order == "before record":  # mutant: the call goes out before its write-ahead record
+        return [first[0], rest[0], first[1], rest[1]]
+    if call_order == "after outcome":  # mutant: the outcome is recorded before the call is made
+        return [*first, rest[1], rest[0]]
     return [*(first[::-1] if execution_first else first), *rest]
 
 
