@@ -21,11 +21,12 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from spec import invariants, safety
 from spec.explore import explore
 from spec.model import MUTANTS, Model, load_config
 
-FILES = tuple(Path(module.__file__ or "").resolve() for module in (invariants, safety))
+ROOT = Path(__file__).resolve().parents[1]
+FILES = (ROOT / "spec" / "invariants.py", ROOT / "spec" / "safety.py")
+"""The sources (not ``module.__file__``: where the compiled build runs, that is the extension module)."""
 
 
 def problem_lines() -> dict[str, tuple[str, int]]:
