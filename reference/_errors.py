@@ -74,11 +74,17 @@ class Crash(BaseException):
 class ProtocolConflict(ProtocolError):
     """STO-2: the same protocol id with different participants, task, deadline or content."""
 
-    def __init__(self, protocol_id: str, field: str, stored: object, offered: object) -> None:
+    def __init__(
+        self,
+        protocol_id: str,
+        field: str,
+        stored: object,
+        offered: object,
+        hint: str = "use a new tool_call_id for a different request",
+    ) -> None:
         self.protocol_id, self.field, self.stored, self.offered = protocol_id, field, stored, offered
         super().__init__(
-            f"{protocol_id}: a request with this id exists with {field}={stored!r}, "
-            f"not {offered!r}; use a new tool_call_id for a different request"
+            f"{protocol_id}: a request with this id exists with {field}={stored!r}, not {offered!r}; {hint}"
         )
 
 

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
 from typing import TYPE_CHECKING, Any
 
 import spec
@@ -47,7 +48,7 @@ from spec.redaction import redact
 from spec.safety import DRAIN_BEGUN
 
 from . import _audit
-from ._errors import AlreadyExists
+from ._errors import AlreadyExists, ProtocolConflict
 from ._jobs import BUSY
 from ._mutants import broken
 from ._storage import Document, Stored, active, settle
@@ -119,6 +120,8 @@ class ShutdownProtocol:
                 raise ShutdownRefused(f"shutdown of {target_id}", f"it is {target['status']}; only a running member")
         elif existing.doc["target_id"] != target_id:
             raise ShutdownRefused(f"request {request_key}", f"it targets {existing.doc['target_id']}; use a new key")
+        if not created:
+            _same_request(existing.doc, reason_text, ttl_seconds)
         if existing.doc["status"] == "requested":
             self.post_request(existing.doc)
         if created:
@@ -554,6 +557,19 @@ def _not_draining(member_id: str, status: str) -> MemberBusy:
     """The refusal of a drain step for a member that does not drain (SHD-2, SHD-3): one wording,
     whichever read found it so."""
     return MemberBusy(member_id, status, "drain", "a drain begins with a shutdown request")
+
+
+def _same_request(stored: Document, reason_text: str, ttl_seconds: float) -> None:
+    """STO-2: the same request key again is a retry only with the same reason and timeout; other
+    business content under one id is a conflict, refused before anything is posted."""
+    hint = "use a new request_key for a different request"
+    offered = redact(reason_text)
+    if stored["reason_text"] != offered:
+        raise ProtocolConflict(stored["protocol_id"], "reason_text", stored["reason_text"], offered, hint)
+    stored_ttl = stored["deadline"] - stored["created_at"]
+    # deadline - created_at on a real clock (~1.7e9 s) is exact only to a few ulps of the deadline
+    if abs(stored_ttl - ttl_seconds) > 1e-9 + 4 * math.ulp(stored["deadline"]):
+        raise ProtocolConflict(stored["protocol_id"], "ttl_seconds", stored_ttl, ttl_seconds, hint)
 
 
 def _past(deadline: float, now: float) -> bool:

@@ -37,6 +37,7 @@ from ._team_errors import (
     TaskNotDue,
     TaskTaken,
 )
+from ._tools import redact_json
 
 if TYPE_CHECKING:
     from ._harness import Harness
@@ -298,7 +299,9 @@ def released_task(task: Document, checkpoint: Document, event: Document) -> Docu
 
 
 def plain_json(task_id: str, state: Any) -> Any:
-    """TSK-2: the state must be a JSON object of plain data; it is stored as its JSON round trip."""
+    """TSK-2: the state must be a JSON object of plain data; it is stored as its JSON round trip,
+    every string redacted (AUD-3, INV-10: a checkpoint is a store like any other — an outside
+    review fed one a secret and it was kept)."""
     if not isinstance(state, dict):
         raise BadCheckpoint(task_id, f"the state is a {type(state).__name__}, not a JSON object")
     try:
@@ -310,7 +313,7 @@ def plain_json(task_id: str, state: Any) -> Any:
         return state  # kept as given: tuples, non-string keys and shared objects included
     if loaded != state:  # (a NaN or an infinity is refused by json.dumps above)
         raise BadCheckpoint(task_id, "it does not survive a JSON round trip (tuples, non-string keys?)")
-    return loaded
+    return redact_json(loaded)
 
 
 __all__ = ["TASK_STEPS", "Tasks", "plain_json"]

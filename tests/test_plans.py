@@ -625,3 +625,31 @@ def test_a_plan_decided_by_another_than_its_approver_is_refused_naming_who() -> 
     with pytest.raises(r.NotResponder, match=f"only lead may review {pid}, not m1"):
         team.h.plans.decide("m1", pid, "approved")
     assert team.h.snapshot() == before
+
+
+@pytest.mark.clause("STO-2", "MSG-4", "PLN-1")
+@pytest.mark.parametrize(
+    "change",
+    [
+        pytest.param(lambda body: {**body, "steps": body["steps"][:1]}, id="a step less"),
+        pytest.param(
+            lambda body: {**body, "steps": [*body["steps"][:1], {**body["steps"][1], "params": {}}]}, id="params"
+        ),
+        pytest.param(lambda body: {**body, "goal": "drop the orders table"}, id="goal"),
+        pytest.param(lambda body: {**body, "rollback": "none"}, id="rollback"),
+        pytest.param(lambda body: {**body, "ttl_seconds": body["ttl_seconds"] + 1}, id="ttl"),
+    ],
+)
+def test_a_plan_key_again_is_the_same_plan_only_with_the_same_body(team: Team, change: Any) -> None:
+    """STO-2, MSG-4: drafting the same plan key again returns the same plan and changes nothing;
+    with any other content it is refused as a conflict naming the plan, and the stored plan is as
+    it was (an outside review left ``plan`` out of the binding and every test passed)."""
+    body = plan(*STEPS)
+    pid = team.h.plans.draft(team.ctx(), "k", body)
+    before = team.h.snapshot()
+    assert team.h.plans.draft(team.ctx(), "k", plan(*STEPS)) == pid
+    assert team.h.snapshot() == before
+    with pytest.raises(r.ProtocolConflict) as refused:
+        team.h.plans.draft(team.ctx(), "k", change(body))
+    assert (refused.value.protocol_id, refused.value.field) == (pid, "plan")
+    assert team.h.snapshot() == before

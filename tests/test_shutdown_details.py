@@ -593,3 +593,36 @@ def test_a_release_after_the_lead_flagged_the_task_names_the_member_unhealthy() 
     with pytest.raises(r.MemberBusy, match="m0 is unhealthy: cannot drain"):
         h.shutdowns.release_task("m0")
     assert h.snapshot() == before
+
+
+@pytest.mark.clause("STO-2", "MSG-4", "SHD-1")
+def test_a_shutdown_request_key_again_is_a_retry_only_with_the_same_reason_and_timeout(team: Team) -> None:
+    """STO-2: the same request key again returns the same id and changes nothing; with another
+    reason or another timeout it is refused as a conflict, before anything is written or posted
+    (an outside review found both accepted, the old id returned as if it were the new request)."""
+    h = team.h
+    pid = h.shutdowns.request("lead", "m0", "k1", "scale down", ttl_seconds=30)
+    team.clock.advance(7.3)  # a retry later: the same timeout is still the same request
+    assert h.shutdowns.request("lead", "m0", "k1", "scale down", ttl_seconds=30) == pid
+    assert says(
+        team, lambda: h.shutdowns.request("lead", "m0", "k1", "rebalance", ttl_seconds=30), r.ProtocolConflict
+    ) == (
+        f"{pid}: a request with this id exists with reason_text='scale down', not 'rebalance'; "
+        "use a new request_key for a different request"
+    )
+    assert says(
+        team, lambda: h.shutdowns.request("lead", "m0", "k1", "scale down", ttl_seconds=31), r.ProtocolConflict
+    ) == (
+        f"{pid}: a request with this id exists with ttl_seconds=30.0, not 31; "
+        "use a new request_key for a different request"
+    )
+
+
+@pytest.mark.clause("STO-2", "SHD-1")
+def test_a_shutdown_retry_on_a_real_clock_is_not_a_conflict(storage: Storage) -> None:
+    """The timeout is compared as the stored deadline less the creation time: on a wall clock
+    (~1.7e9 s) that difference is exact only to a few ulps, which is no other timeout."""
+    team = Team(storage, clock=r.ManualClock(1_765_000_000.123)).setup()
+    pid = team.h.shutdowns.request("lead", "m0", "k1", "scale down", ttl_seconds=0.3)
+    team.clock.advance(0.01)
+    assert team.h.shutdowns.request("lead", "m0", "k1", "scale down", ttl_seconds=0.3) == pid
