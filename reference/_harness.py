@@ -340,6 +340,11 @@ class Harness:
         message = dict(spec.with_defaults(doc, now=self.clock.now(), request=request, incarnation=incarnation))
         if broken("receive_keeps_article_layout"):
             message = dict(spec.validate_message(doc))
+        body = message.get("body")
+        if kind == "plan_request" and isinstance(body, dict) and isinstance(body.get("plan"), dict):
+            from ._plans import redact_text  # AUD-3, INV-10: a plan received keeps no secret, as a drafted one
+
+            message["body"] = {**body, "plan": redact_text(body["plan"])}
         self.post("message.receive/message", message)
         return message
 

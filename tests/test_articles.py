@@ -154,3 +154,21 @@ def test_a_reply_is_matched_to_its_own_request_by_correlation_id() -> None:
         DECISION["correlation_id"]: REQUEST["message_id"],
         "other-plan": "other-request",
     }
+
+
+@pytest.mark.clause("AUD-3", "INV-10", "MSG-2")
+def test_a_plan_received_keeps_no_secret_in_its_free_text() -> None:
+    """A plan another implementation sends (the article's layout) is stored with its goal, rollback
+    and risks redacted, as a plan drafted here is (``reference._plans.redact_text``); an outside
+    review sent one carrying a secret and it was stored as received."""
+    from spec import invariants
+    from spec.secret_corpus import SECRETS, carrier
+
+    every = " | ".join(carrier(name) for name in sorted(SECRETS))
+    request = copy.deepcopy(REQUEST)
+    request["plan"] = {**request["plan"], "goal": every, "rollback": every, "risks": [every]}
+    h = harness()
+    stored = h.receive(request)
+    assert invariants.no_secret_stored(h.snapshot()) == []
+    assert stored["body"]["plan"]["steps"] == REQUEST["plan"]["steps"]  # the steps as written (PLN-4)
+    spec.validate_snapshot(h.snapshot())
