@@ -188,7 +188,8 @@ class PlanProtocol:
             stored = self.require(pid)
             for field in BINDING:
                 if stored.doc[field] != doc[field]:
-                    raise ProtocolConflict(pid, field, stored.doc[field], doc[field]) from None
+                    hint = "use a new plan_key for a different plan"
+                    raise ProtocolConflict(pid, field, stored.doc[field], doc[field], hint) from None
             if broken("rejected_plan_redrafted") and stored.doc["status"] in ("rejected", "expired"):
                 self.h.storage.update("plan.draft/record", KIND, pid, {**doc, "version": 0}, stored.version)
         return pid

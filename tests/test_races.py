@@ -236,3 +236,19 @@ def test_a_receipt_that_loses_to_another_gets_the_recorded_result_or_the_refusal
         a.harness.deliver(late, key)
     row = a.storage.read("message", late)
     assert row is not None and (row.doc["status"], row.doc["recorded_result"]) == ("expired", None)
+
+
+@pytest.mark.clause("STO-2", "STO-4", "SHD-1")
+def test_two_shutdown_requests_under_one_key_with_other_reasons_leave_the_first(pair: tuple[Team, Team]) -> None:
+    """Two writers at once: B's request of key k1 is written just before A's own insert of the same
+    key with another reason. A loses the insert and, on the record it finds, is refused as a
+    conflict (STO-2), definite, with the stores as B left them — never given B's id as its own."""
+    a, b = pair
+    error = race(
+        a,
+        "shutdown.request/record",
+        lambda: b.harness.shutdowns.request("lead", "m0", "k1", "scale down", ttl_seconds=30),
+        lambda: a.harness.shutdowns.request("lead", "m0", "k1", "rebalance", ttl_seconds=30),
+        r.ProtocolConflict,
+    )
+    assert error.field == "reason_text"  # type: ignore[attr-defined]

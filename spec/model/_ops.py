@@ -534,7 +534,7 @@ def approval_ops(model: Model, s: State) -> Iterator[Operation]:
                 if consume_allowed(model, s, a, m, changed):
                     yield (
                         A("approval.consume", slot=a, member=m, changed_arguments=changed),
-                        _consume_steps(a, m, changed, model.broken("consume_execution_first"), _call_order(model)),
+                        _consume_steps(a, m, changed, _consume_order(model)),
                     )
 
 
@@ -597,17 +597,20 @@ def consume_allowed(model: Model, s: State, a: int, m: int, changed: bool) -> bo
     return all(ok or model.broken(name) for name, ok in checks)
 
 
-def _call_order(model: Model) -> str:
-    """Where the consume's external call falls among its writes: after the execution record and
-    before the outcome (APR-6, APR-8), or where a mutant puts it."""
-    if model.broken("call_before_execution_record"):
-        return "before record"
-    if model.broken("outcome_before_call"):
-        return "after outcome"
-    return ""
+_CONSUME_ORDERS = {  # the consume's steps: record 0, execution 1 (ahead of the call, APR-6), call 2, outcome 3 (APR-8)
+    "consume_execution_first": (1, 0, 2, 3),
+    "call_before_execution_record": (0, 2, 1, 3),
+    "outcome_before_call": (0, 1, 3, 2),
+}
+"""The mutants that take the consume's steps in another order, and the order each takes."""
 
 
-def _consume_steps(a: int, m: int, changed: bool, execution_first: bool = False, call_order: str = "") -> list[Step]:
+def _consume_order(model: Model) -> tuple[int, ...]:
+    """The order of the consume's steps: theirs, or a mutant's of :data:`_CONSUME_ORDERS`."""
+    return next((order for name, order in _CONSUME_ORDERS.items() if model.broken(name)), (0, 1, 2, 3))
+
+
+def _consume_steps(a: int, m: int, changed: bool, order: tuple[int, ...] = (0, 1, 2, 3)) -> list[Step]:
     def record(s: State) -> State:
         return _approval(s, a, "consumed", consumed_at=s.clock)
 
@@ -630,13 +633,13 @@ def _consume_steps(a: int, m: int, changed: bool, execution_first: bool = False,
     def outcome(s: State) -> State:
         return replace(s, executions=put(s.executions, a, move("tool_execution", s.executions[a], "succeeded")))
 
-    first: list[Step] = [("approval.consume/record", record), ("approval.consume/execution", execution)]
-    rest: list[Step] = [("approval.consume/call", call), ("approval.consume/outcome", outcome)]
-    if call_order == "before record":  # mutant: the call goes out before its write-ahead record
-        return [first[0], rest[0], first[1], rest[1]]
-    if call_order == "after outcome":  # mutant: the outcome is recorded before the call is made
-        return [*first, rest[1], rest[0]]
-    return [*(first[::-1] if execution_first else first), *rest]
+    steps: list[Step] = [
+        ("approval.consume/record", record),
+        ("approval.consume/execution", execution),
+        ("approval.consume/call", call),
+        ("approval.consume/outcome", outcome),
+    ]
+    return [steps[i] for i in order]
 
 
 # ---- plan approval ------------------------------------------------------------------------------

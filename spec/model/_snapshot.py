@@ -405,8 +405,12 @@ def world_of(s: State) -> tuple[list[str], list[dict[str, Any]]]:
     :func:`spec.invariants.world_agrees`."""
     approvals = s.approvals
     calls = [approval_id(a, approvals[a].requester) for a, x in enumerate(s.executions) for _ in range(x.world_calls)]
-    executions = [execution_doc(a, approvals[a].requester, x) for a, x in enumerate(s.executions) if x.status]
-    return calls, executions
+    return calls, _execution_docs(s)
+
+
+def _execution_docs(s: State) -> list[dict[str, Any]]:
+    """The ``tool_execution`` section: one document per execution record written."""
+    return [execution_doc(a, s.approvals[a].requester, x) for a, x in enumerate(s.executions) if x.status]
 
 
 def snapshot(state: State, config: Config) -> dict[str, Any]:
@@ -435,7 +439,7 @@ def snapshot(state: State, config: Config) -> dict[str, Any]:
         "tool_execution": _section(
             ("tool_execution", id(s.executions), id(approvals)),
             (s.executions, approvals),
-            lambda: [execution_doc(a, approvals[a].requester, x) for a, x in enumerate(s.executions) if x.status],
+            lambda: _execution_docs(s),
         ),
         "plan_approval": _section(
             ("plan_approval", id(plans), plan_steps, ttl),
