@@ -294,6 +294,9 @@ CAUGHT_BY: dict[str, list[str]] = {
         "model_tests/test_monitor_pass_crashes.py::test_a_crash_after_any_write_of_the_pass_restarts_to_the_whole_pass"
         "[1-memory]"
     ],
+    "cut_pass_marked_done_first": [
+        "tests/test_takeover_crashes.py::test_a_takeover_of_a_cut_pass_killed_after_any_write_converges"
+    ],
     "shutdown_refused_after_record": ["tests/test_conformance.py::test_the_reference_refuses_the_teams_bad_input"],
     "checkpoint_not_round_tripped": ["tests/test_team.py::test_a_checkpoint_holds_only_plain_json"],
     # the compiled validator of writes: its differential test and the stores' refusal

@@ -38,6 +38,9 @@ MUTANTS: dict[str, str] = {
     "order swapped; reconciliation heals either order, so only the order check sees it)",
     "restart_skips_monitor_pass": "REC-5: reconciliation leaves the deadline monitor's pass to the monitor's next "
     "turn, so a pass a crash cut short stays half done after the restart",
+    "cut_pass_marked_done_first": "REC-5, REC-4: a restart taking over a dead instance's cut monitor pass marks "
+    "that instance's row done before finishing the pass itself (a crash between leaves the pass half done for "
+    "good)",
     "shutdown_refused_after_record": "SHD-1: a shutdown request for a member that is not running is refused, "
     "but only after its record was written",
     "checkpoint_not_round_tripped": "TSK-2: a checkpoint keeps the state as given instead of its JSON round trip "
