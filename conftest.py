@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+import pytest
 from hypothesis import HealthCheck, Phase, settings
 
 # Deterministic by default: the README's test command gives the same result on every machine.
@@ -38,3 +39,16 @@ if os.environ.get("TEAMPROTO_NO_SHRINK"):
         "no-shrink", parent=settings.default, phases=[p for p in settings.default.phases if p is not Phase.shrink]
     )
     settings.load_profile("no-shrink")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> object:
+    """Every refusal the reference makes during a test states the store's facts
+    (``tests/_refusal_facts.py``): a misstated one fails the test that made it."""
+    from tests._refusal_facts import watching
+
+    with watching() as problems:
+        result = yield
+    if problems:
+        raise AssertionError("a refusal misstates its facts (tests/_refusal_facts.py):\n" + "\n".join(problems[:5]))
+    return result

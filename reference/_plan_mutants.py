@@ -47,6 +47,8 @@ PLAN_MUTANTS: dict[str, str] = {
     "expiry_ignores_marker": "PLN-5, PLN-7, PLN-11, STO-4: the monitor's expiry and the requester's withdrawal "
     "of an approved plan ignore its executed marker, so a start that committed is left with a run beside an "
     "expired or withdrawn plan",
+    "stale_plan_misstated": "XPR-1, DESIGN rule 8: a stale plan's refusal states the member's current "
+    "incarnation as the one the plan was made for and the other way round",
 }
 
 _STATEFUL = "model_tests/test_stateful.py::TestPlanProtocol"
@@ -64,6 +66,9 @@ PLAN_CAUGHT_BY["draft_unguarded"] = [
     "model_tests/test_interleave.py::test_every_final_state_is_some_serial_orders[draft_plan||begin_drain-memory]"
 ]
 PLAN_CAUGHT_BY["expiry_ignores_marker"] = [_RACE]
+PLAN_CAUGHT_BY["stale_plan_misstated"] = [
+    f"{_EXAMPLES}::test_a_plan_approved_for_an_older_incarnation_is_not_started_by_the_new_one"
+]
 PLAN_CAUGHT_BY["plan_not_audited"] = [f"{_EXAMPLES}::test_every_plan_decision_is_in_the_team_log"]
 PLAN_CAUGHT_BY["decision_sequence_unchecked"] = ["tests/test_superseded_decisions.py"]
 PLAN_CAUGHT_BY["start_acknowledges_first_decision"] = [

@@ -545,7 +545,10 @@ class PlanProtocol:
             raise PlanExpired(pid, doc["deadline"], now, "start")
         member = self.h.member(doc["requester_id"])
         if doc["requester_incarnation"] != member["incarnation"] and not broken("plan_incarnation_ignored"):
-            raise StalePlan(pid, doc["requester_incarnation"], member["incarnation"])
+            made_for, current = doc["requester_incarnation"], member["incarnation"]
+            if broken("stale_plan_misstated"):
+                made_for, current = current, made_for
+            raise StalePlan(pid, made_for, current)
 
     def _acknowledge(self, pid: str) -> None:
         with self.h.step("plan.start/message"):

@@ -244,9 +244,9 @@ class Tasks:
 
     def inspect(self, task_id: str, outcome: str) -> None:
         """SHD-7: a task whose member was lost is inspected before it runs again."""
-        if outcome not in ("pending", "failed"):
-            raise TaskNotDue(task_id, "needs_inspection", f"inspect it into {outcome!r}: use pending or failed")
         task = self.h.task_row(task_id).doc
+        if outcome not in ("pending", "failed"):  # the refusal states the task's status as read (rule 8)
+            raise TaskNotDue(task_id, task["status"], f"inspect it into {outcome!r}: use pending or failed")
         if task["status"] == "needs_inspection" and self.h.member_live(task["owner_id"], task["owner_incarnation"]):
             raise TaskNotDue(task_id, "needs_inspection", f"inspect it while {task['owner_id']} still runs")
         running = [

@@ -95,7 +95,7 @@ def test_every_task_refusal_names_the_task_its_status_and_what_to_do(storage: St
         "re-read the task and claim it again if it is pending (TSK-1)"
     )
     assert says(team, lambda: h.tasks.inspect("t0", "completed"), r.TaskNotDue) == (
-        "task t0 is needs_inspection: cannot inspect it into 'completed': use pending or failed"
+        "task t0 is claimed: cannot inspect it into 'completed': use pending or failed"
     )
     assert says(team, lambda: h.tasks.suspend("m2", unit_seconds=5), r.TaskNotDue) == (
         "m2 holds no task: cannot suspend it (SHD-9)"

@@ -1,0 +1,63 @@
+"""The refusal facts check itself (``tests/_refusal_facts.py``; DESIGN rule 8, APR-5, XPR-1).
+
+Every test runs under it (``conftest.py``); here: every refusal class has a rule or a reason to
+have none, a misstated fact is found and a true one is not, and a refusal made outside any harness
+operation is left alone. Its mutant: ``stale_plan_misstated`` (a stale plan's refusal with the two
+incarnations swapped), which only this check sees.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import reference as r
+from tests._refusal_facts import RULES, UNCHECKED, refusal_classes, watching
+from tests.conftest import Team
+
+
+def test_every_refusal_class_has_a_rule_or_a_reason() -> None:
+    """A new refusal class fails here until its facts have a rule (or a reason to have none)."""
+    classes = set(refusal_classes())
+    assert not set(RULES) & set(UNCHECKED), "a class is both checked and excused"
+    assert set(RULES) | set(UNCHECKED) == classes, (
+        f"without a rule or a reason: {sorted(classes - set(RULES) - set(UNCHECKED))}; "
+        f"named but no refusal class: {sorted((set(RULES) | set(UNCHECKED)) - classes)}"
+    )
+
+
+def _refuse(self: r.Harness, cls: type[Exception], *facts: Any) -> Exception:
+    """A refusal made inside an operation of the harness ``self`` (as the reference makes them)."""
+    return cls(*facts)
+
+
+@pytest.mark.clause("APR-5")
+def test_a_misstated_fact_is_found_and_a_true_one_is_not(team: Team) -> None:
+    pid = team.approved()
+    approval = next(a for a in team.harness.snapshot()["operation_approval"] if a["protocol_id"] == pid)
+    deadline = approval["deadline"]
+    team.clock.advance(deadline - team.clock.now() + 1)
+    now = team.clock.now()
+    with watching() as problems:
+        _refuse(team.harness, r.ApprovalExpired, pid, deadline, now)
+        _refuse(team.harness, r.ApprovalNotActive, pid, "approved")
+        assert problems == []
+        _refuse(team.harness, r.ApprovalExpired, pid, now, deadline)  # the two times swapped
+        _refuse(team.harness, r.ApprovalNotActive, pid, "requested")
+        _refuse(team.harness, r.UnknownApproval, pid)
+    said = [problem.split(": ", 1)[1] for problem in problems]
+    assert said == [
+        f"deadline is {now!r}, the store has {deadline!r}",
+        f"now is {deadline!r}, the store has {now!r}",
+        f"now {deadline} is not past deadline {now}",
+        "status is 'requested', the store has 'approved'",
+        f"operation_approval {pid} is in the store",
+    ], problems
+
+
+def test_a_refusal_made_outside_any_harness_is_not_checked(team: Team) -> None:
+    """A test or a document that builds a refusal with made-up facts checks nothing."""
+    with watching() as problems:
+        r.ApprovalNotActive("no-such-approval", "requested")
+    assert problems == []
