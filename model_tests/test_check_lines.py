@@ -53,6 +53,11 @@ UNREACHED: dict[str, str] = {
     "safety.py:_parties_agree:problems.append(f\"{name}: replies to {message.get('reply_to')}, not to {answers}\")": (
         _MESSAGES
     ),
+    'safety.py:_parties_agree:problems.append(f"{name}: {wrong}")': _MESSAGES
+    + " (a notice's parties: reference mutant suspension_notice_misaddressed)",
+    "safety.py:_parties_agree:problems.append(f\"{name}: no rule says who sends a {message['message_type']} to whom "
+    '(MSG-1)")': "every message the model writes is of a type spec.MESSAGE_TYPES names, and each of those has its "
+    "rule (tests/test_message_parties.py); this line is for a type added later",
     "safety.py:_plan_decisions_agree:problems.append(": _MESSAGES,
     "safety.py:_replies_agree:problems.append(f\"shutdown_ack/{message['message_id']}: says {body}, but the request "
     'is {facts}")': _MESSAGES,

@@ -567,27 +567,55 @@ _PARTIES: dict[str, tuple[str, tuple[str, str], tuple[str, ...], bool]] = {
 }
 
 
+def _notice_parties(message: Mapping[str, Any]) -> str | None:
+    """MSG-1 for the notices no protocol record answers for, by their body: a ``task_suspended``
+    goes from the member the body names (its task's holder) to the Lead (SHD-9); a
+    ``member_lost`` goes to the team on the lost member's behalf, from the Lead, never from the
+    member it reports (SHD-10); a ``shutdown_notice`` goes from the member to the team (SHD-8).
+    What is wrong, or None."""
+    kind, sender, target, body = message["message_type"], message["sender"], message["target"], message["body"]
+    if kind == "task_suspended" and (sender != body.get("member_id") or target in (sender, "team")):
+        return f"from {sender} to {target}; it goes from the task's holder {body.get('member_id')} to the Lead"
+    if kind == "member_lost" and (target != "team" or sender == body.get("member_id")):
+        return f"from {sender} to {target}; it goes from the Lead to the team on {body.get('member_id')}'s behalf"
+    if kind == "shutdown_notice" and target != "team":
+        return f"to {target}; a member's shutdown notice goes to the team"
+    return None
+
+
+NOTICES = ("task_suspended", "member_lost", "shutdown_notice")
+"""The message types whose parties :func:`_notice_parties` judges by their body (every other type
+is judged by its record, :data:`_PARTIES`)."""
+
+
 def _parties_agree(snap: Snapshot) -> list[str]:
     """MSG-1, MSG-4: a request goes from its record's requester to its responder (a shutdown
     request from the Lead to its target) and repeats the record's facts in its body — the
     approval's arguments digest and deadline, the plan as submitted, the target's incarnation; a
     reply (decision, acknowledgement) goes back the way the request came and names it in
-    ``reply_to``; a plan's completion or abandonment goes from its requester to its responder.
-    A message misaddressed or carrying other facts than its record's is another request."""
+    ``reply_to``; a plan's completion or abandonment goes from its requester to its responder; a
+    notice (:data:`NOTICES`) goes as its body says. A message misaddressed or carrying other facts
+    than its record's is another request; a type no rule covers is a problem, never skipped."""
     sections = ("operation_approval", "plan_approval", "shutdown_request")
     records = {section: _by(snap[section], "protocol_id") for section in sections}
     problems = []
     for kind in ("message", "outbox_entry"):
         for row in snap[kind]:
             message = row["message"]
+            name = f"{message['message_type']}/{message['message_id']}"
+            if message["message_type"] in NOTICES:
+                wrong = _notice_parties(message)
+                if wrong is not None:
+                    problems.append(f"{name}: {wrong}")
+                continue
             known = _PARTIES.get(message["message_type"])
-            if known is None:
+            if known is None:  # a new message type: its parties need a rule before it is sent
+                problems.append(f"{name}: no rule says who sends a {message['message_type']} to whom (MSG-1)")
                 continue
             section, (sender, target), repeated, reply = known
             record = records[section].get(message["correlation_id"])
             if record is None:
                 continue  # a message of no record: the decision checks below say so where it matters
-            name = f"{message['message_type']}/{message['message_id']}"
             parties = (message["sender"], message["target"])
             if parties != (record[sender], record[target]):
                 problems.append(

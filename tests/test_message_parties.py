@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 import reference as r
+import spec
 from spec import safety
 from spec.ids import message_id
 from tests.test_plans import STEPS, plan
@@ -66,6 +67,66 @@ def _team_snapshot() -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def snap() -> dict[str, Any]:
     return _team_snapshot()
+
+
+NOTICE_PARTIES = {
+    # the notices no record answers for, as the protocol says (SHD-8, SHD-9, SHD-10)
+    "task_suspended": ("m0", "lead"),
+    "member_lost": ("lead", "team"),
+    "shutdown_notice": ("m1", "team"),
+}
+
+
+def _notices_snapshot() -> dict[str, Any]:
+    """A suspension's, a lapse's and a member's own shutdown notice, written by the reference."""
+    clock = r.ManualClock(0.0)
+    h = r.Harness(r.MemoryStorage(), clock, [r.RecordingTool("deploy").tool()])
+    for m in ("m0", "m1", "m2"):
+        h.add_member(m, ["deploy"])
+        h.add_task(f"t{m[1]}")
+        h.claim(m, f"t{m[1]}")
+    clock.advance(1000)
+    h.tasks.suspend("m0", unit_seconds=5)  # SHD-9
+    h.members.lapse("m2")  # SHD-10
+    notice = h.envelope(
+        "shutdown_notice", "m1-exit", "notice", "m1", "team", {"reason_text": "SIGTERM", "summary": ""}, 60
+    )
+    h.outbox.owe("test/notice", notice)  # as the member's own exit owes it (SHD-8, reference/_member_process.py)
+    return h.snapshot()
+
+
+@pytest.fixture(scope="module")
+def notices() -> dict[str, Any]:
+    return _notices_snapshot()
+
+
+def test_every_message_type_has_a_rule_of_its_parties() -> None:
+    """A new message type is judged from its first message: no rule, no pass (MSG-1)."""
+    assert set(spec.MESSAGE_TYPES) == set(safety._PARTIES) | set(safety.NOTICES)
+    assert not set(safety._PARTIES) & set(safety.NOTICES)
+
+
+@pytest.mark.clause("MSG-1", "SHD-8", "SHD-9", "SHD-10")
+def test_the_notices_as_written_go_between_their_parties(notices: dict[str, Any]) -> None:
+    assert safety.messages_agree_with_records(notices) == []
+    seen = {m["message_type"]: (m["sender"], m["target"]) for _, _, m in _places(notices)}
+    assert {t: seen[t] for t in NOTICE_PARTIES} == NOTICE_PARTIES
+
+
+@pytest.mark.clause("MSG-1", "SHD-8", "SHD-9", "SHD-10")
+@pytest.mark.parametrize("message_type", sorted(NOTICE_PARTIES))
+def test_a_notice_between_other_parties_is_named(notices: dict[str, Any], message_type: str) -> None:
+    sender, target = NOTICE_PARTIES[message_type]
+    kind, i, message = next(p for p in _places(notices) if p[2]["message_type"] == message_type)
+    for wrong in ({"sender": target, "target": sender}, {"target": "m2" if target == "team" else "team"}):
+        found = safety.messages_agree_with_records(_changed(notices, kind, i, lambda m, w=wrong: m.update(w)))
+        assert [p for p in found if p.startswith(f"{message_type}/{message['message_id']}: ")], (wrong, found)
+
+
+def test_a_message_of_a_type_no_rule_covers_is_named(notices: dict[str, Any]) -> None:
+    kind, i, message = _places(notices)[0]
+    found = safety.messages_agree_with_records(_changed(notices, kind, i, lambda m: m.update(message_type="gossip")))
+    assert f"gossip/{message['message_id']}: no rule says who sends a gossip to whom (MSG-1)" in found
 
 
 def _places(snap: dict[str, Any]) -> list[tuple[str, int, dict[str, Any]]]:
