@@ -583,6 +583,8 @@ class ApprovalProtocol:
         task = self.h.storage.read("task", ctx.task_id)
         holder = None if task is None else (task.doc["status"], task.doc["owner_id"], task.doc["owner_incarnation"])
         if holder != ("claimed", ctx.actor_id, ctx.incarnation):
+            if not broken("task_refusal_reads_member_once"):
+                self._running_row(ctx)  # STO-4: lapsed since it was read, the refusal is the one the member now gives
             raise NotTaskOwner(ctx.actor_id, ctx.task_id)
         return ctx.task_id
 

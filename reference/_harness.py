@@ -131,7 +131,11 @@ class Harness:
         return self.members.restart(member_id)
 
     def set_profile(self, member_id: str, tools: list[str]) -> int:
-        """Change a capability profile; its version grows (XPR-4). Returns the new version."""
+        """Change a capability profile; its version grows (XPR-4). Returns the new version. Settled
+        (STO-4): two changes at once both land, one version after the other, as in a serial order."""
+        return settle(lambda: self._set_profile(member_id, tools))
+
+    def _set_profile(self, member_id: str, tools: list[str]) -> int:
         stored = self._require("capability_profile", member_id)
         profile = {"member_id": member_id, "version": stored.doc["version"] + 1, "tools": sorted(tools)}
         self.storage.update("profile.change/profile", "capability_profile", member_id, profile, stored.version)
@@ -281,20 +285,29 @@ class Harness:
         return cancelled
 
     def _cancel_requests(self, step: str, member: Document, reason: str, cancelled: list[str]) -> None:
-        member_id = member["member_id"]
         for row in self.storage.scan_status("operation_approval", ("requested",)):  # the open ones, not the history
-            ap = row.doc
-            mine = ap["requester_id"] == member_id and ap["requester_incarnation"] == member["incarnation"]
-            if ap["status"] == "requested" and mine:
-                spec.ensure_transition("operation_approval", "requested", "cancelled")
-                events = [*ap["events"], self.event(member_id, "cancelled", reason)]
-                doc = {**ap, "status": "cancelled", "reason": reason, "events": events}
-                self.storage.update(step, "operation_approval", row.key, doc, row.version)
-                self.approvals._audit_last(doc, step)  # AUD-5: the decision in the team log too
+            if settle(functools.partial(self._cancel_request, step, member, reason, row.key)):
                 cancelled.append(row.key)
                 if broken("drain_cancels_one_approval"):
                     break
         cancelled += self.plans.withdraw_own(step, member, reason)
+
+    def _cancel_request(self, step: str, member: Document, reason: str, key: str) -> bool:
+        """One approval's cancellation, read afresh (STO-4: run again when its write lost to a
+        review or an expiry, it leaves what the winner decided); whether it cancelled."""
+        row = self.storage.read("operation_approval", key)
+        if row is None:
+            return False
+        ap, member_id = row.doc, member["member_id"]
+        mine = ap["requester_id"] == member_id and ap["requester_incarnation"] == member["incarnation"]
+        if ap["status"] != "requested" or not mine:
+            return False
+        spec.ensure_transition("operation_approval", "requested", "cancelled")
+        events = [*ap["events"], self.event(member_id, "cancelled", reason)]
+        doc = {**ap, "status": "cancelled", "reason": reason, "events": events}
+        self.storage.update(step, "operation_approval", row.key, doc, row.version)
+        self.approvals._audit_last(doc, step)  # AUD-5: the decision in the team log too
+        return True
 
     def check_incarnation(self, ctx: CallContext) -> Stored:
         """The caller's member row, read once, where the call is of its current incarnation (XPR-1)."""

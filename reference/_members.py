@@ -140,9 +140,17 @@ class Members:
             self.h.storage.update(step, "task", row.key, moved, row.version)
 
     def inspect(self, member_id: str) -> None:
-        """SHD-7: an unhealthy member, inspected, is stopped; what it drained for completes."""
+        """SHD-7: an unhealthy member, inspected, is stopped; what it drained for completes. Its
+        member write is a compare-and-set on the row it judged, and the whole is settled (STO-4):
+        an inspection that loses there to another (the Lead's, sent twice at once) runs again —
+        its earlier writes find their work done — and is refused as the member now stopped, as a
+        serial order refuses the second (``test_interleave_generated``)."""
+        settle(functools.partial(self._inspect, member_id))
+
+    def _inspect(self, member_id: str) -> None:
         with self.h.assignment_lock:
-            member = self.h.member(member_id)
+            judged = self.h.member_row(member_id)
+            member = judged.doc
             if member["status"] != "unhealthy":
                 raise MemberBusy(member_id, member["status"], "inspect it", "only an unhealthy member is inspected")
             self.flag_tasks("member.inspect/task", member_id)
@@ -150,9 +158,14 @@ class Members:
             with self.h.step("member.inspect/record"):
                 if not broken("inspection_clears_release_unnoted"):  # a release cut short, or in flight (SHD-3)
                     self.h.shutdowns.note_cut_release("member.inspect/record", member)
-            self.h.set_member(
-                "member.inspect/member", member_id, "stopped", accepting_new_tasks=False, current_task_id=None
-            )
+            if broken("inspection_member_write_rereads"):
+                self.h.set_member(
+                    "member.inspect/member", member_id, "stopped", accepting_new_tasks=False, current_task_id=None
+                )
+            else:
+                spec.ensure_transition("member", member["status"], "stopped")
+                stopped = {**member, "status": "stopped", "accepting_new_tasks": False, "current_task_id": None}
+                self.h.storage.update("member.inspect/member", "member", member_id, stopped, judged.version)
             with self.h.step("member.inspect/shutdown"):
                 # Every drain of this incarnation, not only the one the member record names: a crash
                 # between begin_drain's record and member writes leaves one it never noted (INV-12).
@@ -164,27 +177,44 @@ class Members:
                         self.h.shutdowns.complete("member.inspect/shutdown", sd.key, ("draining", "timed_out"))
 
     def restart(self, member_id: str) -> int:
-        """A new incarnation of a stopped member (XPR-1); returns it. Its jobs must have settled."""
+        """A new incarnation of a stopped member (XPR-1); returns it. Its jobs must have settled.
+        One compare-and-set against the row it judged, settled (STO-4): of two restarts at once
+        one starts the new incarnation and the other is refused as the member now running — never
+        both told they started it (``test_interleave_generated``: a re-read that kept the first
+        judgement let both through)."""
+        return settle(functools.partial(self._restart, member_id))
+
+    def _restart(self, member_id: str) -> int:
         with self.h.assignment_lock:
-            member = self.h.member(member_id)
+            row = self.h.member_row(member_id)
+            member = row.doc
             self._stopped_and_settled(member, "restart it")
-            self.h.set_member(
-                "member.restart/member",
-                member_id,
-                "running",
-                incarnation=member["incarnation"] + 1,
-                accepting_new_tasks=True,
-                current_task_id=None,
-                shutdown_request_id=None,
+            spec.ensure_transition("member", member["status"], "running")
+            started = {
+                **member,
+                "status": "running",
+                "incarnation": member["incarnation"] + 1,
+                "accepting_new_tasks": True,
+                "current_task_id": None,
+                "shutdown_request_id": None,
                 # the new incarnation's registration is its first beat, not the old one's last (SHD-10)
-                last_heartbeat_at=None if broken("first_beat_never_registered") else self.h.clock.now(),
-            )
+                "last_heartbeat_at": None if broken("first_beat_never_registered") else self.h.clock.now(),
+            }
+            self.h.storage.update("member.restart/member", "member", member_id, started, row.version)
             return int(member["incarnation"]) + 1
 
     def retire(self, member_id: str) -> None:
+        """A stopped member, its jobs settled, retires for good; one settled compare-and-set
+        against the row it judged, as :meth:`restart`."""
+        settle(functools.partial(self._retire, member_id))
+
+    def _retire(self, member_id: str) -> None:
         with self.h.assignment_lock:
-            self._stopped_and_settled(self.h.member(member_id), "retire it")
-            self.h.set_member("member.retire/member", member_id, "retired")
+            row = self.h.member_row(member_id)
+            self._stopped_and_settled(row.doc, "retire it")
+            spec.ensure_transition("member", row.doc["status"], "retired")
+            retired = {**row.doc, "status": "retired"}
+            self.h.storage.update("member.retire/member", "member", member_id, retired, row.version)
 
     def _stopped_and_settled(self, member: Document, what: str) -> None:
         if member["status"] != "stopped":

@@ -294,6 +294,21 @@ CAUGHT_BY: dict[str, list[str]] = {
         "model_tests/test_monitor_pass_crashes.py::test_a_crash_after_any_write_of_the_pass_restarts_to_the_whole_pass"
         "[1-memory]"
     ],
+    "suspension_notice_misaddressed": [
+        "tests/test_message_parties.py::test_the_notices_as_written_go_between_their_parties"
+    ],
+    "task_refusal_reads_member_once": [
+        "model_tests/test_interleave_generated.py::test_every_interleaving_of_a_generated_pair_is_some_serial_orders"
+        "[approval.request||member.lapse]"
+    ],
+    "own_claim_refused_as_taken": [
+        "model_tests/test_interleave_generated.py::test_every_interleaving_of_a_generated_pair_is_some_serial_orders"
+        "[task.claim||task.claim]"
+    ],
+    "inspection_member_write_rereads": [
+        "model_tests/test_interleave_generated.py::test_every_interleaving_of_a_generated_pair_is_some_serial_orders"
+        "[member.inspect||member.inspect]"
+    ],
     "cut_pass_marked_done_first": [
         "tests/test_takeover_crashes.py::test_a_takeover_of_a_cut_pass_killed_after_any_write_converges"
     ],

@@ -38,6 +38,15 @@ MUTANTS: dict[str, str] = {
     "order swapped; reconciliation heals either order, so only the order check sees it)",
     "restart_skips_monitor_pass": "REC-5: reconciliation leaves the deadline monitor's pass to the monitor's next "
     "turn, so a pass a crash cut short stays half done after the restart",
+    "suspension_notice_misaddressed": "MSG-1, SHD-9: a task_suspended notice goes from the Lead to the "
+    "member, not from the task's holder to the Lead",
+    "task_refusal_reads_member_once": "STO-4, XPR-2: a request or a plan's draft that finds its task flagged "
+    "refuses for the task by the member it read before, not as the member now is (a lapse between the two "
+    "reads: the refusal no serial order gives)",
+    "own_claim_refused_as_taken": "STO-4, MEM-1: a member's claim sent twice at once: the second, finding the "
+    "task claimed by the member itself before its member record says so, is refused as taken by another",
+    "inspection_member_write_rereads": "STO-4, SHD-7: an inspection's member write re-reads the member after a "
+    "lost compare-and-set and writes again without judging again, so two inspections at once both succeed",
     "cut_pass_marked_done_first": "REC-5, REC-4: a restart taking over a dead instance's cut monitor pass marks "
     "that instance's row done before finishing the pass itself (a crash between leaves the pass half done for "
     "good)",

@@ -23,7 +23,7 @@ from spec.ids import protocol_id
 
 from ._errors import AlreadyExists, StorageError
 from ._mutants import broken
-from ._storage import Document, active
+from ._storage import Document, active, settle
 from ._team_errors import UnknownRecord
 
 if TYPE_CHECKING:
@@ -46,7 +46,12 @@ class Outbox:
             self.h.storage.insert(step, TABLE, message["message_id"], entry)
 
     def send(self, message_id: str) -> None:
-        """Put the owed message on the bus under its stable id, then mark the entry sent."""
+        """Put the owed message on the bus under its stable id, then mark the entry sent. Settled
+        (STO-4): two senders at once both post the one message (its id is stable), and the one
+        whose mark loses finds the entry sent, as a serial order's second send does."""
+        settle(lambda: self._send(message_id))
+
+    def _send(self, message_id: str) -> None:
         stored = self.h.storage.read(TABLE, message_id)
         if stored is None:
             raise UnknownRecord(TABLE, message_id, "nothing is owed under this id")
@@ -103,7 +108,10 @@ class Outbox:
     def task_suspended(self, task: Document, claims: int) -> Document:
         pid = protocol_id(task["task_id"], f"claim-{claims}", "task_suspended")
         body = {"task_id": task["task_id"], "member_id": task["owner_id"], "reason_text": "unit deadline"}
-        return self.h.envelope("task_suspended", pid, "suspended", task["owner_id"], self.h.lead_id, body, NOTICE_TTL)
+        parties = (task["owner_id"], self.h.lead_id)
+        if broken("suspension_notice_misaddressed"):
+            parties = parties[::-1]
+        return self.h.envelope("task_suspended", pid, "suspended", *parties, body, NOTICE_TTL)
 
 
 __all__ = ["Outbox"]

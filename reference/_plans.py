@@ -474,12 +474,22 @@ class PlanProtocol:
         if broken("drain_keeps_plans"):
             return withdrawn
         for row in self.h.storage.scan_status(KIND, ("draft", "pending")):
-            doc = row.doc
-            mine = doc["requester_id"] == member["member_id"] and doc["requester_incarnation"] == member["incarnation"]
-            if doc["status"] in ("draft", "pending") and mine:
-                self._move(step, row, "withdrawn", member["member_id"], audit=step, reason=reason)
+            if settle(functools.partial(self._withdraw_one, step, member, reason, row.key)):
                 withdrawn.append(row.key)
         return withdrawn
+
+    def _withdraw_one(self, step: str, member: Document, reason: str, key: str) -> bool:
+        """One plan's withdrawal, read afresh (STO-4: run again when its write lost to the Lead's
+        decision or the monitor, it leaves what the winner decided); whether it withdrew."""
+        row = self.h.storage.read(KIND, key)
+        if row is None:
+            return False
+        doc = row.doc
+        mine = doc["requester_id"] == member["member_id"] and doc["requester_incarnation"] == member["incarnation"]
+        if doc["status"] not in ("draft", "pending") or not mine:
+            return False
+        self._move(step, row, "withdrawn", member["member_id"], audit=step, reason=reason)
+        return True
 
     # ---- PLN-3, PLN-7: start -----------------------------------------------------------------
     def start(self, ctx: CallContext, pid: str) -> Document:
@@ -654,7 +664,11 @@ class PlanProtocol:
         return settle(stop)
 
     def rollback(self, actor: str, pid: str) -> Document:
-        """The plan's rollback ran after a failure (PLN-9): rolled_back, ``plan_completion`` owed."""
+        """The plan's rollback ran after a failure (PLN-9): rolled_back, ``plan_completion`` owed.
+        Settled (STO-4): a second report at once loses at its first write and is refused as after."""
+        return settle(lambda: self._rollback(actor, pid))
+
+    def _rollback(self, actor: str, pid: str) -> Document:
         run = self._run(pid)
         if run.doc["status"] != "failed":
             raise ExecutionNotRunning(pid, run.doc["status"], "roll back (only a failed execution)")
@@ -770,6 +784,8 @@ class PlanProtocol:
         task = self.h.storage.read("task", ctx.task_id) if ctx.task_id else None
         holder = None if task is None else (task.doc["status"], task.doc["owner_id"], task.doc["owner_incarnation"])
         if ctx.task_id is None or holder != ("claimed", ctx.actor_id, ctx.incarnation):
+            if ctx.task_id is not None and not broken("task_refusal_reads_member_once"):
+                self._running(ctx, "draft a plan")  # STO-4: lapsed since read, the refusal the member now gives
             raise PlanNoTask(ctx.actor_id, ctx.task_id)
         return ctx.task_id
 

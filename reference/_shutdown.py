@@ -45,10 +45,10 @@ import spec
 from spec import open_states
 from spec.ids import message_id, protocol_id
 from spec.redaction import redact
-from spec.safety import DRAIN_BEGUN
+from spec.safety import BUSY_JOB, DRAIN_BEGUN
 
 from . import _audit
-from ._errors import AlreadyExists, ProtocolConflict
+from ._errors import AlreadyExists, ProtocolConflict, VersionConflict
 from ._jobs import BUSY
 from ._mutants import broken
 from ._storage import Document, Stored, active, settle
@@ -266,7 +266,12 @@ class ShutdownProtocol:
 
     def drain_jobs(self, member_id: str, incarnation: int | None = None) -> list[str]:
         """Ask every cancellable running job to stop (JOB-1, JOB-2); returns the jobs asked.
-        With none to ask, a refusal (:meth:`drain_pass` reports the jobs it waits for)."""
+        With none to ask, a refusal (:meth:`drain_pass` reports the jobs it waits for). Settled
+        (STO-4): run again after a lost write, it notes nothing twice and asks only the jobs still
+        running, so a second one at once is refused as after the first."""
+        return settle(functools.partial(self._drain_jobs, member_id, incarnation))
+
+    def _drain_jobs(self, member_id: str, incarnation: int | None) -> list[str]:
         with self.h.assignment_lock:
             _, sd = self.draining_for(member_id, incarnation)
             asked = []
@@ -292,7 +297,13 @@ class ShutdownProtocol:
         waited = [job.key] if broken("waited_keeps_last_job") else sorted({*sd.doc["waited_job_ids"], job.key})
         self.h.storage.update("shutdown.drain_jobs/record", KIND, pid, {**sd.doc, "waited_job_ids": waited}, sd.version)
         if not broken("drain_asks_before_noting"):
-            self.h.storage.update("shutdown.drain_jobs/jobs", "job", job.key, asked, job.version)
+            try:
+                self.h.storage.update("shutdown.drain_jobs/jobs", "job", job.key, asked, job.version)
+            except VersionConflict:
+                ended = self.h.storage.read("job", job.key)
+                if ended is None or ended.doc["status"] in BUSY_JOB:
+                    raise  # changed and still busy: the drain judges it again (settled)
+                return  # STO-4: it exited since it was read; noted, with nothing left to stop (as if asked first)
         self.h.jobs.runner.signal_cancel(job.key)
 
     def release_task(self, member_id: str, state: Any = None, incarnation: int | None = None) -> str:

@@ -116,6 +116,9 @@ class Tasks:
         targeted = self._active_shutdowns(member)
         if targeted and not broken("claim_ignores_shutdown_request"):
             raise ClaimRefused(name, f"shutdown request {targeted[0]} targets it")
+        mine = (task["status"], task["owner_id"], task["owner_incarnation"]) == ("claimed", name, member["incarnation"])
+        if mine and not broken("own_claim_refused_as_taken"):  # STO-4: its own claim, its member write to come
+            raise ClaimRefused(name, f"it already holds task {task['task_id']}; finish or release it first")
         if task["status"] != "pending":
             raise TaskTaken(task["task_id"], task["status"], task["owner_id"] if task["status"] != "pending" else None)
         spec.ensure_transition("task", task["status"], "claimed")
@@ -259,6 +262,12 @@ class Tasks:
         self._lead_move(task_id, "needs_inspection", outcome, "task.inspect/task", keep_owner=False)
 
     def _lead_move(self, task_id: str, source: str, target: str, step: str, keep_owner: bool) -> None:
+        """The Lead's one write of a task (resume, inspection), settled (STO-4): a second one at
+        once re-reads the task and is refused as a serial order refuses it, never a raw conflict
+        (``test_interleave_generated``: ``task.inspect||task.inspect``)."""
+        settle(functools.partial(self._lead_move_once, task_id, source, target, step, keep_owner))
+
+    def _lead_move_once(self, task_id: str, source: str, target: str, step: str, keep_owner: bool) -> None:
         with self.h.assignment_lock:
             task = self.h.task_row(task_id)
             if task.doc["status"] != source:

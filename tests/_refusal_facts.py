@@ -14,7 +14,10 @@ their parameter names — are checked against that harness's snapshot by the cla
 problem is kept and the test fails at its end (``conftest.py``), so a test that expects the
 refusal still sees it, and one that catches refusals broadly cannot hide the problem. A refusal
 made with no harness on the stack (a test that builds one, the documentation's examples) is not
-checked. ``tests/test_refusal_facts.py`` holds that every refusal class has a rule or a reason.
+checked, nor one made on another thread than the main one: the interleaving explorer's instances
+run on threads it schedules at every store access, and a snapshot taken there would add accesses
+of its own (and see the other instance's operation half done; its linearizability check judges
+what those refusals say). ``tests/test_refusal_facts.py`` holds that every refusal class has a rule or a reason.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import contextlib
 import functools
 import inspect
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -264,8 +268,10 @@ def _harness_on_stack() -> r.Harness | None:
 
 
 def _check(cls: type, facts: Facts) -> None:
+    if not _WATCHES or threading.current_thread() is not threading.main_thread():
+        return  # an interleaving's instance thread: a snapshot there would be a yield point of its own
     h = _harness_on_stack()
-    if h is None or not _WATCHES:
+    if h is None:
         return
     try:
         problems = RULES[cls.__name__](facts, h.snapshot(), h)
