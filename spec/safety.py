@@ -567,19 +567,31 @@ _PARTIES: dict[str, tuple[str, tuple[str, str], tuple[str, ...], bool]] = {
 }
 
 
-def _notice_parties(message: Mapping[str, Any]) -> str | None:
+def _leads(snap: Snapshot) -> set[str]:
+    """Who the store names as the Lead: the responder of every approval and plan, the requester
+    of every shutdown request (empty where no record names one yet)."""
+    return {doc["responder_id"] for section in ("operation_approval", "plan_approval") for doc in snap[section]} | {
+        doc["requester_id"] for doc in snap["shutdown_request"]
+    }
+
+
+def _notice_parties(message: Mapping[str, Any], members: set[str], leads: set[str]) -> str | None:
     """MSG-1 for the notices no protocol record answers for, by their body: a ``task_suspended``
-    goes from the member the body names (its task's holder) to the Lead (SHD-9); a
-    ``member_lost`` goes to the team on the lost member's behalf, from the Lead, never from the
-    member it reports (SHD-10); a ``shutdown_notice`` goes from the member to the team (SHD-8).
-    What is wrong, or None."""
+    goes from the member the body names (its task's holder) to the Lead (SHD-9); a ``member_lost``
+    goes from the Lead to the team, on the lost member's behalf (SHD-10); a ``shutdown_notice`` goes
+    from a member to the team (SHD-8). The Lead is who the records name as one (:func:`_leads`);
+    where none does yet, anyone but a member and the team. What is wrong, or None."""
     kind, sender, target, body = message["message_type"], message["sender"], message["target"], message["body"]
-    if kind == "task_suspended" and (sender != body.get("member_id") or target in (sender, "team")):
+
+    def lead(party: str) -> bool:
+        return party in leads if leads else party not in members and party != "team"
+
+    if kind == "task_suspended" and (sender != body.get("member_id") or sender not in members or not lead(target)):
         return f"from {sender} to {target}; it goes from the task's holder {body.get('member_id')} to the Lead"
-    if kind == "member_lost" and (target != "team" or sender == body.get("member_id")):
+    if kind == "member_lost" and (target != "team" or not lead(sender)):
         return f"from {sender} to {target}; it goes from the Lead to the team on {body.get('member_id')}'s behalf"
-    if kind == "shutdown_notice" and target != "team":
-        return f"to {target}; a member's shutdown notice goes to the team"
+    if kind == "shutdown_notice" and (target != "team" or sender not in members):
+        return f"from {sender} to {target}; a member's own shutdown notice goes from it to the team"
     return None
 
 
@@ -598,13 +610,14 @@ def _parties_agree(snap: Snapshot) -> list[str]:
     than its record's is another request; a type no rule covers is a problem, never skipped."""
     sections = ("operation_approval", "plan_approval", "shutdown_request")
     records = {section: _by(snap[section], "protocol_id") for section in sections}
+    members, leads = {doc["member_id"] for doc in snap["member"]}, _leads(snap)
     problems = []
     for kind in ("message", "outbox_entry"):
         for row in snap[kind]:
             message = row["message"]
             name = f"{message['message_type']}/{message['message_id']}"
             if message["message_type"] in NOTICES:
-                wrong = _notice_parties(message)
+                wrong = _notice_parties(message, members, leads)
                 if wrong is not None:
                     problems.append(f"{name}: {wrong}")
                 continue
