@@ -59,11 +59,25 @@ SHARED = {
     "clock": set(),
 }
 """A write step's record kinds by its last part, whatever the operation's family."""
-READS_MEMBER = frozenset(
-    {"approval.request", "approval.consume", "approval.retry", "task.claim", "task.finish", "task.suspend"}
-) | {f"plan.{op}" for op in ("draft", "submit", "start", "step", "complete", "fail")}
-"""Operations guarded by their member's record (running, its incarnation, its task: MEM-1, XPR-1,
-XPR-2) besides what they write."""
+READS: dict[str, set[str]] = {
+    # what an operation judges besides what it writes (a guard read): its member (running, its
+    # incarnation, its task: MEM-1, XPR-1, XPR-2), its member's busy jobs (SHD-3, JOB-1), its
+    # member's capability profile (XPR-4), the shutdown requests that target its member (MEM-1)
+    **{op: {"member", "profile"} for op in ("approval.request", "approval.consume", "approval.retry")},
+    **{f"plan.{op}": {"member"} for op in ("draft", "submit", "start", "step", "complete", "fail")},
+    "task.claim": {"member", "shutdown"},
+    "task.finish": {"member", "job"},
+    "task.suspend": {"member"},
+    "task.inspect": {"member", "job"},
+    "job.start": {"member"},
+    "member.restart": {"job"},
+    "member.retire": {"job"},
+    "shutdown.drain_jobs": {"member"},
+    "shutdown.release_task": {"job"},
+    "shutdown.finish": {"job"},
+}
+"""Record kinds each operation reads to judge, besides those it writes (read off the reference's
+guards; outside review 58 found the first version, member reads only, missed eleven pairs)."""
 
 
 def writes(operation: str) -> set[str]:
@@ -79,7 +93,7 @@ def conflict(a: str, b: str) -> bool:
     """Whether one of the two operations writes a record kind the other writes or reads."""
 
     def reads(operation: str) -> set[str]:
-        return writes(operation) | ({"member"} if operation in READS_MEMBER else set())
+        return writes(operation) | READS.get(operation, set())
 
     return bool(writes(a) & reads(b) or writes(b) & reads(a))
 
@@ -144,7 +158,7 @@ class Driven(Replayer):
         self.ttl, self.unit_seconds, self.plan_steps = ttl, unit, 1
 
 
-READS = frozenset({"member", "read", "task_row", "require", "scan", "snapshot", "scan_status"})
+HARNESS_READS = frozenset({"member", "read", "task_row", "require", "scan", "snapshot", "scan_status"})
 """The harness calls the replayer makes to work out a call's arguments: run for real while they are
 worked out; any other call is the operation itself, recorded to be made by an instance."""
 
@@ -152,7 +166,7 @@ Call = tuple[tuple[str, ...], tuple[Any, ...], dict[str, Any]]
 
 
 class _Recording:
-    """A harness seen through: reads (:data:`READS`) are answered by the prepared world's harness;
+    """A harness seen through: reads (:data:`HARNESS_READS`) are answered by the prepared world's harness;
     any other call is recorded, not made — so a caller's arguments are fixed before the race, as
     a real caller's are (its incarnation, its task, the ids it names), not read inside it."""
 
@@ -163,7 +177,7 @@ class _Recording:
         return _Recording(getattr(self._target, name), (*self._path, name), self._calls)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if self._path and self._path[-1] in READS:
+        if self._path and self._path[-1] in HARNESS_READS:
             return self._target(*args, **kwargs)
         self._calls.append((self._path, args, kwargs))
         return None

@@ -50,6 +50,12 @@ KNOWN_RACES: dict[str, str] = {
     "model reaches it with a crash, so every invariant holds), but no serial order's. Closing the window "
     "needs a protocol decision (the drain finishing a submission cut short before it withdraws, as "
     "reconciliation does, or the record written before its message)",
+    "drain_jobs||drain_jobs_two_jobs": "SHD-3, JOB-2: two job cancellations of one drain at once over two jobs "
+    "may split them, each asking one ([j1] and [j2]); every serial order has the first ask both and the second "
+    "refused. The final state is a serial order's (both asked, both noted); only what the callers are told "
+    "differs. Each job is its own settled part — the whole settled was worse (a caller that had asked a job "
+    "refused as if it had asked none); a linearizable cancellation needs the asked set written in one write "
+    "(the request's note) before any job is asked, a change of the drain's write order (a protocol decision)",
 }
 """A race a pair found that is not fixed yet: its tests are strict xfails, so a fix
 shows (each fails once it passes, to be moved to None in KNOWN_DEFECT)."""
@@ -107,6 +113,7 @@ CLAUSES = {
     "request||begin_drain": ("STO-4", "XPR-2", "SHD-3", "APR-1"),
     "draft_plan||begin_drain": ("STO-4", "XPR-2", "SHD-3", "PLN-1"),
     "submit_plan||begin_drain": ("STO-4", "XPR-2", "SHD-3", "PLN-1"),
+    "drain_jobs||drain_jobs_two_jobs": ("STO-4", "SHD-3", "JOB-2"),
 }
 Defect = type[AssertionError] | None
 KNOWN_DEFECT: dict[str, tuple[Defect, Defect, Defect]] = {
@@ -165,6 +172,7 @@ KNOWN_DEFECT: dict[str, tuple[Defect, Defect, Defect]] = {
     "request||begin_drain": (None, None, None),
     "draft_plan||begin_drain": (None, None, None),
     "submit_plan||begin_drain": (AssertionError, AssertionError, None),  # KNOWN_RACES
+    "drain_jobs||drain_jobs_two_jobs": (AssertionError, None, None),  # KNOWN_RACES
 }
 
 

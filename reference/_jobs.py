@@ -20,6 +20,7 @@ written by a drain pass (``shutdown.drain_jobs/jobs``, :mod:`reference._shutdown
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Protocol
 
 import spec
@@ -27,7 +28,7 @@ from spec.safety import BUSY_JOB
 
 from ._errors import AlreadyExists
 from ._mutants import broken
-from ._storage import Document, Storage, Stored, settle
+from ._storage import Document, Guard, Storage, Stored, settle
 from ._team_errors import JobRefused, UnknownRecord
 
 if TYPE_CHECKING:
@@ -35,8 +36,6 @@ if TYPE_CHECKING:
 
 TABLE = "job"
 BUSY = tuple(sorted(BUSY_JOB))  # one definition (spec.safety), as a tuple for the stores
-ENDED = tuple(status for status in spec.RECORD_SCHEMAS[TABLE]["properties"]["status"]["enum"] if status not in BUSY)
-"""A job's final statuses (the schema's, but the busy ones)."""
 CANCEL_EXIT = -15
 """The exit code of a job that stopped because it was asked to (SIGTERM)."""
 
@@ -80,14 +79,12 @@ class InProcessJobRunner:
         self.exits: dict[str, int] = {}
         self.storage: Storage | None = None
 
-    def _after_record(self, effect: str, job_id: str, wanted: str, since: tuple[str, ...] = ()) -> None:
-        """``since``: statuses the record may have moved on to after saying ``wanted`` (a job that
-        exited between the drain's write and its signal: its exit was recorded after the cancel)."""
+    def _after_record(self, effect: str, job_id: str, wanted: str) -> None:
         if self.storage is None:
             return
         row = self.storage.read(TABLE, job_id)
         found = None if row is None else str(row.doc["status"])
-        if found != wanted and found not in since:
+        if found != wanted:
             raise EffectBeforeRecord(effect, job_id, wanted, found)
 
     def start(self, job_id: str, command: str) -> None:
@@ -95,7 +92,7 @@ class InProcessJobRunner:
         self.started.append(job_id)
 
     def signal_cancel(self, job_id: str) -> None:
-        self._after_record("the cancel signal", job_id, "cancel_requested", ENDED)
+        self._after_record("the cancel signal", job_id, "cancel_requested")
         self.cancelled.append(job_id)
 
     def kill(self, job_id: str) -> None:
@@ -132,13 +129,27 @@ class Jobs:
             runner.team = harness.storage.team
 
     def start(self, member_id: str, job_id: str, command: str, cancellable: bool = True) -> Document:
-        """A running member starts a background job for the task it holds (MEM-4)."""
+        """A running member starts a background job for the task it holds (MEM-4). The job's
+        insert is guarded by the member's and the task's rows as judged (STO-4): a lapse or the
+        task's finish between the two loses it, and it is judged again — refused as after them,
+        never a job running for a lapsed member or a finished task (``test_interleave_generated``:
+        ``job.start||task.finish`` both succeeded)."""
+        doc = settle(functools.partial(self._start, member_id, job_id, command, cancellable))
+        self.runner.start(job_id, command)
+        return doc
+
+    def _start(self, member_id: str, job_id: str, command: str, cancellable: bool) -> Document:
         with self.h.assignment_lock:
-            member = self.h.member(member_id)
+            row = self.h.member_row(member_id)
+            member = row.doc
             if member["status"] != "running":
                 raise JobRefused(job_id, f"{member_id} is {member['status']}; only a running member starts jobs")
             task_id = member["current_task_id"]
-            if task_id is None or not self.h.tasks.holds(member, task_id):
+            task = None if task_id is None else self.h.storage.read("task", task_id)
+            if task is None or not self.h.tasks._is_holder(member, task.doc):
+                now = self.h.member(member_id)  # STO-4: lapsed since read, the refusal the member now gives
+                if now["status"] != "running" and not broken("job_refusal_reads_member_once"):
+                    raise JobRefused(job_id, f"{member_id} is {now['status']}; only a running member starts jobs")
                 raise JobRefused(job_id, f"{member_id} holds no task; claim one first")
             doc = {
                 "job_id": job_id,
@@ -150,12 +161,14 @@ class Jobs:
                 "exit_code": None,
                 "version": 0,
             }
+            judged = Guard(unchanged=(("member", member_id, row.version), ("task", task.key, task.version)))
             try:
-                self.h.storage.insert("job.start/job", TABLE, job_id, doc)
+                self.h.storage.insert(
+                    "job.start/job", TABLE, job_id, doc, None if broken("job_start_unguarded") else judged
+                )
             except AlreadyExists:
                 raise JobRefused(job_id, "a job with this id exists; use a new job id") from None
-        self.runner.start(job_id, command)
-        return doc
+            return doc
 
     def exited(self, job_id: str, exit_code: int) -> Document:
         """Record the job's own exit (JOB-1). Its one write settled (STO-4): an exit reported twice

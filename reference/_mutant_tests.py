@@ -309,6 +309,14 @@ CAUGHT_BY: dict[str, list[str]] = {
         "model_tests/test_interleave_generated.py::test_every_interleaving_of_a_generated_pair_is_some_serial_orders"
         "[member.inspect||member.inspect]"
     ],
+    "job_start_unguarded": [
+        "model_tests/test_interleave_generated.py::test_every_interleaving_of_a_generated_pair_is_some_serial_orders"
+        "[job.start||task.finish]"
+    ],
+    "job_refusal_reads_member_once": [
+        "model_tests/test_interleave_generated.py::test_every_interleaving_of_a_generated_pair_is_some_serial_orders"
+        "[job.start||member.lapse]"
+    ],
     "cut_pass_marked_done_first": [
         "tests/test_takeover_crashes.py::test_a_takeover_of_a_cut_pass_killed_after_any_write_converges"
     ],

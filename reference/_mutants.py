@@ -47,6 +47,10 @@ MUTANTS: dict[str, str] = {
     "task claimed by the member itself before its member record says so, is refused as taken by another",
     "inspection_member_write_rereads": "STO-4, SHD-7: an inspection's member write re-reads the member after a "
     "lost compare-and-set and writes again without judging again, so two inspections at once both succeed",
+    "job_start_unguarded": "STO-4, JOB-1: a job's start and a task's finish judge each other's records without a "
+    "guard, so one at once with the other both succeed: a job runs for a finished task",
+    "job_refusal_reads_member_once": "STO-4: a job start that finds its task flagged refuses for the task by the "
+    "member it read before, not as the member now is (a lapse between the two reads)",
     "cut_pass_marked_done_first": "REC-5, REC-4: a restart taking over a dead instance's cut monitor pass marks "
     "that instance's row done before finishing the pass itself (a crash between leaves the pass half done for "
     "good)",

@@ -49,7 +49,7 @@ from spec.safety import BUSY_JOB, DRAIN_BEGUN
 
 from . import _audit
 from ._errors import AlreadyExists, ProtocolConflict, VersionConflict
-from ._jobs import BUSY
+from ._jobs import BUSY, EffectBeforeRecord
 from ._mutants import broken
 from ._storage import Document, Stored, active, settle
 from ._tasks import plain_json, released_by, released_task
@@ -266,29 +266,31 @@ class ShutdownProtocol:
 
     def drain_jobs(self, member_id: str, incarnation: int | None = None) -> list[str]:
         """Ask every cancellable running job to stop (JOB-1, JOB-2); returns the jobs asked.
-        With none to ask, a refusal (:meth:`drain_pass` reports the jobs it waits for). Settled
-        (STO-4): run again after a lost write, it notes nothing twice and asks only the jobs still
-        running, so a second one at once is refused as after the first."""
-        return settle(functools.partial(self._drain_jobs, member_id, incarnation))
-
-    def _drain_jobs(self, member_id: str, incarnation: int | None) -> list[str]:
+        With none to ask, a refusal (:meth:`drain_pass` reports the jobs it waits for). Each job is
+        its own settled part, read afresh (STO-4): a write lost to another drain or to the job's
+        exit is judged again as the winner left the job — never a raw conflict, never a job asked
+        twice, and a drain that asked one job is never refused (outside review 58: the whole drain
+        settled ran again after asking one of two jobs and refused as if it had asked none)."""
         with self.h.assignment_lock:
             _, sd = self.draining_for(member_id, incarnation)
             asked = []
             for job in self.h.jobs.busy_rows(member_id):
-                signal = job.doc["cancellable"] or broken("signal_non_cancellable")
-                if job.doc["status"] == "running" and signal:
-                    self._cancel_job(job, sd.key)
+                if settle(functools.partial(self._cancel_job, job.key, sd.key)):
                     asked.append(job.key)
             if not asked:
                 busy = self.h.jobs.busy(member_id)
                 raise ShutdownRefused(f"job cancellation for {member_id}", f"no cancellable running job (busy: {busy})")
             return asked
 
-    def _cancel_job(self, job: Stored, pid: str) -> None:
+    def _cancel_job(self, job_id: str, pid: str) -> bool:
         """Note the job on the request, then ask it to stop (SHD-3, AUD-2: a crash between the two
         leaves the request naming a job still running, which the next pass asks; never a job asked
-        that no request names), then signal it (MEM-2: after its state is persisted)."""
+        that no request names), then signal it (MEM-2: after its state is persisted). Whether this
+        call asked it: a job another drain asked, or one no longer running, is not."""
+        job = self.h.jobs.require(job_id)
+        signal = job.doc["cancellable"] or broken("signal_non_cancellable")
+        if job.doc["status"] != "running" or not signal:
+            return False
         spec.ensure_transition("job", "running", "cancel_requested")
         asked = {**job.doc, "status": "cancel_requested"}
         if broken("drain_asks_before_noting"):
@@ -300,11 +302,17 @@ class ShutdownProtocol:
             try:
                 self.h.storage.update("shutdown.drain_jobs/jobs", "job", job.key, asked, job.version)
             except VersionConflict:
-                ended = self.h.storage.read("job", job.key)
-                if ended is None or ended.doc["status"] in BUSY_JOB:
-                    raise  # changed and still busy: the drain judges it again (settled)
-                return  # STO-4: it exited since it was read; noted, with nothing left to stop (as if asked first)
-        self.h.jobs.runner.signal_cancel(job.key)
+                now = self.h.jobs.require(job.key).doc["status"]
+                if now in BUSY_JOB:
+                    raise  # asked by another drain meanwhile (or changed and still busy): judged again
+                return True  # STO-4: it exited after this drain noted it: noted, nothing left to stop
+        try:
+            self.h.jobs.runner.signal_cancel(job.key)
+        except EffectBeforeRecord:
+            if self.h.jobs.require(job.key).doc["status"] in BUSY_JOB:
+                raise
+            # it exited after this drain's cancel_requested write (that write won): nothing to signal
+        return True
 
     def release_task(self, member_id: str, state: Any = None, incarnation: int | None = None) -> str:
         """Checkpoint and release the held task once every job settled (SHD-3, TSK-3)."""

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import spec
 from spec import open_states
 from spec.ids import message_id
+from spec.safety import BUSY_JOB
 
 from ._errors import VersionConflict
 from ._mutants import broken
@@ -200,8 +201,11 @@ class Tasks:
                 spec.ensure_transition("task", "claimed", outcome)
                 history = [*task.doc["history"], self.h.event(member_id, outcome)]
                 done = {**task.doc, "status": outcome, "history": history}
+                # STO-4, JOB-1: no job of the member started since its busy jobs were read
+                idle = Guard(none_match=(("job", (("owner_id", member_id),), tuple(sorted(BUSY_JOB))),))
                 try:
-                    self.h.storage.update("task.finish/task", "task", task_id, done, task.version)
+                    guard = None if broken("job_start_unguarded") else idle
+                    self.h.storage.update("task.finish/task", "task", task_id, done, task.version, guard)
                 except VersionConflict:
                     if broken("version_conflict_escapes"):
                         raise

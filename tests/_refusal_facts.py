@@ -157,6 +157,15 @@ def _member_busy(f: Facts, s: Snap, h: r.Harness) -> list[str]:
     return _same("status", f["status"], "unhealthy" if flagged else member["status"])
 
 
+def _not_task_owner(f: Facts, s: Snap, h: r.Harness) -> list[str]:
+    """The caller does not hold the task it names (none named: ``<none>``)."""
+    task = None if f["task"] == "<none>" else _one(s, "task", "task_id", f["task"])
+    held = task is not None and (task["status"], task["owner_id"]) == ("claimed", f["actor"])
+    member = _one(s, "member", "member_id", f["actor"])
+    current = member is not None and task is not None and task["owner_incarnation"] == member["incarnation"]
+    return [f"{f['actor']} holds task {f['task']}"] if held and current else []
+
+
 def _absent(kind: str, field: str, name: str) -> Rule:
     return lambda f, s, h: [] if _one(s, kind, field, f[name]) is None else [f"{kind} {f[name]} is in the store"]
 
@@ -209,6 +218,7 @@ RULES: dict[str, Rule] = {
     "NotLead": lambda f, s, h: _same("lead", f["lead"], h.lead_id) + _differ("actor", "lead", f),
     "UnknownMember": _absent("member", "member_id", "member_id"),
     "UnknownTask": _absent("task", "task_id", "task_id"),
+    "NotTaskOwner": _not_task_owner,
 }
 """Each refusal class's facts against the snapshot (and the harness) it was refused in: a list of
 what it misstates. Classes without a rule: :data:`UNCHECKED`, each with its reason."""
@@ -235,7 +245,6 @@ UNCHECKED: dict[str, str] = {
     "ShutdownRefused": "a reason in words (tests/test_shutdown_details.py pins each word for word)",
     "DrainNotReady": "what it waits for in words (tests/test_shutdown_details.py)",
     "NotClaimHolder": "a detail in words: which of holder, token or incarnation differs",
-    "NotTaskOwner": "refused before any record is read: the task the context names",
     "PlanNoTask": "refused before the plan is written: the task the context names",
     "PlanDeviation": "its facts are the step offered and the approved plan's (tests/test_plans.py pins them)",
     "ProcessesSurvive": "its facts are OS pids (no record)",

@@ -146,9 +146,44 @@ def settled(snap: dict[str, Any]) -> dict[str, Any]:
     return {**snap, "audit_entry": sorted(entries, key=lambda entry: json.dumps(entry, sort_keys=True))}
 
 
-def finished_by_a_third(make: Make, path: Path, expect: Callable[[dict[str, Any]], bool], where: str) -> dict[str, Any]:
+def rows(path: Path, known: frozenset[str] = frozenset()) -> list[tuple[Any, ...]]:
+    """Every row of the store at ``path``, storage-internal tables included (read-only); the id of
+    an instance registered since ``known`` (the one a run made: a fresh id, its own pid) as
+    ``<new>``, so two runs of the same writes read alike."""
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+        found = db.execute("SELECT tbl, key, version, doc FROM records ORDER BY tbl, key").fetchall()
+    db.close()
+    new = {key for tbl, key, _, _ in found if tbl == "~instance"} - known
+    out = []
+    for tbl, key, version, doc in found:
+        if tbl == "~instance" and key in new:
+            doc = "<new instance>"
+        for instance in new:
+            key, doc = key.replace(instance, "<new>"), doc.replace(instance, "<new>")
+        out.append((tbl, key, version, doc))
+    return sorted(out)
+
+
+def instances(path: Path) -> frozenset[str]:
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+        found = db.execute("SELECT key FROM records WHERE tbl = '~instance'").fetchall()
+    db.close()
+    return frozenset(key for (key,) in found)
+
+
+def finished_by_a_third(
+    make: Make,
+    path: Path,
+    expect: Callable[[dict[str, Any]], bool],
+    where: str,
+    start: list[Any] | None = None,
+    known: frozenset[str] = frozenset(),
+) -> dict[str, Any]:
     """A third instance reconciles: ``expect`` of its snapshot, every state invariant, the team
-    log, and reconciling again changes nothing. Its snapshot."""
+    log, and reconciling again changes nothing. Its snapshot. ``start``: the rows the store must
+    hold before it (the sweep judges the store it cut, not another)."""
+    if start is not None:
+        assert rows(path, known) == start, f"{where}: the third instance is not given the store that was cut"
     h = make(r.SQLiteStorage(path))
     try:
         h.reconcile()
@@ -173,13 +208,17 @@ def sweep(make: Make, base: Path, expect: Callable[[dict[str, Any]], bool], what
     then killed after each of its writes and finished by a third. The tables the whole one wrote."""
     status, whole = in_child(make, copy_store(base, folder / "whole.db"), r.Harness.reconcile, None)
     assert status == 0 and not any(line.startswith("!") for line in whole), f"{what}: {whole}"
-    ended = settled(finished_by_a_third(make, folder / "whole.db", expect, f"{what}, whole"))
+    known = instances(base)
+    after_whole = rows(folder / "whole.db", known)
+    ended = settled(finished_by_a_third(make, folder / "whole.db", expect, f"{what}, whole", after_whole, known))
     for k in range(1, len(whole) + 1):
         path = copy_store(base, folder / "cut.db")
         status, written = in_child(make, path, r.Harness.reconcile, k)
-        assert status == KILLED, f"{what}: the takeover was not killed after write {k}: {written}"
+        assert status == KILLED and len(written) == k, f"{what}: the takeover was not killed after write {k}: {written}"
+        cut = rows(path, known)
+        assert (cut == after_whole) == (k == len(whole)), f"{what}: write {k} of {len(whole)} left the whole's rows"
         where = f"{what}, killed after write {k} ({written[-1]})"
-        finished_by_a_third(make, path, lambda snap: expect(snap) and settled(snap) == ended, where)
+        finished_by_a_third(make, path, lambda snap: expect(snap) and settled(snap) == ended, where, cut, known)
     return whole
 
 
