@@ -29,8 +29,22 @@ from model_tests.interleave import Operation, Scenario
 from model_tests.replay import Replayer
 from spec.model import OPERATIONS, Action, Model, State, snapshot
 
-RECORDS = frozenset({"approval", "plan", "shutdown", "tool_execution", "plan_execution", "message", "member", "task"})
-RECORDS |= {"outbox", "job", "profile"}
+RECORDS = frozenset(
+    {
+        "approval",
+        "plan",
+        "shutdown",
+        "tool_execution",
+        "plan_execution",
+        "message",
+        "member",
+        "task",
+        "outbox",
+        "job",
+        "profile",
+    }
+)
+"""Every record kind an operation writes (what reconciliation may touch)."""
 OWN = {
     ("approval", "record"): {"approval"},
     ("approval", "execution"): {"tool_execution"},
@@ -194,7 +208,7 @@ def recorded_calls(prepared: r.Harness, action: Action, after: dict[str, Any], t
     return calls
 
 
-def _operation(name: str, calls: list[Call]) -> Operation:
+def _instance_operation(name: str, calls: list[Call]) -> Operation:
     def run(h: r.Harness) -> Any:
         result = None
         for path, args, kwargs in calls:
@@ -233,7 +247,9 @@ def scenarios() -> dict[str, Scenario]:
         prepared = r.Harness(r.MemoryStorage(), r.ManualClock(0.0), [r.RecordingTool().tool()])
         setup(prepared)
         operations = tuple(
-            _operation(f"{action.name} {action.to_json()['args']}", recorded_calls(prepared, action, later, ttl, unit))
+            _instance_operation(
+                f"{action.name} {action.to_json()['args']}", recorded_calls(prepared, action, later, ttl, unit)
+            )
             for action, later in zip((a, b), after, strict=True)
         )
         made[name] = Scenario(name, setup, ((operations[0],), (operations[1],)), clocks=(now, now))

@@ -496,20 +496,20 @@ class Harness:
         owners = Owners(self.storage)
         cut = self._cut_passes(owners)
         if cut and not broken("restart_skips_monitor_pass"):
-            if broken("cut_pass_marked_done_first"):
-                cut = self._cut_passes_marked_done(cut)
+            early = broken("cut_pass_marked_done_first")
+            if early:
+                self._mark_cut_passes_done(cut)
             self.monitor_pass()  # marks this instance's row done
-            self._cut_passes_marked_done(cut)  # only now: a crash before leaves them to the next
+            if not early:
+                self._mark_cut_passes_done(cut)  # only now: a crash before leaves them to the next
         self.approvals.reconcile(owners)
         reconcile_team(self, owners)
 
-    def _cut_passes_marked_done(self, cut: list[tuple[str, int]]) -> list[tuple[str, int]]:
-        """Mark the other instances' cut passes done (this instance's own row its pass marked);
-        what is left to mark (none)."""
+    def _mark_cut_passes_done(self, cut: list[tuple[str, int]]) -> None:
+        """Mark the other instances' cut passes done (this instance's own row its pass marked)."""
         for key, version in cut:
             if key != self.storage.instance_id:
                 self.storage._update(PASSES, key, json.dumps({"begun": False}), version)
-        return []
 
     def close(self) -> None:
         """This harness instance is done: what it left in flight may be taken over (REC-4)."""

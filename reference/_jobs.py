@@ -145,8 +145,8 @@ class Jobs:
             if member["status"] != "running":
                 raise JobRefused(job_id, f"{member_id} is {member['status']}; only a running member starts jobs")
             task_id = member["current_task_id"]
-            task = None if task_id is None else self.h.storage.read("task", task_id)
-            if task is None or not self.h.tasks._is_holder(member, task.doc):
+            task = self.h.tasks.held(member, task_id)
+            if task is None:
                 now = self.h.member(member_id)  # STO-4: lapsed since read, the refusal the member now gives
                 if now["status"] != "running" and not broken("job_refusal_reads_member_once"):
                     raise JobRefused(job_id, f"{member_id} is {now['status']}; only a running member starts jobs")

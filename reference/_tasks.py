@@ -140,9 +140,10 @@ class Tasks:
         return Guard(unchanged=unchanged, none_match=none_match)
 
     # ---- TSK-1: the holder's operations ------------------------------------------------------
-    def holds(self, member: Document, task_id: str) -> bool:
-        stored = self.h.storage.read("task", task_id)
-        return stored is not None and self._is_holder(member, stored.doc)
+    def held(self, member: Document, task_id: str | None) -> Stored | None:
+        """The task's row if ``member`` (this incarnation) holds its claim, else None."""
+        stored = None if task_id is None else self.h.storage.read("task", task_id)
+        return stored if stored is not None and self._is_holder(member, stored.doc) else None
 
     @staticmethod
     def _is_holder(member: Document, task: Document) -> bool:
