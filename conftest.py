@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
+from collections import Counter
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, Phase, settings
@@ -52,3 +55,29 @@ def pytest_runtest_call(item: pytest.Item) -> object:
     if problems:
         raise AssertionError("a refusal misstates its facts (tests/_refusal_facts.py):\n" + "\n".join(problems[:5]))
     return result
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """A pytest-xdist worker hands its refusal tally to the controller."""
+    from tests._refusal_facts import TALLY
+
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:
+        workeroutput["refusal_facts"] = json.dumps([[*key, n] for key, n in TALLY.items()])
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    from tests._refusal_facts import TALLY
+
+    for name, how, n in json.loads(getattr(node, "workeroutput", {}).get("refusal_facts", "[]")):
+        TALLY[name, how] += n
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    """How many refusals had their facts checked, and which classes with a rule none did (D6)."""
+    from tests._refusal_facts import TALLY, summary
+
+    if not hasattr(config, "workerinput") and TALLY:
+        for line in summary(Counter(TALLY)):
+            terminalreporter.write_line(line)

@@ -19,6 +19,7 @@ pairs it knows the hand-written list to race to be among them.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 from collections import deque
@@ -28,6 +29,7 @@ import reference as r
 from model_tests.interleave import Operation, Scenario
 from model_tests.replay import Replayer
 from spec.model import OPERATIONS, Action, Model, State, snapshot
+from spec.model._state import NONE
 
 RECORDS = frozenset(
     {
@@ -112,37 +114,71 @@ def conflict(a: str, b: str) -> bool:
     return bool(writes(a) & reads(b) or writes(b) & reads(a))
 
 
-def config() -> Any:
-    """One member, one of each record, two incarnations, jobs and lapses (tests/test_convergence.py's)."""
+def config(apart: bool = False) -> Any:
+    """One member, one of each record, two incarnations, jobs and lapses (tests/test_convergence.py's);
+    ``apart``: the same with two members and two tasks, where two operations can act on records of
+    different members (outside review 58's D9)."""
     from tests.test_convergence import search_config
 
-    return search_config()
+    one = search_config()
+    return dataclasses.replace(one, name="convergence-apart", members=2, tasks=2) if apart else one
+
+
+def touched(state: State, action: Action) -> tuple[set[int], set[int]] | None:
+    """The members and tasks ``action`` acts on in ``state`` (its own, its record's requester or
+    target, the task they hold), or None when it names no member (the clock, the monitor, a send)."""
+    args = dict(action.args)
+    family = action.name.split(".")[0]
+    members, tasks = set(), set()
+    if "member" in args:
+        members.add(args["member"])
+    if "task" in args:
+        tasks.add(args["task"])
+        members.add(state.tasks[args["task"]].owner)
+    if "slot" in args and family in ("approval", "plan", "shutdown"):
+        record = {"approval": state.approvals, "plan": state.plans, "shutdown": state.shutdowns}[family][args["slot"]]
+        members.add(record.target if family == "shutdown" else record.requester)
+        tasks.add(getattr(record, "task", NONE))
+    members.discard(NONE)
+    tasks |= {state.members[m].task for m in members}
+    tasks.discard(NONE)
+    return (members, tasks) if members else None
+
+
+def apart(state: State, a: Action, b: Action) -> bool:
+    """Whether the two act on different members and different tasks."""
+    first, second = touched(state, a), touched(state, b)
+    return bool(first and second and not first[0] & second[0] and not first[1] & second[1])
 
 
 UNRACED = frozenset({"tick", "approval.retry"})
 """Operations no pair is made of: the clock (each instance has its own), and a retried request
 (the request itself, again: ``approval.request`` pairs cover it)."""
 
-BUDGET = 30_000
+BUDGET = {False: 30_000, True: 60_000}
 SLACK = 2_000
-"""States the search reads at most; it stops sooner once as many states again as it took to find
-the last new pair (and 2,000 more) add none."""
+"""States the search reads at most (one member; two apart); it stops sooner once as many states
+again as it took to find the last new pair (and 2,000 more) add none."""
+APART = "@apart"
+"""The suffix of a pair of operations on different members and tasks (the two-member search's)."""
 
 
 @functools.cache
-def found() -> dict[str, tuple[list[tuple[Action, State]], Action, Action]]:
-    """Pair name → (the model's path to the first state where both are enabled, the two actions)."""
-    model = Model(config(), reduce=True)
+def found(two: bool = False) -> dict[str, tuple[list[tuple[Action, State]], Action, Action]]:
+    """Pair name → (the model's path to the first state where both are enabled, the two actions).
+    ``two``: the two-member search, which keeps only pairs acting on different members and tasks
+    (their names end in :data:`APART`): the one-member search has every pair that shares them."""
+    model = Model(config(two), reduce=True)
     start = model.initial()
     parent: dict[State, tuple[State, Action] | None] = {start: None}
     queue, pairs, explored, last = deque([start]), {}, 0, 0
-    while queue and explored < BUDGET and explored < 2 * last + SLACK:
+    while queue and explored < BUDGET[two] and explored < 2 * last + SLACK:
         state, explored = queue.popleft(), explored + 1
         enabled = [(action, steps) for action, steps in model.operations(state) if action.name not in UNRACED]
         for (a, _), (b, _) in itertools.combinations_with_replacement(enabled, 2):
             first, second = sorted((a, b), key=lambda action: action.name)
-            name = f"{first.name}||{second.name}"
-            if name not in pairs and conflict(first.name, second.name):
+            name = f"{first.name}||{second.name}" + (APART if two else "")
+            if name not in pairs and conflict(first.name, second.name) and (not two or apart(state, a, b)):
                 pairs[name] = (_path(parent, state), first, second)
                 last = explored
         for action, steps in enabled:
@@ -222,13 +258,14 @@ def _instance_operation(name: str, calls: list[Call]) -> Operation:
 
 
 @functools.cache
-def scenarios() -> dict[str, Scenario]:
-    """Pair name → the scenario: the replayed path as the prepared world, then the two operations."""
-    model = Model(config(), reduce=True)
+def scenarios(two: bool = False) -> dict[str, Scenario]:
+    """Pair name → the scenario: the replayed path as the prepared world, then the two operations
+    (``two``: :func:`found`'s two-member pairs)."""
+    model = Model(config(two), reduce=True)
     cfg = model.config
     ttl, unit = float(cfg.ttl_ticks), float(cfg.unit_ticks)
     made = {}
-    for name, (path, a, b) in found().items():
+    for name, (path, a, b) in found(two).items():
         state = path[-1][1] if path else model.initial()
         first = snapshot(model.initial(), cfg)
         steps = [(action.to_json(), snapshot(after, cfg)) for action, after in path]

@@ -54,6 +54,8 @@ MUTANTS: dict[str, str] = {
     "cut_pass_marked_done_first": "REC-5, REC-4: a restart taking over a dead instance's cut monitor pass marks "
     "that instance's row done before finishing the pass itself (a crash between leaves the pass half done for "
     "good)",
+    "shutdown_key_race_unjudged": "STO-2: a shutdown request whose insert loses to another writer's of the same "
+    "key returns that request's id without comparing its target: two requests for two members both told the one id",
     "shutdown_refused_after_record": "SHD-1: a shutdown request for a member that is not running is refused, "
     "but only after its record was written",
     "checkpoint_not_round_tripped": "TSK-2: a checkpoint keeps the state as given instead of its JSON round trip "

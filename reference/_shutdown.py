@@ -88,6 +88,7 @@ class ShutdownProtocol:
             raise NotLead(actor_id, self.h.lead_id, f"request a shutdown of {target_id}")
         pid = protocol_id(actor_id, request_key, KIND)
         existing, created = self.h.storage.read(KIND, pid), False
+        found = existing is not None
         if existing is None:
             target = self.h.member(target_id)
             late = broken("shutdown_refused_after_record")  # mutant: the status judged after the insert
@@ -118,9 +119,14 @@ class ShutdownProtocol:
                 existing = self.require(pid)
             if late and target["status"] != "running":
                 raise ShutdownRefused(f"shutdown of {target_id}", f"it is {target['status']}; only a running member")
-        elif existing.doc["target_id"] != target_id:
-            raise ShutdownRefused(f"request {request_key}", f"it targets {existing.doc['target_id']}; use a new key")
         if not created:
+            # STO-2: a key found again (before the insert, or lost to another writer's insert of the
+            # same key) names the same request or is refused as a conflict, never told the other's id
+            judged = found or not broken("shutdown_key_race_unjudged")  # mutant: only a key found first
+            if existing.doc["target_id"] != target_id and judged:
+                raise ShutdownRefused(
+                    f"request {request_key}", f"it targets {existing.doc['target_id']}; use a new key"
+                )
             _same_request(existing.doc, reason_text, ttl_seconds)
         if existing.doc["status"] == "requested":
             self.post_request(existing.doc)

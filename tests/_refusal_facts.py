@@ -22,6 +22,7 @@ what those refusals say). ``tests/test_refusal_facts.py`` holds that every refus
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import functools
 import inspect
@@ -276,12 +277,24 @@ def _harness_on_stack() -> r.Harness | None:
     return None
 
 
+TALLY: collections.Counter[tuple[str, str]] = collections.Counter()
+"""(refusal class, what became of it) → how many were made in this process: ``checked``, or left
+unchecked because made ``on a thread`` (an interleaving's instance) or with ``no harness`` on the
+calling frames (outside review 58's D6: a skip must leave a trace; ``conftest.py`` prints the sums)."""
+OUT_OF_REACH = ("on a thread", "no harness")
+
+
 def _check(cls: type, facts: Facts) -> None:
-    if not _WATCHES or threading.current_thread() is not threading.main_thread():
+    if not _WATCHES:
+        return
+    if threading.current_thread() is not threading.main_thread():
+        TALLY[cls.__name__, "on a thread"] += 1
         return  # an interleaving's instance thread: a snapshot there would be a yield point of its own
     h = _harness_on_stack()
     if h is None:
+        TALLY[cls.__name__, "no harness"] += 1
         return
+    TALLY[cls.__name__, "checked"] += 1
     try:
         problems = RULES[cls.__name__](facts, h.snapshot(), h)
     except LookupError as missing:
@@ -329,3 +342,25 @@ def watching() -> Iterator[list[str]]:
         _WATCHES.pop()
         for cls in classes:
             cls.__init__ = cls.__init__.__refusal_facts__  # type: ignore[misc]
+
+
+def summary(tally: collections.Counter[tuple[str, str]]) -> list[str]:
+    """Lines for the end of a test run: how many refusals had their facts checked, how many of each
+    class were out of reach, and which classes with a rule no test made checkably."""
+    checked = {name for (name, how), n in tally.items() if how == "checked" and n}
+    lines = [
+        f"refusal facts: {sum(n for (_, how), n in tally.items() if how == 'checked')} refusals checked, "
+        f"{len(checked)}/{len(RULES)} classes with a rule"
+        + "".join(f"; {sum(n for (_, h), n in tally.items() if h == how)} {how}" for how in OUT_OF_REACH)
+    ]
+    unreached = sorted((name, how, n) for (name, how), n in tally.items() if how != "checked" and n)
+    if unreached:
+        lines.append("refusal facts out of reach: " + ", ".join(f"{name} {n} {how}" for name, how, n in unreached))
+    never = sorted(set(RULES) - checked)
+    if never:
+        reached = {name: how for (name, how), n in tally.items() if n and name in never}
+        lines.append(
+            "refusal facts never checked: "
+            + ", ".join(f"{name} ({reached[name]} only)" if name in reached else name for name in never)
+        )
+    return lines

@@ -8,12 +8,15 @@ incarnations swapped), which only this check sees.
 
 from __future__ import annotations
 
+import threading
+from collections import Counter
 from typing import Any
 
 import pytest
 
 import reference as r
-from tests._refusal_facts import RULES, UNCHECKED, refusal_classes, watching
+from tests import _refusal_facts
+from tests._refusal_facts import RULES, UNCHECKED, refusal_classes, summary, watching
 from tests.conftest import Team
 
 
@@ -56,8 +59,41 @@ def test_a_misstated_fact_is_found_and_a_true_one_is_not(team: Team) -> None:
     ], problems
 
 
-def test_a_refusal_made_outside_any_harness_is_not_checked(team: Team) -> None:
-    """A test or a document that builds a refusal with made-up facts checks nothing."""
+def test_a_refusal_made_outside_any_harness_is_not_checked_but_counted(
+    team: Team, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A test or a document that builds a refusal with made-up facts checks nothing — and the run's
+    tally says so (outside review 58's D6), as it does for one made on an interleaving's thread."""
+    monkeypatch.setattr(_refusal_facts, "TALLY", Counter())
     with watching() as problems:
         r.ApprovalNotActive("no-such-approval", "requested")
-    assert problems == []
+        _refuse(team.harness, r.ApprovalNotActive, "no-such-approval", "requested")
+        thread = threading.Thread(target=_refuse, args=(team.harness, r.ApprovalNotActive, "x", "requested"))
+        thread.start()
+        thread.join()
+    assert len(problems) == 1, problems  # the one made inside the harness's operation
+    assert (
+        Counter(
+            {
+                ("ApprovalNotActive", "no harness"): 1,
+                ("ApprovalNotActive", "checked"): 1,
+                ("ApprovalNotActive", "on a thread"): 1,
+            }
+        )
+        == _refusal_facts.TALLY
+    )
+
+
+def test_the_tally_names_the_classes_no_test_checked() -> None:
+    tally = Counter(
+        {("ApprovalNotActive", "checked"): 3, ("StalePlan", "on a thread"): 2, ("TaskTaken", "no harness"): 1}
+    )
+    lines = summary(tally)
+    assert (
+        lines[0]
+        == f"refusal facts: 3 refusals checked, 1/{len(RULES)} classes with a rule; 2 on a thread; 1 no harness"
+    )
+    assert lines[1] == "refusal facts out of reach: StalePlan 2 on a thread, TaskTaken 1 no harness"
+    never = lines[2].removeprefix("refusal facts never checked: ").split(", ")
+    assert "StalePlan (on a thread only)" in never and "TaskTaken (no harness only)" in never
+    assert len(never) == len(RULES) - 1 and not any(name.startswith("ApprovalNotActive") for name in never)
