@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import reference as r
+from spec.schemas import RECORD_SCHEMAS
 
 Facts = dict[str, Any]
 Snap = dict[str, Any]
@@ -284,6 +285,22 @@ calling frames (outside review 58's D6: a skip must leave a trace; ``conftest.py
 OUT_OF_REACH = ("on a thread", "no harness")
 
 
+class _Sections(dict[str, Any]):
+    """The harness's snapshot (``Harness.snapshot``), each record kind's section read when a rule
+    first asks for it: a rule reads one or two kinds, and a whole snapshot for every refusal was
+    a seventh of the stateful test's time."""
+
+    def __init__(self, h: r.Harness) -> None:
+        super().__init__(clock=h.clock.now())
+        self._h = h
+
+    def __missing__(self, kind: str) -> list[dict[str, Any]]:
+        if kind not in RECORD_SCHEMAS:
+            raise KeyError(kind)
+        self[kind] = [row.doc for row in self._h.storage.scan(kind)]
+        return self[kind]
+
+
 def _check(cls: type, facts: Facts) -> None:
     if not _WATCHES:
         return
@@ -296,7 +313,7 @@ def _check(cls: type, facts: Facts) -> None:
         return
     TALLY[cls.__name__, "checked"] += 1
     try:
-        problems = RULES[cls.__name__](facts, h.snapshot(), h)
+        problems = RULES[cls.__name__](facts, _Sections(h), h)
     except LookupError as missing:
         problems = [str(missing)]
     _WATCHES[-1].extend(f"{cls.__name__}{tuple(facts.values())}: {problem}" for problem in problems)
