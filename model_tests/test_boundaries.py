@@ -10,13 +10,18 @@ taken exactly on its boundary, and a run that takes such an edge only off its bo
 
 from __future__ import annotations
 
+import dataclasses
+from collections import deque
+from collections.abc import Iterator
+from typing import Any
+
 import pytest
 
 from spec import MACHINES, edges
 from spec.clauses import CLAUSES
 from spec.explore import BOUNDARY_CHECK, explore, unreached_boundaries
 from spec.model import MUTANTS, Model, load_config
-from spec.model._model import DEADLINE_EDGES, REQUEST_EXPIRY, deadline_edge
+from spec.model._model import DEADLINE_EDGES, EDGE_LOG, REQUEST_EXPIRY, deadline_edge
 
 BOUNDARY_MUTANTS = sorted(name for name, m in MUTANTS.items() if m.caught_by == BOUNDARY_CHECK)
 
@@ -34,12 +39,12 @@ def test_each_deadline_edge_is_a_machine_edge_with_its_clause_and_boundary() -> 
     assert expiries | {REQUEST_EXPIRY} == {e for e, (offset, _) in DEADLINE_EDGES.items() if offset == -1}
 
 
-@pytest.mark.clause("APR-4", "APR-5", "PLN-5", "SHD-2", "SHD-6")
+@pytest.mark.clause("APR-4", "APR-5", "PLN-5", "SHD-2", "SHD-6", "SHD-9")
 def test_the_healthy_model_takes_every_deadline_edge_on_its_boundary() -> None:
-    """Three small configurations with time in deadline regions take each of the fifteen edges
-    at its boundary, and hold the check."""
+    """Three small configurations with time in deadline regions and ``shutdown`` (the unit
+    deadline, SHD-9) take each of the sixteen edges at its boundary, and hold the check."""
     taken: set[tuple[str, str, str]] = set()
-    for name in ("tiny", "plan", "monitor"):
+    for name in ("tiny", "plan", "monitor", "shutdown"):
         report = explore(Model(load_config(name)))
         assert BOUNDARY_CHECK not in report.violations, report.violations
         taken |= report.edges_taken
@@ -102,3 +107,56 @@ def test_the_verdict_needs_no_witness_of_the_edge() -> None:
     assert violation.clause == "SHD-2" and [s for _, s in violation.trace] == [model.initial()]
     check_boundaries(model, report, {}, lambda n: [])
     assert list(report.violations) == [BOUNDARY_CHECK]
+
+
+def _moves_the_clock_gates(model: Model, state: Any) -> Iterator[tuple[Any, Any]]:
+    """(action, the state it is enabled in) for each move whose guard the clock alone decides here:
+    enabled at this clock and not one tick earlier or later, or the other way round."""
+    state = dataclasses.replace(state, monitor_done=True)  # a due pass is taken alone: not a record's guard
+    mine = {action: state for action, _ in model.operations(state)}
+    for change in (-1, 1):
+        if state.clock + change < 0:
+            continue
+        shifted = dataclasses.replace(state, clock=state.clock + change)
+        theirs = {action: shifted for action, _ in model.operations(shifted)}
+        for action in mine.keys() ^ theirs.keys():
+            yield action, mine.get(action) or theirs[action]
+
+
+@pytest.mark.clause("SHD-9", "APR-4", "PLN-5", "SHD-2", "SHD-6")
+def test_every_move_the_clock_gates_takes_a_deadline_edge() -> None:
+    """The list of deadline edges is complete: every move of the model that one tick of the clock
+    opens or closes (all else equal) takes one of them — so its boundary is checked. Outside review
+    59 moved the unit deadline's suspension (SHD-9) a tick late: only a coverage bound of one
+    configuration saw it, since the list lacked the edge. The clock's own tick and the monitor's
+    pass are the clock's moves, not guards of a record (the pass's expiries are the list's -1 edges)."""
+    missing: dict[str, str] = {}
+    deadline = {(machine, source, target) for machine, source, target in DEADLINE_EDGES}
+    for name in ("tiny", "plan", "monitor", "shutdown"):
+        model = Model(load_config(name))
+        start = model.initial()
+        queue, seen = deque([start]), {start}
+        while queue:
+            state = queue.popleft()
+            for action, enabled in _moves_the_clock_gates(model, state):
+                if action.name in ("tick", "monitor.pass") or action.name in missing:
+                    continue
+                taken = _edges_of(model, enabled, action)
+                if not taken & deadline:
+                    missing[action.name] = f"{name}: {action} takes {sorted(taken)} at clock {enabled.clock}"
+            for _, after in model.successors(state):
+                if not isinstance(after, Exception) and after not in seen:
+                    seen.add(after)
+                    queue.append(after)
+    assert not missing, "moves the clock gates that take no deadline edge:\n" + "\n".join(missing.values())
+
+
+def _edges_of(model: Model, state: Any, action: Any) -> set[tuple[str, str, str]]:
+    steps = next(steps for candidate, steps in model.operations(state) if candidate == action)
+    EDGE_LOG.append(set())
+    try:
+        for _, apply in steps:
+            state = apply(state)
+        return {edge for edge in EDGE_LOG[-1] if len(edge) == 3}
+    finally:
+        EDGE_LOG.pop()

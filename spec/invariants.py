@@ -371,7 +371,10 @@ def claims_only_by_eligible_members(before: Snapshot, after: Snapshot) -> list[s
     for task in after["task"]:
         if task["status"] != "claimed" or old_tokens.get(task["task_id"]) == task["claim_token"]:
             continue
-        member = members[task["owner_id"]]
+        member = members.get(task["owner_id"])
+        if member is None:  # a schema-valid snapshot may name no member, or one the team lacks
+            problems.append(f"task/{task['task_id']}: claimed by {task['owner_id']!r}, no member of the team")
+            continue
         targeted = [
             sd["protocol_id"]
             for sd in before["shutdown_request"]

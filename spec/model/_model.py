@@ -65,6 +65,7 @@ DEADLINE_EDGES: dict[tuple[str, str, str], tuple[int, str]] = {
     ("plan_approval", "pending", "needs_revision"): (0, "PLN-5"),
     ("plan_approval", "approved", "consumed"): (0, "PLN-5"),
     ("shutdown_request", "requested", "draining"): (0, "SHD-2"),
+    ("task", "claimed", "suspended"): (0, "SHD-9"),
     ("operation_approval", "requested", "expired"): (-1, "APR-5"),
     ("operation_approval", "approved", "expired"): (-1, "APR-5"),
     ("plan_approval", "pending", "expired"): (-1, "PLN-5"),

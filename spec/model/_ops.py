@@ -59,7 +59,7 @@ def task_ops(model: Model, s: State) -> Iterator[Operation]:
                 yield A("task.finish", member=m, outcome=outcome), _finish_task_steps(m, t, outcome)
         due = t != NONE and model.config.units and s.clock >= s.tasks[t].claimed_at + model.config.unit_ticks
         if due and (not model.job_busy(s, m) or model.broken("suspend_while_job_runs")):
-            yield A("task.suspend", member=m), _suspend_steps(m, t)
+            yield A("task.suspend", member=m), _suspend_steps(m, t, model.config.unit_ticks)
     for t, task in enumerate(s.tasks):
         if task.status == "suspended" and not model.broken("suspended_task_stuck"):
             yield A("task.resume", task=t), [("task.resume/task", lambda x, t=t: _task(x, t, "pending"))]
@@ -132,9 +132,13 @@ def _finish_task_steps(m: int, t: int, outcome: str) -> list[Step]:
     ]
 
 
-def _suspend_steps(m: int, t: int) -> list[Step]:
+def _suspend_steps(m: int, t: int, unit_ticks: int) -> list[Step]:
+    def suspend(s: State) -> State:  # SHD-9: the unit deadline is the claim's time plus the unit
+        note_deadline("task", "claimed", "suspended", s.tasks[t].claimed_at + unit_ticks, s.clock)
+        return _task(s, t, "suspended")
+
     return [
-        ("task.suspend/task", lambda s: _task(s, t, "suspended")),
+        ("task.suspend/task", suspend),
         ("task.suspend/member", lambda s: _member_task(s, m, NONE)),
         ("task.suspend/outbox", lambda s: owe(s, ("task_suspended", t, s.tasks[t].claims))),
     ]

@@ -1,0 +1,101 @@
+"""Every predicate judges the pinned near misses as pinned (``model_tests/verdicts.py``; INV-*).
+
+Outside review 59 weakened INV-4 in one condition (a completed shutdown whose member is
+``unhealthy`` let through): every check and test passed. Here every predicate is held, condition by
+condition, to its verdicts on some 96,000 snapshots one field off the model's steps, and a change
+is named: the predicate, the base step, the field, and whether it stopped or started firing.
+
+Clause: INV-1, INV-2, INV-3, INV-4, INV-5, INV-6, INV-7, INV-8, INV-9, INV-10, INV-11, INV-12.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Any
+
+import pytest
+
+from model_tests import verdicts
+from spec.invariants import INVARIANTS, Invariant
+
+NEVER_FIRE = {
+    "audit_log_is_a_chain": "the model keeps no audit log (its snapshots' audit_entry is empty); the reference's "
+    "chain is verify_audit_log's, tested in tests/test_audit_log.py",
+    "records_keep_their_status_events": "the model abstracts a record's events away; the predicate judges the "
+    "reference's records (tests/test_approval_crashes.py, test_stateful's crash cases)",
+}
+"""Predicates no near miss of a model step can make fire, each with where it is held instead."""
+
+
+@functools.cache
+def _pinned() -> tuple[list[verdicts.Base], dict[str, Any]]:
+    return verdicts.load()
+
+
+@pytest.mark.clause("INV-4")
+def test_every_predicate_judges_the_near_misses_as_pinned() -> None:
+    """A predicate changed on purpose is pinned again with ``python -m model_tests.verdicts --write``."""
+    bases, pinned = _pinned()
+    said, _ = verdicts.flips(pinned, bases)
+    assert not said, "\n".join(said)
+
+
+def test_the_near_misses_reach_every_predicate_both_ways() -> None:
+    """Not a vacuous pin: each predicate fires on some near miss and is silent on another, but those
+    no near miss of a model step reaches, each with its reason."""
+    _, pinned = _pinned()
+    assert pinned["near_misses"] > 50_000, pinned["near_misses"]
+    never = {name for name, entry in pinned["verdicts"].items() if entry["fires"] == 0}
+    assert never == set(NEVER_FIRE), never
+    always = [name for name, entry in pinned["verdicts"].items() if entry["fires"] == pinned["near_misses"]]
+    assert not always, always
+    assert set(pinned["verdicts"]) == {inv.name for inv in INVARIANTS}
+
+
+def _weakened(name: str, check: Any) -> tuple[Invariant, ...]:
+    return tuple(dataclasses.replace(inv, check=check) if inv.name == name else inv for inv in INVARIANTS)
+
+
+def test_a_predicate_weakened_in_one_condition_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Review 59's P7 as a test-local mutant: INV-4 lets a completed shutdown of an unhealthy member
+    through. The flips name INV-4, the member's status changed to unhealthy, and that it stopped firing."""
+    original = next(inv for inv in INVARIANTS if inv.name == "shutdown_completed_iff_member_stopped").check
+
+    def weakened(snap: Any) -> list[str]:
+        return [p for p in original(snap) if not p.endswith("completed but member is unhealthy")]
+
+    monkeypatch.setattr(verdicts, "INVARIANTS", _weakened("shutdown_completed_iff_member_stopped", weakened))
+    bases, pinned = _pinned()
+    said, _ = verdicts.flips(pinned, bases, frozenset({"shutdown_completed_iff_member_stopped"}))
+    assert said and all("shutdown_completed_iff_member_stopped" in line for line in said), said
+    assert "no longer fires" in said[0] and "member[0].status 'stopped' -> 'unhealthy'" in said[0], said[0]
+
+
+def test_a_predicate_that_starts_firing_is_named_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    original = next(inv for inv in INVARIANTS if inv.name == "owed_messages_present").check
+
+    def stricter(snap: Any) -> list[str]:
+        return original(snap) or (["a retired member"] if any(m["status"] == "retired" for m in snap["member"]) else [])
+
+    monkeypatch.setattr(verdicts, "INVARIANTS", _weakened("owed_messages_present", stricter))
+    bases, pinned = _pinned()
+    said, _ = verdicts.flips(pinned, bases, frozenset({"owed_messages_present"}))
+    assert said and "owed_messages_present now fires" in said[0], said[:2]
+
+
+def test_a_predicate_that_raises_on_a_schema_valid_snapshot_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A claimed task that names no member raised KeyError in INV-2 (found by this corpus); a
+    predicate must judge whatever the schemas allow, since implementations' snapshots are judged too."""
+
+    def raising(before: Any, after: Any) -> list[str]:
+        members = {m["member_id"]: m for m in before["member"]}
+        for task in after["task"]:
+            if task["status"] == "claimed":
+                members[task["owner_id"]]  # KeyError for a claim naming no member (INV-2 before its fix)
+        return []
+
+    monkeypatch.setattr(verdicts, "INVARIANTS", _weakened("claims_only_by_eligible_members", raising))
+    bases, pinned = _pinned()
+    with pytest.raises(verdicts.PredicateRaised, match=r"INV-2 claims_only_by_eligible_members raised KeyError"):
+        verdicts.flips(pinned, bases, frozenset({"claims_only_by_eligible_members"}))
