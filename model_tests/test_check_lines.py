@@ -35,6 +35,10 @@ _MESSAGES = (
     "cases reach it on implementations"
 )
 UNREACHED: dict[str, str] = {
+    "invariants.py:claims_only_by_eligible_members:problems.append(f\"task/{task['task_id']}: claimed by "
+    "{task['owner_id']!r}, no member of the team\")": "the model's claim always names its member (a slot); an "
+    "implementation's snapshot may not: model_tests/verdicts.py's near misses reach it (a claimed task's owner "
+    "set to none), and the conformance suite judges implementations with it",
     'invariants.py:_table_steps:problems.append(f"{kind}/{key}: created as {status!r}, not {start!r}")': _TABLES,
     'invariants.py:_table_steps:problems.append(f"{kind}/{key}: illegal {previous!r} -> {status!r}")': _TABLES,
     "invariants.py:audit_log_is_a_chain:return [": _AUDIT,
