@@ -1,0 +1,160 @@
+"""What each operation of the model does to the records, pinned and named (DESIGN rule 1, INV-*).
+
+A state count that moves says *that* the model changed; the drift explanation (``spec/drift.py``)
+says which operations, edges and crash points became reachable or not. Neither says what an
+operation now does differently when the same operations, edges and crash points stay reachable:
+outside review 59 planted a restart that no longer lets its member accept tasks, a force-termination
+that leaves a job asked to cancel running, a claim that reuses its task's old claim token, a
+recovery that no longer owes a suspended task's notice — each moved counts (or none) and was
+explained as "only how they interleave changed".
+
+Here every transition of thirteen small configurations (crash variants included) is reduced to
+its **effects**: for each record the move created, removed or changed, which field changed and
+how, in words that do not depend on slots or ids — a status or a reason by its value, a number
+went up or down, a flag to its value, a reference to a member or a record kept, moved to another,
+set or cleared, a text or an object changed, a list grew or shrank. An effect is
+``action: kind.field old → new``. ``model_tests/effects.json`` pins, per configuration, every
+effect its transitions show; ``model_tests/test_effects.py`` names each effect gained or lost ("in
+fencing, member.restart no longer makes member.accepting_new_tasks False → True"). A change of the
+model made on purpose is pinned again with ``python -m model_tests.effects --write`` — its diff is
+the change's behaviour, in one line per effect.
+
+What it cannot see: a value that changes the same way in other states (an effect present anywhere
+in a configuration counts as present), and anything a configuration here does not reach.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import deque
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from model_tests.verdicts import CONFIGS
+from spec.model import Model, load_config, snapshot
+from spec.schemas import record_id
+
+PIN = Path(__file__).with_name("effects.json")
+WORDS = frozenset({"status", "reason", "message_type", "kind", "event", "decision", "outcome", "phase", "tool"})
+"""Fields whose values are words of the protocol (statuses, reasons, types): kept as they are."""
+
+Snap = dict[str, Any]
+
+
+def _relation(field: str, old: Any, new: Any, ids: set[str]) -> tuple[str, str]:
+    """``old`` and ``new`` in words that do not depend on slots or ids."""
+    if field in WORDS or isinstance(old, bool) or isinstance(new, bool):
+        return repr(old), repr(new)
+    if old is None or new is None:
+        return ("none" if old is None else _kind(old, ids)), ("none" if new is None else _kind(new, ids))
+    if isinstance(old, int | float) and isinstance(new, int | float):
+        return "n", "n+" if new > old else "n-"
+    if isinstance(old, list) and isinstance(new, list):
+        return "list", "longer" if len(new) > len(old) else "shorter" if len(new) < len(old) else "other items"
+    if isinstance(old, str) and isinstance(new, str) and old in ids and new in ids:
+        return "a reference", "another reference"
+    return _kind(old, ids), f"another {_kind(new, ids).removeprefix('a ')}"
+
+
+def _kind(value: Any, ids: set[str]) -> str:
+    if isinstance(value, str):
+        return "a reference" if value in ids else "a text"
+    return type(value).__name__
+
+
+def effects(action: str, before: Snap, after: Snap) -> Iterator[str]:
+    """The effects of one move, as ``action: kind.field old → new`` lines."""
+    ids = {
+        str(record_id(kind, doc))
+        for snap in (before, after)
+        for kind, docs in snap.items()
+        if kind != "clock"
+        for doc in docs
+    }
+    if before["clock"] != after["clock"]:
+        yield f"{action}: clock {'n → n+' if after['clock'] > before['clock'] else 'n → n-'}"
+    for kind in after:
+        if kind == "clock":
+            continue
+        old = {str(record_id(kind, doc)): doc for doc in before[kind]}
+        new = {str(record_id(kind, doc)): doc for doc in after[kind]}
+        for key in new.keys() - old.keys():
+            typed = new[key].get("message", {}).get("message_type") if kind in ("message", "outbox_entry") else None
+            yield f"{action}: {kind} created {new[key].get('status', '')!r}" + (f" ({typed})" if typed else "")
+        for key in old.keys() - new.keys():
+            yield f"{action}: {kind} removed {old[key].get('status', '')!r}"
+        for key in new.keys() & old.keys():
+            yield from _changes(action, kind, "", old[key], new[key], ids)
+
+
+def _changes(
+    action: str, kind: str, prefix: str, old: dict[str, Any], new: dict[str, Any], ids: set[str]
+) -> Iterator[str]:
+    for field in sorted(old.keys() | new.keys()):
+        if field == "version" or old.get(field) == new.get(field):
+            continue
+        if isinstance(old.get(field), dict) and isinstance(new.get(field), dict) and not prefix:
+            yield from _changes(action, kind, f"{field}.", old[field], new[field], ids)
+            continue
+        was, now = _relation(field, old.get(field), new.get(field), ids)
+        status = f" ({old.get('status')!r})" if "status" in old and field != "status" else ""
+        yield f"{action}: {kind}{status}.{prefix}{field} {was} → {now}"
+
+
+def observe(name: str) -> set[str]:
+    """Every effect of every transition of configuration ``name`` (crash variants included)."""
+    model = Model(load_config(name))
+    start = model.initial()
+    queue, seen, snaps = deque([start]), {start}, {start: snapshot(start, model.config)}
+    found: set[str] = set()
+    while queue:
+        state = queue.popleft()
+        before = snaps.pop(state)
+        for action, after in model.successors(state):
+            if isinstance(after, Exception):
+                continue
+            later = snapshot(after, model.config)
+            label = f"{action.name} ⚡{action.crash_after}" if action.crash_after else action.name
+            found.update(effects(label, before, later))
+            if after not in seen:
+                seen.add(after)
+                snaps[after] = later
+                queue.append(after)
+    return found
+
+
+def build() -> dict[str, list[str]]:
+    return {name: sorted(observe(name)) for name in CONFIGS}
+
+
+def differences(pinned: dict[str, list[str]], now: dict[str, list[str]]) -> list[str]:
+    """Each effect gained or lost, per configuration, in words."""
+    said = []
+    for name in sorted(pinned.keys() | now.keys()):
+        before, after = set(pinned.get(name, ())), set(now.get(name, ()))
+        said += [f"in {name}, no move does this any more: {effect}" for effect in sorted(before - after)]
+        said += [f"in {name}, a move now does this: {effect}" for effect in sorted(after - before)]
+    return said
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m model_tests.effects", description=__doc__.split("\n")[0])
+    parser.add_argument("--write", action="store_true", help="pin the effects the model shows now")
+    args = parser.parse_args(argv)
+    now = build()
+    if args.write:
+        PIN.write_text(json.dumps(now, indent=1, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
+        print(f"pinned {sum(map(len, now.values()))} effects of {len(now)} configurations -> {PIN}")
+        return 0
+    said = differences(json.loads(PIN.read_text(encoding="utf-8")), now)
+    for line in said:
+        print(line)
+    print("effects as pinned" if not said else f"{len(said)} difference(s) from the pin", file=sys.stderr)
+    return 1 if said else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
