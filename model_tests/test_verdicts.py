@@ -2,8 +2,9 @@
 
 Outside review 59 weakened INV-4 in one condition (a completed shutdown whose member is
 ``unhealthy`` let through): every check and test passed. Here every predicate is held, condition by
-condition, to its verdicts on some 96,000 snapshots one field off the model's steps, and a change
-is named: the predicate, the base step, the field, and whether it stopped or started firing.
+condition, to the problems it reports on some 128,000 snapshots one field off the model's steps,
+and a change is named: the predicate, the problem, the base step, the field, and whether it
+stopped or started reporting it.
 
 Clause: INV-1, INV-2, INV-3, INV-4, INV-5, INV-6, INV-7, INV-8, INV-9, INV-10, INV-11, INV-12.
 """
@@ -46,11 +47,14 @@ def test_the_near_misses_reach_every_predicate_both_ways() -> None:
     no near miss of a model step reaches, each with its reason."""
     _, pinned = _pinned()
     assert pinned["near_misses"] > 50_000, pinned["near_misses"]
-    never = {name for name, entry in pinned["verdicts"].items() if entry["fires"] == 0}
+    never = {name for name, problems in pinned["verdicts"].items() if not problems}
     assert never == set(NEVER_FIRE), never
-    always = [name for name, entry in pinned["verdicts"].items() if entry["fires"] == pinned["near_misses"]]
-    assert not always, always
+    for name, problems in pinned["verdicts"].items():
+        fired = set().union(*(verdicts._unpack(entry["bits"]) for entry in problems.values()))
+        assert len(fired) < pinned["near_misses"], f"{name} reports a problem on every near miss"
     assert set(pinned["verdicts"]) == {inv.name for inv in INVARIANTS}
+    # a predicate that checks several things is held to each: its problems are told apart
+    assert len(pinned["verdicts"]["messages_agree_with_records"]) > 20
 
 
 def _weakened(name: str, check: Any) -> tuple[Invariant, ...]:
@@ -69,7 +73,8 @@ def test_a_predicate_weakened_in_one_condition_is_named(monkeypatch: pytest.Monk
     bases, pinned = _pinned()
     said, _ = verdicts.flips(pinned, bases, frozenset({"shutdown_completed_iff_member_stopped"}))
     assert said and all("shutdown_completed_iff_member_stopped" in line for line in said), said
-    assert "no longer fires" in said[0] and "member[0].status 'stopped' -> 'unhealthy'" in said[0], said[0]
+    assert "no longer reports 'shutdown_request/ID: completed but member is unhealthy'" in said[0], said[0]
+    assert "member[0].status 'stopped' -> 'unhealthy'" in said[0], said[0]
 
 
 def test_a_predicate_that_starts_firing_is_named_too(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -81,7 +86,7 @@ def test_a_predicate_that_starts_firing_is_named_too(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(verdicts, "INVARIANTS", _weakened("owed_messages_present", stricter))
     bases, pinned = _pinned()
     said, _ = verdicts.flips(pinned, bases, frozenset({"owed_messages_present"}))
-    assert said and "owed_messages_present now fires" in said[0], said[:2]
+    assert said and "owed_messages_present now reports 'a retired member'" in said[0], said[:2]
 
 
 def test_a_predicate_that_raises_on_a_schema_valid_snapshot_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -99,3 +104,18 @@ def test_a_predicate_that_raises_on_a_schema_valid_snapshot_is_named(monkeypatch
     bases, pinned = _pinned()
     with pytest.raises(verdicts.PredicateRaised, match=r"INV-2 claims_only_by_eligible_members raised KeyError"):
         verdicts.flips(pinned, bases, frozenset({"claims_only_by_eligible_members"}))
+
+
+def test_one_condition_of_a_predicate_that_checks_many_is_held_on_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A near miss often breaks several things at once (a renumbered plan decision also has a stale
+    message id), so a predicate that still fires for the other reason hides a weakened condition
+    unless its problems are told apart: plan decisions' numbering dropped for a plan that exists."""
+    original = next(inv for inv in INVARIANTS if inv.name == "messages_agree_with_records").check
+
+    def weakened(snap: Any) -> list[str]:
+        return [p for p in original(snap) if not (p.startswith("plan_decision of") and "for a plan None" not in p)]
+
+    monkeypatch.setattr(verdicts, "INVARIANTS", _weakened("messages_agree_with_records", weakened))
+    bases, pinned = _pinned()
+    said, _ = verdicts.flips(pinned, bases, frozenset({"messages_agree_with_records"}))
+    assert said and "no longer reports 'plan_decision of ID: decisions numbered [N" in said[0], said[:2]

@@ -16,14 +16,16 @@ what they said, condition by condition, on snapshots one step off the reachable 
   the audit log's last entry gone — kept only if the record still validates against its schema (a
   predicate is held to schema-valid snapshots);
 - **verdicts**: every state predicate on each near miss, every step predicate on the step from its
-  base to it: fired or silent.
+  base to it: each problem it reports, in its words without ids and numbers (:func:`template`), so
+  a predicate that checks several things is held to each.
 
-``model_tests/verdicts.json`` pins the bases (compressed) and, per predicate, the near misses it
-fires on (a compressed bitset). ``model_tests/test_verdicts.py`` recomputes the verdicts from the
-pinned bases — the model's later changes do not move them; only a predicate's do — and names every
-flip: the base, the field changed, and whether the predicate stopped or started firing there. A
-predicate changed on purpose is pinned again with ``python -m model_tests.verdicts --write`` (the
-diff of the report says what changed); ``--check`` prints the flips.
+``model_tests/verdicts.json`` pins the bases (compressed) and, per predicate and problem, the near
+misses it reports that problem on (a compressed bitset). ``model_tests/test_verdicts.py``
+recomputes the verdicts from the pinned bases — the model's later changes do not move them; only a
+predicate's do — and names every flip: the predicate, the problem, the base, the field changed, and
+whether the predicate stopped or started reporting it there. A predicate changed on purpose is
+pinned again with ``python -m model_tests.verdicts --write`` (the diff of the report says what
+changed); without ``--write`` it prints the flips.
 
 What it cannot see: a condition no single-field change of a cover state reaches (two fields at
 once, a record that no base has), and a predicate missing altogether — those are the model
@@ -37,6 +39,7 @@ import base64
 import hashlib
 import itertools
 import json
+import re
 import sys
 import zlib
 from collections import deque
@@ -155,8 +158,9 @@ def _options(kind: str, field: str, value: Any, members: list[str], ids: set[str
 
 
 def near_misses(base: Snap) -> Iterator[tuple[str, Snap]]:
-    """``base`` changed in one field of one record (one level into a record's objects, as a
-    message's envelope), each still valid against its record's schema; with a description."""
+    """``base`` changed in one field of one record (two levels into a record's objects, as a
+    message's envelope and its body), each still valid against its record's schema; with a
+    description."""
     members = [m["member_id"] for m in base["member"]]
     ids = {str(record_id(kind, doc)) for kind, docs in base.items() if kind != "clock" for doc in docs}
     for change in (-1, 1):
@@ -179,15 +183,14 @@ def near_misses(base: Snap) -> Iterator[tuple[str, Snap]]:
                     yield f"{kind}[{index}].{'.'.join(path)} {value!r} -> {new!r}", {**base, kind: rows}
 
 
-def _fields(kind: str, doc: dict[str, Any]) -> Iterator[tuple[tuple[str, ...], Any]]:
+def _fields(kind: str, doc: dict[str, Any], path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:
+    """Each field of a record, and of the objects in it (a message's envelope and its body)."""
     for field, value in doc.items():
-        if field in UNCHANGED or field == RECORD_KEYS[kind][0]:
+        if field in UNCHANGED or (*path, field) == RECORD_KEYS[kind]:  # a record's own key stays
             continue
-        yield (field,), value
-        if isinstance(value, dict):
-            for inner, nested in value.items():
-                if inner not in UNCHANGED:
-                    yield (field, inner), nested
+        yield (*path, field), value
+        if isinstance(value, dict) and len(path) < 2:
+            yield from _fields(kind, value, (*path, field))
 
 
 def _set(doc: dict[str, Any], path: tuple[str, ...], value: Any) -> dict[str, Any]:
@@ -196,12 +199,25 @@ def _set(doc: dict[str, Any], path: tuple[str, ...], value: Any) -> dict[str, An
     return {**doc, path[0]: _set(doc[path[0]], path[1:], value)}
 
 
-def judge(inv: Invariant, before: Snap, near: Snap) -> bool:
-    """Whether ``inv`` fires: a state predicate on the near miss, a step one on the step to it."""
-    return bool(inv.check(near) if inv.kind == "state" else inv.check(before, near))
+def judge(inv: Invariant, before: Snap, near: Snap) -> list[str]:
+    """What ``inv`` reports: a state predicate on the near miss, a step one on the step to it."""
+    return list(inv.check(near) if inv.kind == "state" else inv.check(before, near))
+
+
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def template(problem: str) -> str:
+    """A problem's words without its ids and numbers: what the pin tells apart. A predicate that
+    reports several things (``messages_agree_with_records``: parties, ids, deadlines, numbering) is
+    held to each of them, not only to firing at all."""
+    problem = _UUID.sub("ID", problem)
+    problem = re.sub(r"\b[mt]\d+\b", "X", problem)
+    return re.sub(r"-?\d+(\.\d+)?", "N", problem)
 
 
 Base = tuple[str, Snap, Snap]
+Fired = dict[tuple[str, str], set[int]]
 
 
 class PredicateRaised(AssertionError):
@@ -209,39 +225,39 @@ class PredicateRaised(AssertionError):
     snapshot may hold anything its schemas allow: the conformance suite runs the same predicates)."""
 
 
-def verdicts(
-    bases: list[Base], only: frozenset[str] | None = None
-) -> tuple[dict[str, bytearray], list[tuple[int, str]]]:
-    """Per predicate (those named in ``only``, or all), the bitset of the near misses it fires on;
-    and the near misses, in order (base index, description)."""
+def verdicts(bases: list[Base], only: frozenset[str] | None = None) -> tuple[Fired, list[tuple[int, str]]]:
+    """Per predicate (those named in ``only``, or all) and per problem it reports (its
+    :func:`template`), the near misses it reports it on; and the near misses, in order (base
+    index, description)."""
     judged = [inv for inv in INVARIANTS if only is None or inv.name in only]
-    fired = {inv.name: bytearray() for inv in judged}
+    fired: Fired = {}
     order: list[tuple[int, str]] = []
     for index, (_, base, after) in enumerate(bases):
         for description, near in near_misses(after):
             bit = len(order)
             order.append((index, description))
             for inv in judged:
-                bits = fired[inv.name]
-                if bit // 8 >= len(bits):
-                    bits.append(0)
                 try:
-                    fires = judge(inv, base, near)
+                    problems = judge(inv, base, near)
                 except Exception as error:  # a predicate must judge any schema-valid snapshot
                     raise PredicateRaised(
                         f"{inv.clause} {inv.name} raised {error!r} on base {index} with {description}"
                     ) from error
-                if fires:
-                    bits[bit // 8] |= 1 << (bit % 8)
+                for problem in problems:
+                    fired.setdefault((inv.name, template(problem)), set()).add(bit)
     return fired, order
 
 
-def _pack(data: bytes) -> str:
-    return base64.b64encode(zlib.compress(data, 9)).decode("ascii")
+def _pack(bits: set[int]) -> str:
+    data = bytearray((max(bits, default=-1) + 8) // 8)
+    for bit in bits:
+        data[bit // 8] |= 1 << (bit % 8)
+    return base64.b64encode(zlib.compress(bytes(data), 9)).decode("ascii")
 
 
-def _unpack(text: str) -> bytes:
-    return zlib.decompress(base64.b64decode(text))
+def _unpack(text: str) -> set[int]:
+    data = zlib.decompress(base64.b64decode(text))
+    return {8 * at + k for at, byte in enumerate(data) if byte for k in range(8) if byte >> k & 1}
 
 
 def digest(order: list[tuple[int, str]]) -> str:
@@ -254,28 +270,27 @@ def build() -> dict[str, Any]:
     text = json.dumps(cover())
     bases = [(name, before, after) for name, before, after in json.loads(text)]
     fired, order = verdicts(bases)
+    pinned: dict[str, dict[str, Any]] = {inv.name: {} for inv in INVARIANTS}
+    for (name, said), bits in sorted(fired.items()):
+        pinned[name][said] = {"near_misses": len(bits), "bits": _pack(bits)}
     return {
         "about": "model_tests/verdicts.py: every predicate's verdicts on near misses of reachable "
         "snapshots; rebuild with `python -m model_tests.verdicts --write`",
-        "bases": _pack(text.encode()),
+        "bases": base64.b64encode(zlib.compress(text.encode(), 9)).decode("ascii"),
         "near_misses": len(order),
         "corpus": digest(order),
-        "verdicts": {
-            name: {"fires": sum(bin(byte).count("1") for byte in bits), "bits": _pack(bytes(bits))}
-            for name, bits in sorted(fired.items())
-        },
+        "verdicts": pinned,
     }
 
 
 def load(path: Path = PIN) -> tuple[list[Base], dict[str, Any]]:
     document = json.loads(path.read_text(encoding="utf-8"))
-    bases = [(name, before, after) for name, before, after in json.loads(_unpack(document["bases"]))]
+    text = zlib.decompress(base64.b64decode(document["bases"]))
+    bases = [(name, before, after) for name, before, after in json.loads(text)]
     return bases, document
 
 
-def flips(
-    pinned: dict[str, Any], bases: list[Base], only: frozenset[str] | None = None
-) -> tuple[list[str], dict[str, bytearray]]:
+def flips(pinned: dict[str, Any], bases: list[Base], only: frozenset[str] | None = None) -> tuple[list[str], Fired]:
     """Every verdict of the predicates (named in ``only``, or all) that differs from the pin,
     described; and the verdicts now."""
     fired, order = verdicts(bases, only)
@@ -287,25 +302,27 @@ def flips(
         ], fired
     said: list[str] = []
     for inv in INVARIANTS:
-        if inv.name not in fired:
+        if only is not None and inv.name not in only:
             continue
-        entry = pinned["verdicts"].get(inv.name)
-        if entry is None:
+        if inv.name not in pinned["verdicts"]:
             said.append(f"{inv.clause} {inv.name}: a predicate the pin does not know; pin it")
             continue
-        before, now = _unpack(entry["bits"]), bytes(fired[inv.name])
-        changed = [
-            bit for bit in range(len(order)) if (before[bit // 8] >> (bit % 8) & 1) != (now[bit // 8] >> (bit % 8) & 1)
-        ]
-        for bit in changed[:4]:
-            index, description = order[bit]
-            verb = "no longer fires" if before[bit // 8] >> (bit % 8) & 1 else "now fires"
-            said.append(
-                f"{inv.clause} {inv.name} {verb} on base {index} (a step of {bases[index][0]} to "
-                f"{_summary(bases[index][2])}) with {description}"
+        was = {problem: _unpack(entry["bits"]) for problem, entry in pinned["verdicts"][inv.name].items()}
+        now = {problem: bits for (name, problem), bits in fired.items() if name == inv.name}
+        for problem in sorted(was.keys() | now.keys()):
+            lost, gained = (
+                was.get(problem, set()) - now.get(problem, set()),
+                now.get(problem, set()) - was.get(problem, set()),
             )
-        if len(changed) > 4:
-            said.append(f"{inv.clause} {inv.name}: {len(changed) - 4} more near misses changed verdict")
+            for verb, bits in (("no longer reports", lost), ("now reports", gained)):
+                for bit in sorted(bits)[:2]:
+                    index, description = order[bit]
+                    said.append(
+                        f"{inv.clause} {inv.name} {verb} {problem!r} on base {index} (a step of "
+                        f"{bases[index][0]} to {_summary(bases[index][2])}) with {description}"
+                    )
+                if len(bits) > 2:
+                    said.append(f"{inv.clause} {inv.name} {verb} {problem!r} on {len(bits) - 2} more near misses")
     if only is None:
         gone = [name for name in pinned["verdicts"] if not _known(name)]
         said += [f"{name}: pinned, but no predicate has this name now" for name in gone]
