@@ -25,16 +25,13 @@ in a configuration counts as present), and anything a configuration here does no
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
-from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from model_tests.verdicts import CONFIGS
-from spec.model import Model, load_config, snapshot
+from model_tests.verdicts import CONFIGS, pin_command, steps
 from spec.schemas import record_id
 
 PIN = Path(__file__).with_name("effects.json")
@@ -106,23 +103,11 @@ def _changes(
 
 def observe(name: str) -> set[str]:
     """Every effect of every transition of configuration ``name`` (crash variants included)."""
-    model = Model(load_config(name))
-    start = model.initial()
-    queue, seen, snaps = deque([start]), {start}, {start: snapshot(start, model.config)}
     found: set[str] = set()
-    while queue:
-        state = queue.popleft()
-        before = snaps.pop(state)
-        for action, after in model.successors(state):
-            if isinstance(after, Exception):
-                continue
-            later = snapshot(after, model.config)
+    for action, before, after in steps(name):
+        if action is not None:
             label = f"{action.name} ⚡{action.crash_after}" if action.crash_after else action.name
-            found.update(effects(label, before, later))
-            if after not in seen:
-                seen.add(after)
-                snaps[after] = later
-                queue.append(after)
+            found.update(effects(label, before, after))
     return found
 
 
@@ -140,21 +125,15 @@ def differences(pinned: dict[str, list[str]], now: dict[str, list[str]]) -> list
     return said
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m model_tests.effects", description=__doc__.split("\n")[0])
-    parser.add_argument("--write", action="store_true", help="pin the effects the model shows now")
-    args = parser.parse_args(argv)
+def _write() -> str:
     now = build()
-    if args.write:
-        PIN.write_text(json.dumps(now, indent=1, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
-        print(f"pinned {sum(map(len, now.values()))} effects of {len(now)} configurations -> {PIN}")
-        return 0
-    said = differences(json.loads(PIN.read_text(encoding="utf-8")), now)
-    for line in said:
-        print(line)
-    print("effects as pinned" if not said else f"{len(said)} difference(s) from the pin", file=sys.stderr)
-    return 1 if said else 0
+    PIN.write_text(json.dumps(now, indent=1, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
+    return f"pinned {sum(map(len, now.values()))} effects of {len(now)} configurations -> {PIN}"
+
+
+def _check() -> list[str]:
+    return differences(json.loads(PIN.read_text(encoding="utf-8")), build())
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(pin_command("model_tests.effects", __doc__ or "", _write, _check))

@@ -43,13 +43,13 @@ import re
 import sys
 import zlib
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import spec
 from spec.invariants import INVARIANTS, Invariant
-from spec.model import Model, load_config, snapshot
+from spec.model import Action, Model, load_config, snapshot
 from spec.schemas import RECORD_KEYS, RECORD_MACHINES, record_id
 from spec.secret_corpus import SECRETS
 
@@ -100,6 +100,28 @@ def _against(clock: float, deadline: float) -> str:
     return "before" if clock < deadline else "at" if clock == deadline else "past"
 
 
+def steps(name: str) -> Iterator[tuple[Action | None, Snap, Snap]]:
+    """Every transition of configuration ``name`` (crash variants included), breadth-first, as
+    (action, snapshot before, snapshot after); the first, the initial state with no move (None)."""
+    model = Model(load_config(name))
+    start = model.initial()
+    first = snapshot(start, model.config)
+    yield None, first, first
+    queue, seen, snaps = deque([start]), {start}, {start: first}
+    while queue:
+        state = queue.popleft()
+        before = snaps.pop(state)
+        for action, after in model.successors(state):
+            if isinstance(after, Exception):
+                continue
+            later = snapshot(after, model.config)
+            yield action, before, later
+            if after not in seen:
+                seen.add(after)
+                snaps[after] = later
+                queue.append(after)
+
+
 def cover() -> list[tuple[str, Snap, Snap]]:
     """The bases: steps of the model (before, after; the first of all, the initial state with no
     move), breadth-first over each configuration, a step kept when its after-state shows a feature
@@ -108,25 +130,9 @@ def cover() -> list[tuple[str, Snap, Snap]]:
     bases: list[tuple[str, Snap, Snap]] = []
     shown: set[tuple[Any, ...]] = set()
     for name in CONFIGS:
-        model = Model(load_config(name))
-        start = model.initial()
-        first = snapshot(start, model.config)
-        queue, seen, snaps = deque([start]), {start}, {start: first}
-        if _new(shown, "", first):
-            bases.append((name, first, first))
-        while queue:
-            state = queue.popleft()
-            before = snaps.pop(state)
-            for action, after in model.successors(state):
-                if isinstance(after, Exception):
-                    continue
-                later = snapshot(after, model.config)
-                if _new(shown, action.name, later):
-                    bases.append((name, before, later))
-                if after not in seen:
-                    seen.add(after)
-                    snaps[after] = later
-                    queue.append(after)
+        for action, before, after in steps(name):
+            if _new(shown, action.name if action else "", after):
+                bases.append((name, before, after))
     return bases
 
 
@@ -347,22 +353,31 @@ def _summary(snap: Snap) -> str:
     return f"clock {snap['clock']}; " + ", ".join(parts)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m model_tests.verdicts", description=__doc__.split("\n")[0])
-    parser.add_argument("--write", action="store_true", help="pin the verdicts of the current predicates")
-    args = parser.parse_args(argv)
-    if args.write:
-        document = build()
-        PIN.write_text(json.dumps(document, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-        print(f"pinned {len(document['verdicts'])} predicates on {document['near_misses']} near misses -> {PIN}")
+def pin_command(module: str, doc: str, write: Callable[[], str], check: Callable[[], list[str]]) -> int:
+    """The command line of a pin (this module's, ``model_tests.effects``'): ``--write`` pins and says
+    what; otherwise print each difference from the pin and exit 1 if there is one."""
+    parser = argparse.ArgumentParser(prog=f"python -m {module}", description=doc.split("\n")[0])
+    parser.add_argument("--write", action="store_true", help="pin what the model and its predicates do now")
+    if parser.parse_args().write:
+        print(write())
         return 0
-    bases, pinned = load()
-    said, _ = flips(pinned, bases)
+    said = check()
     for line in said:
         print(line)
-    print("verdicts as pinned" if not said else f"{len(said)} difference(s) from the pin", file=sys.stderr)
+    print("as pinned" if not said else f"{len(said)} difference(s) from the pin", file=sys.stderr)
     return 1 if said else 0
 
 
+def _write() -> str:
+    document = build()
+    PIN.write_text(json.dumps(document, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    return f"pinned {len(document['verdicts'])} predicates on {document['near_misses']} near misses -> {PIN}"
+
+
+def _check() -> list[str]:
+    bases, pinned = load()
+    return flips(pinned, bases)[0]
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(pin_command("model_tests.verdicts", __doc__ or "", _write, _check))
