@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import hashlib
 import json
 import os
 import time
@@ -20,6 +21,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+import spec
 from spec import _compiled, drift
 from spec.audit import Audit
 from spec.audit import describe as describe_audit
@@ -312,9 +314,10 @@ def command(args: argparse.Namespace, console: Console) -> int:
         emit_json(_document(runs, summary, peak, workers * bounds.processes, bounds.processes, wall, trace_error))
     else:
         spread = f", each search spread over {bounds.processes}" if bounds.processes > 1 else ""
+        folder, digest = source()
         footer = (
             f"{wall:.1f} s on {workers * bounds.processes} worker process(es){spread}, {kind}; "
-            f"peak memory {peak:,.0f} MiB (largest process)"
+            f"peak memory {peak:,.0f} MiB (largest process); spec {folder} (source {digest})"
         )
         _print_summary(console, runs, summary, footer)
         console.print(verdict, highlight=False)
@@ -322,6 +325,17 @@ def command(args: argparse.Namespace, console: Console) -> int:
         error_line(UsageError(trace_error))
         return 2
     return status
+
+
+def source(root: Path | None = None) -> tuple[str, str]:
+    """The spec this run checked: its folder and a short digest of its source (every ``.py`` and
+    ``.json`` under it). An editable install imports the tree it was installed from, not the one the
+    command was run in: the footer says which (outside review 59 checked another clone unawares)."""
+    folder = root or Path(spec.__file__).resolve().parent
+    h = hashlib.sha256()
+    for path in sorted(p for p in folder.rglob("*") if p.suffix in (".py", ".json") and "__pycache__" not in p.parts):
+        h.update(path.relative_to(folder).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return str(folder), h.hexdigest()[:12]
 
 
 def _document(
@@ -345,6 +359,7 @@ def _document(
         "workers": workers,
         "spread": spread,  # the processes each search was spread over (spec/_parallel.py)
         "compiled": _compiled.ACTIVE,
+        "spec": dict(zip(("path", "digest"), source(), strict=True)),
         "seconds": round(wall, 3),
         **({"mutant_caught_by": mutant_caught(runs)} if any(r.mutant for r, _, _ in runs) else {}),
         **({"trace_out_error": trace_error} if trace_error else {}),

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from importlib import metadata
@@ -341,7 +342,8 @@ def test_piped_output_does_not_wrap_lines() -> None:
     assert any(
         re.fullmatch(r"tiny: [\d,]+ states, [\d,]+ transitions, depth \d+, [\d.]+ s, [\d,]+ states/s", x) for x in lines
     )
-    assert any(re.fullmatch(r"edge coverage: \d+/\d+; .* \(largest process\)", x) for x in lines), lines
+    footer = r"edge coverage: \d+/\d+; .* \(largest process\); spec .+ \(source \w+\)"
+    assert any(re.fullmatch(footer, x) for x in lines), lines
 
 
 @pytest.mark.parametrize("as_json", [False, True], ids=["text", "json"])
@@ -513,3 +515,19 @@ def test_an_unexpected_exception_is_one_line_naming_where_it_was_raised(
     monkeypatch.setenv("TEAMPROTO_TRACEBACK", "1")
     with pytest.raises(AssertionError, match="planted"):
         main(["check", "--config", "tiny"])
+
+
+def test_a_check_names_the_spec_it_checked(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """An editable install imports the tree it was installed from, whatever folder the command runs
+    in (outside review 59 checked another clone's spec unawares): the run names the spec's folder and
+    a digest of its source, in its footer and its JSON."""
+    status, out, _ = run(capsys, "check", "--config", "tiny", "--json")
+    _, digest = _check_cli.source()
+    assert status == 0 and json.loads(out)["spec"] == {"path": str(ROOT / "spec"), "digest": digest}
+    status, out, _ = run(capsys, "check", "--config", "tiny")
+    assert f"spec {ROOT / 'spec'} (source {digest})" in " ".join(out.split())
+    copy = tmp_path / "spec"
+    shutil.copytree(ROOT / "spec", copy, ignore=shutil.ignore_patterns("__pycache__"))
+    assert _check_cli.source(copy) == (str(copy), digest)  # the same source, elsewhere
+    (copy / "model" / "_ops.py").write_text((copy / "model" / "_ops.py").read_text() + "\n# another tree\n")
+    assert _check_cli.source(copy)[1] != digest
