@@ -366,10 +366,10 @@ def claims_only_by_eligible_members(before: Snapshot, after: Snapshot) -> list[s
     Clauses: MEM-1, SHD-2. Judged on the state the claim saw (``before``).
     """
     members = _index(before["member"], "member_id")
-    old_tokens = {t["task_id"]: t["claim_token"] for t in before["task"]}
+    old = {t["task_id"]: t for t in before["task"]}
     problems = []
     for task in after["task"]:
-        if task["status"] != "claimed" or old_tokens.get(task["task_id"]) == task["claim_token"]:
+        if task["status"] != "claimed" or not _newly_claimed(old.get(task["task_id"]), task):
             continue
         member = members.get(task["owner_id"])
         if member is None:  # a schema-valid snapshot may name no member, or one the team lacks
@@ -388,6 +388,16 @@ def claims_only_by_eligible_members(before: Snapshot, after: Snapshot) -> list[s
                 f"accepting={member['accepting_new_tasks']}, targeted by {targeted}"
             )
     return problems
+
+
+def _newly_claimed(before: Mapping[str, Any] | None, after: Mapping[str, Any]) -> bool:
+    """A claim happened in the step: the task was not claimed, or is now another holder's, or has
+    another claim token. Not by the token alone: a claim that reused its task's old token (outside
+    review 59's P1) would then have been no claim at all to INV-2."""
+    if before is None or before["status"] != "claimed":
+        return True
+    holder = ("owner_id", "owner_incarnation", "claim_token")
+    return any(before[field] != after[field] for field in holder)
 
 
 def transitions_follow_tables(before: Snapshot, after: Snapshot) -> list[str]:
