@@ -11,8 +11,9 @@ explained as "only how they interleave changed".
 Here every transition of thirteen small configurations (crash variants included) is reduced to
 its **effects**: for each record the move created, removed or changed, which field changed and
 how, in words that do not depend on slots or ids — a status or a reason by its value, a number
-went up or down, a flag to its value, a reference to a member or a record kept, moved to another,
-set or cleared, a text or an object changed, a list grew or shrank. An effect is
+up or down by how much (by up to three), a flag to its value, a reference to a member or a record
+kept, moved to another, set or cleared, a text or an object changed, a list grew or shrank — and
+each field a created record starts with (a deadline or a time against its step's clock). An effect is
 ``action: kind.field old → new``. ``model_tests/effects.json`` pins, per configuration, every
 effect its transitions show; ``model_tests/test_effects.py`` names each effect gained or lost ("in
 fencing, member.restart no longer makes member.accepting_new_tasks False → True"). A change of the
@@ -25,6 +26,7 @@ in a configuration counts as present), and anything a configuration here does no
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from collections.abc import Iterator
@@ -32,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from model_tests.verdicts import CONFIGS, pin_command, steps
-from spec.schemas import record_id
+from spec.schemas import RECORD_KEYS, record_id
 
 PIN = Path(__file__).with_name("effects.json")
 WORDS = frozenset({"status", "reason", "message_type", "kind", "event", "decision", "outcome", "phase", "tool"})
@@ -48,12 +50,23 @@ def _relation(field: str, old: Any, new: Any, ids: set[str]) -> tuple[str, str]:
     if old is None or new is None:
         return ("none" if old is None else _kind(old, ids)), ("none" if new is None else _kind(new, ids))
     if isinstance(old, int | float) and isinstance(new, int | float):
-        return "n", "n+" if new > old else "n-"
+        return "n", f"n{new - old:+g}" if abs(new - old) <= 3 else "n+" if new > old else "n-"
     if isinstance(old, list) and isinstance(new, list):
         return "list", "longer" if len(new) > len(old) else "shorter" if len(new) < len(old) else "other items"
     if isinstance(old, str) and isinstance(new, str) and old in ids and new in ids:
         return "a reference", "another reference"
     return _kind(old, ids), f"another {_kind(new, ids).removeprefix('a ')}"
+
+
+def _value(field: str, value: Any, clock: float, ids: set[str]) -> str:
+    """A created record's field in words: a deadline or a time against the clock of its step."""
+    if field in WORDS or isinstance(value, bool) or value is None:
+        return repr(value)
+    if isinstance(value, int | float):
+        return f"clock{value - clock:+g}" if field.endswith(("deadline", "_at")) else repr(value)
+    if isinstance(value, list):
+        return f"{len(value)} item(s)"
+    return "an object" if isinstance(value, dict) else _kind(value, ids)
 
 
 def _kind(value: Any, ids: set[str]) -> str:
@@ -72,7 +85,7 @@ def effects(action: str, before: Snap, after: Snap) -> Iterator[str]:
         for doc in docs
     }
     if before["clock"] != after["clock"]:
-        yield f"{action}: clock {'n → n+' if after['clock'] > before['clock'] else 'n → n-'}"
+        yield f"{action}: clock {' → '.join(_relation('clock', before['clock'], after['clock'], ids))}"
     for kind in after:
         if kind == "clock":
             continue
@@ -80,7 +93,11 @@ def effects(action: str, before: Snap, after: Snap) -> Iterator[str]:
         new = {str(record_id(kind, doc)): doc for doc in after[kind]}
         for key in new.keys() - old.keys():
             typed = new[key].get("message", {}).get("message_type") if kind in ("message", "outbox_entry") else None
-            yield f"{action}: {kind} created {new[key].get('status', '')!r}" + (f" ({typed})" if typed else "")
+            created = f"{action}: {kind} created {new[key].get('status', '')!r}" + (f" ({typed})" if typed else "")
+            yield created
+            for field, value in new[key].items():
+                if field not in ("status", "version", "history", "events") and field != RECORD_KEYS[kind][0]:
+                    yield f"{created} with {field} {_value(field, value, after['clock'], ids)}"
         for key in old.keys() - new.keys():
             yield f"{action}: {kind} removed {old[key].get('status', '')!r}"
         for key in new.keys() & old.keys():
@@ -125,7 +142,7 @@ def differences(pinned: dict[str, list[str]], now: dict[str, list[str]]) -> list
     return said
 
 
-def _write() -> str:
+def _write(args: argparse.Namespace) -> str:
     now = build()
     PIN.write_text(json.dumps(now, indent=1, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
     return f"pinned {sum(map(len, now.values()))} effects of {len(now)} configurations -> {PIN}"

@@ -34,7 +34,18 @@ _MESSAGES = (
     "makes parties, replies or decision numbers disagree; the conformance suite's bad-input and message "
     "cases reach it on implementations"
 )
+_DANGLING = (
+    "the model's records always name a member of the team (slots); an implementation's snapshot may not: "
+    "model_tests/verdicts.py's near misses reach it (a member, an owner or a target gone), and the "
+    "conformance suite judges implementations with it"
+)
 UNREACHED: dict[str, str] = {
+    "invariants.py:shutdown_completed_iff_member_stopped:problems.append(f\"shutdown_request/{sd['protocol_id']}: "
+    "targets {sd['target_id']!r}, no member of the team\")": _DANGLING,
+    "invariants.py:_stale_consumptions:problems.append(f\"operation_approval/{ap['protocol_id']}: consumed for "
+    "{ap['requester_id']!r}, no member\")": _DANGLING,
+    "invariants.py:release_only_after_jobs_settle:problems.append(f\"task/{task['task_id']}: claimed by "
+    "{task['owner_id']!r}, no member of the team\")": _DANGLING,
     "invariants.py:claims_only_by_eligible_members:problems.append(f\"task/{task['task_id']}: claimed by "
     "{task['owner_id']!r}, no member of the team\")": "the model's claim always names its member (a slot); an "
     "implementation's snapshot may not: model_tests/verdicts.py's near misses reach it (a claimed task's owner "

@@ -22,7 +22,7 @@ MEMBER = {"member_id": "m0", "status": "stopped", "incarnation": 1, "accepting_n
 
 
 def _snap(**sections: Any) -> dict[str, Any]:
-    empty = {"clock": 0, "member": [], "task": [], "outbox_entry": [], "message": []}
+    empty = {"clock": 0, "member": [], "task": [], "outbox_entry": [], "message": [], "shutdown_request": []}
     return {**empty, **sections}
 
 
@@ -39,7 +39,7 @@ def test_an_effect_says_what_changed_in_words_without_ids() -> None:
     lines = set(effects.effects("member.restart", _snap(member=[MEMBER]), _snap(member=[restarted])))
     assert lines == {
         "member.restart: member.status 'stopped' → 'running'",
-        "member.restart: member ('stopped').incarnation n → n+",
+        "member.restart: member ('stopped').incarnation n → n+1",
         "member.restart: member ('stopped').accepting_new_tasks False → True",
     }
     forgetful = {**restarted, "accepting_new_tasks": False}
@@ -55,11 +55,38 @@ def test_records_created_and_references_moved_are_effects_too() -> None:
     before = _snap(member=[MEMBER, m1], task=[task])
     after = _snap(clock=1, member=[MEMBER, m1], task=[moved], outbox_entry=[owed])
     assert set(effects.effects("a move", before, after)) == {
-        "a move: clock n → n+",
+        "a move: clock n → n+1",
         "a move: task ('claimed').owner_id a reference → another reference",
         "a move: task ('claimed').claim_token a text → another text",
         "a move: outbox_entry created 'owed' (task_suspended)",
+        "a move: outbox_entry created 'owed' (task_suspended) with message an object",
     }
+
+
+def test_a_created_record_s_fields_are_effects_in_words_against_the_clock() -> None:
+    """Outside review 60: a request created with its deadline one tick later than the protocol's
+    read as the same effect ("created 'requested'"); a created record's fields are effects too."""
+    request = {"protocol_id": "p", "status": "requested", "target_id": "m0", "deadline": 7, "reason": None}
+    lines = set(
+        effects.effects(
+            "shutdown.request",
+            _snap(clock=5, member=[MEMBER]),
+            _snap(clock=5, member=[MEMBER], shutdown_request=[request]),
+        )
+    )
+    assert {
+        "shutdown.request: shutdown_request created 'requested' with deadline clock+2",
+        "shutdown.request: shutdown_request created 'requested' with target_id a reference",
+        "shutdown.request: shutdown_request created 'requested' with reason None",
+    } <= lines, lines
+    later = {**request, "deadline": 8}
+    assert "shutdown.request: shutdown_request created 'requested' with deadline clock+3" in set(
+        effects.effects(
+            "shutdown.request",
+            _snap(clock=5, member=[MEMBER]),
+            _snap(clock=5, member=[MEMBER], shutdown_request=[later]),
+        )
+    )
 
 
 def test_differences_name_each_effect_gained_or_lost_by_configuration() -> None:

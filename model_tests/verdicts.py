@@ -11,21 +11,25 @@ what they said, condition by condition, on snapshots one step off the reachable 
   accepts tasks — that some reachable state shows is shown by some base (a pairwise cover);
 - **near misses**: each base changed in one field of one record — a status to every other state of
   its machine, a flag flipped, a number (incarnation, deadline, time) one up and one down, a member
-  named in it to another member or to none, a secret added to a text, a list's last item (an
-  event, a step, a tool) left out, an object (a checkpoint) gone, the clock one up and one down,
-  the audit log's last entry gone — kept only if the record still validates against its schema (a
-  predicate is held to schema-valid snapshots);
+  named in it to another member or to none, a secret added to a text (a list's last text too), a
+  list's last item (an event, a step, a tool) left out or its fields changed, an object (a
+  checkpoint) gone, a whole record gone, the clock one up and one down, the audit log's last entry
+  gone — kept only if the record still validates against its schema (a predicate is held to
+  schema-valid snapshots);
 - **verdicts**: every state predicate on each near miss, every step predicate on the step from its
-  base to it: each problem it reports, in its words without ids and numbers (:func:`template`), so
-  a predicate that checks several things is held to each.
+  base to it — and on the step from each near miss of the *before*-state to the after-state (a
+  step predicate judges what the step saw: a claimer's status, whether it accepted): each problem
+  it reports, in its words without ids and numbers (:func:`template`), so a predicate that checks
+  several things is held to each.
 
 ``model_tests/verdicts.json`` pins the bases (compressed) and, per predicate and problem, the near
 misses it reports that problem on (a compressed bitset). ``model_tests/test_verdicts.py``
 recomputes the verdicts from the pinned bases — the model's later changes do not move them; only a
 predicate's do — and names every flip: the predicate, the problem, the base, the field changed, and
 whether the predicate stopped or started reporting it there. A predicate changed on purpose is
-pinned again with ``python -m model_tests.verdicts --write`` (the diff of the report says what
-changed); without ``--write`` it prints the flips.
+pinned again with ``python -m model_tests.verdicts --write``, which prints each flip it pins and
+keeps the pinned steps (``--new-bases`` takes them from the model as it now is); without
+``--write`` it prints the flips.
 
 What it cannot see: a condition no single-field change of a cover state reaches (two fields at
 once, a record that no base has), and a predicate missing altogether — those are the model
@@ -157,7 +161,8 @@ def _options(kind: str, field: str, value: Any, members: list[str], ids: set[str
     if isinstance(value, str) and value not in ids:  # a text, not a record's id
         return [value + " " + SECRET]
     if isinstance(value, list) and value:
-        return [value[:-1]]  # the last of a history, of events, of steps, of tools left out
+        texts = [[*value[:-1], value[-1] + " " + SECRET]] if isinstance(value[-1], str) else []
+        return [value[:-1], *texts]  # the last of a history, events, steps, tools left out; a secret in one
     if isinstance(value, dict):
         return [None]  # a checkpoint, a recorded result: gone
     return []
@@ -177,6 +182,7 @@ def near_misses(base: Snap) -> Iterator[tuple[str, Snap]]:
         if kind in ("clock", "audit_entry"):
             continue
         for index, doc in enumerate(docs):
+            yield f"{kind}[{index}] gone", {**base, kind: [*docs[:index], *docs[index + 1 :]]}
             for path, value in _fields(kind, doc):
                 for new in _options(kind, path[-1], value, members, ids):
                     changed = _set(doc, path, new)
@@ -190,16 +196,22 @@ def near_misses(base: Snap) -> Iterator[tuple[str, Snap]]:
 
 
 def _fields(kind: str, doc: dict[str, Any], path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:
-    """Each field of a record, and of the objects in it (a message's envelope and its body)."""
+    """Each field of a record, and of the objects in it (a message's envelope and its body, the last
+    of a list of objects: an event, a step)."""
     for field, value in doc.items():
         if field in UNCHANGED or (*path, field) == RECORD_KEYS[kind]:  # a record's own key stays
             continue
         yield (*path, field), value
         if isinstance(value, dict) and len(path) < 2:
             yield from _fields(kind, value, (*path, field))
+        elif isinstance(value, list) and value and isinstance(value[-1], dict) and len(path) < 2:
+            yield from _fields(kind, value[-1], (*path, field, str(len(value) - 1)))  # the last event, step
 
 
-def _set(doc: dict[str, Any], path: tuple[str, ...], value: Any) -> dict[str, Any]:
+def _set(doc: Any, path: tuple[str, ...], value: Any) -> Any:
+    if isinstance(doc, list):
+        at = int(path[0])
+        return [*doc[:at], value if len(path) == 1 else _set(doc[at], path[1:], value), *doc[at + 1 :]]
     if len(path) == 1:
         return {**doc, path[0]: value}
     return {**doc, path[0]: _set(doc[path[0]], path[1:], value)}
@@ -236,15 +248,20 @@ def verdicts(bases: list[Base], only: frozenset[str] | None = None) -> tuple[Fir
     :func:`template`), the near misses it reports it on; and the near misses, in order (base
     index, description)."""
     judged = [inv for inv in INVARIANTS if only is None or inv.name in only]
+    steps_only = [inv for inv in judged if inv.kind == "step"]
     fired: Fired = {}
     order: list[tuple[int, str]] = []
     for index, (_, base, after) in enumerate(bases):
-        for description, near in near_misses(after):
+        sides = (
+            ((f"after: {d}", base, near, judged) for d, near in near_misses(after)),
+            ((f"before: {d}", near, after, steps_only) for d, near in near_misses(base)),
+        )
+        for description, before, near, predicates in itertools.chain(*sides):
             bit = len(order)
             order.append((index, description))
-            for inv in judged:
+            for inv in predicates:
                 try:
-                    problems = judge(inv, base, near)
+                    problems = judge(inv, before, near)
                 except Exception as error:  # a predicate must judge any schema-valid snapshot
                     raise PredicateRaised(
                         f"{inv.clause} {inv.name} raised {error!r} on base {index} with {description}"
@@ -270,10 +287,10 @@ def digest(order: list[tuple[int, str]]) -> str:
     return hashlib.sha256(json.dumps(order).encode()).hexdigest()[:16]
 
 
-def build() -> dict[str, Any]:
-    """The pin's document, from the current model and predicates (the verdicts judged on the bases
-    as the pin gives them back, JSON's lists for the model's tuples)."""
-    text = json.dumps(cover())
+def build(bases: list[Base] | None = None) -> dict[str, Any]:
+    """The pin's document: the predicates' verdicts on ``bases`` (by default the model's cover as
+    it now is, judged as the pin will give it back: JSON's lists for the model's tuples)."""
+    text = json.dumps(cover() if bases is None else bases)
     bases = [(name, before, after) for name, before, after in json.loads(text)]
     fired, order = verdicts(bases)
     pinned: dict[str, dict[str, Any]] = {inv.name: {} for inv in INVARIANTS}
@@ -353,13 +370,22 @@ def _summary(snap: Snap) -> str:
     return f"clock {snap['clock']}; " + ", ".join(parts)
 
 
-def pin_command(module: str, doc: str, write: Callable[[], str], check: Callable[[], list[str]]) -> int:
+def pin_command(
+    module: str,
+    doc: str,
+    write: Callable[[argparse.Namespace], str],
+    check: Callable[[], list[str]],
+    flags: tuple[tuple[str, str], ...] = (),
+) -> int:
     """The command line of a pin (this module's, ``model_tests.effects``'): ``--write`` pins and says
     what; otherwise print each difference from the pin and exit 1 if there is one."""
     parser = argparse.ArgumentParser(prog=f"python -m {module}", description=doc.split("\n")[0])
     parser.add_argument("--write", action="store_true", help="pin what the model and its predicates do now")
-    if parser.parse_args().write:
-        print(write())
+    for flag, help_text in flags:
+        parser.add_argument(flag, action="store_true", help=help_text)
+    args = parser.parse_args()
+    if args.write:
+        print(write(args))
         return 0
     said = check()
     for line in said:
@@ -368,8 +394,15 @@ def pin_command(module: str, doc: str, write: Callable[[], str], check: Callable
     return 1 if said else 0
 
 
-def _write() -> str:
-    document = build()
+def _write(args: argparse.Namespace) -> str:
+    """Pin again on the pinned steps, printing first each flip it pins (so a predicate's change is
+    seen, never re-pinned unseen); ``--new-bases`` takes the steps from the model as it now is."""
+    bases = None
+    if PIN.exists() and not args.new_bases:
+        bases, pinned = load()
+        for line in flips(pinned, bases)[0]:
+            print(line)
+    document = build(bases)
     PIN.write_text(json.dumps(document, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     return f"pinned {len(document['verdicts'])} predicates on {document['near_misses']} near misses -> {PIN}"
 
@@ -380,4 +413,5 @@ def _check() -> list[str]:
 
 
 if __name__ == "__main__":
-    sys.exit(pin_command("model_tests.verdicts", __doc__ or "", _write, _check))
+    new_bases = ("--new-bases", "with --write: take the steps from the model as it now is, not the pinned ones")
+    sys.exit(pin_command("model_tests.verdicts", __doc__ or "", _write, _check, (new_bases,)))

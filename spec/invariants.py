@@ -132,7 +132,10 @@ def shutdown_completed_iff_member_stopped(snap: Snapshot) -> list[str]:
     shutdowns = _index(snap["shutdown_request"], "protocol_id")
     problems = []
     for sd in snap["shutdown_request"]:
-        member = members[sd["target_id"]]
+        member = members.get(sd["target_id"])
+        if member is None:  # a schema-valid snapshot may target a member the team lacks
+            problems.append(f"shutdown_request/{sd['protocol_id']}: targets {sd['target_id']!r}, no member of the team")
+            continue
         same_incarnation = member["incarnation"] == sd["target_incarnation"]
         if sd["status"] == "completed" and same_incarnation and member["status"] not in ("stopped", "retired"):
             problems.append(f"shutdown_request/{sd['protocol_id']}: completed but member is {member['status']}")
@@ -140,8 +143,9 @@ def shutdown_completed_iff_member_stopped(snap: Snapshot) -> list[str]:
         if member["status"] != "stopped":
             continue
         sid = member["shutdown_request_id"]
-        if sid is not None and shutdowns[sid]["status"] != "completed":
-            problems.append(f"member/{member['member_id']}: stopped but shutdown {sid} is {shutdowns[sid]['status']}")
+        status = shutdowns[sid]["status"] if sid in shutdowns else "not in the store"
+        if sid is not None and status != "completed":
+            problems.append(f"member/{member['member_id']}: stopped but shutdown {sid} is {status}")
         if member["current_task_id"] is not None:
             problems.append(f"member/{member['member_id']}: stopped but holds task {member['current_task_id']}")
         for task in snap["task"]:
@@ -438,7 +442,10 @@ def release_only_after_jobs_settle(before: Snapshot, after: Snapshot) -> list[st
     for task in before["task"]:
         if task["status"] != "claimed" or task["task_id"] not in released_now:
             continue
-        owner = members[task["owner_id"]]
+        owner = members.get(task["owner_id"])
+        if owner is None:  # a schema-valid snapshot may name no owner, or one the team lacks
+            problems.append(f"task/{task['task_id']}: claimed by {task['owner_id']!r}, no member of the team")
+            continue
         busy = [
             j["job_id"] for j in before["job"] if j["owner_id"] == owner["member_id"] and j["status"] in safety.BUSY_JOB
         ]
@@ -468,7 +475,7 @@ def approval_grants_no_capability(before: Snapshot, after: Snapshot) -> list[str
                 )
         if ap["status"] != "consumed" or was.get(ap["protocol_id"]) == "consumed":
             continue
-        profile = profiles[ap["requester_id"]]
+        profile = profiles.get(ap["requester_id"], {"tools": [], "version": None})
         if ap["tool_name"] not in profile["tools"] or profile["version"] != ap["profile_version"]:
             problems.append(
                 f"operation_approval/{ap['protocol_id']}: consumed for {ap['tool_name']} under profile "
@@ -510,9 +517,13 @@ def _stale_consumptions(before: Snapshot, after: Snapshot) -> list[str]:
     old = {a["protocol_id"]: a["status"] for a in before["operation_approval"]}
     problems = []
     for ap in after["operation_approval"]:
-        member = members[ap["requester_id"]]
+        member = members.get(ap["requester_id"])
         newly = ap["status"] == "consumed" and old.get(ap["protocol_id"]) != "consumed"
-        if newly and ap["requester_incarnation"] != member["incarnation"]:
+        if not newly:
+            continue
+        if member is None:  # a schema-valid snapshot may name a member the team lacks
+            problems.append(f"operation_approval/{ap['protocol_id']}: consumed for {ap['requester_id']!r}, no member")
+        elif ap["requester_incarnation"] != member["incarnation"]:
             problems.append(
                 f"operation_approval/{ap['protocol_id']}: made for incarnation "
                 f"{ap['requester_incarnation']}, consumed by incarnation {member['incarnation']}"
