@@ -15,7 +15,7 @@ up or down by how much (by up to three), a flag to its value, a reference to a m
 kept, moved to another, set or cleared, a text or an object changed, a list grew or shrank — and
 each field a created record starts with (a deadline or a time against its step's clock). An effect is
 ``action: kind.field old → new``. ``model_tests/effects.json`` pins, per configuration, every
-effect its transitions show; ``model_tests/test_effects.py`` names each effect gained or lost ("in
+effect its transitions show; ``model_tests/test_effects_pin.py`` names each effect gained or lost ("in
 fencing, member.restart no longer makes member.accepting_new_tasks False → True"). A change of the
 model made on purpose is pinned again with ``python -m model_tests.effects --write`` — its diff is
 the change's behaviour, in one line per effect.
