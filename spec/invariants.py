@@ -208,17 +208,34 @@ def owed_messages(snap: Snapshot) -> Iterator[tuple[str, str, str]]:
         if member["status"] == "unhealthy":
             pid = ids.protocol_id(member["member_id"], f"incarnation-{member['incarnation']}", "member_lost")
             yield f"member/{member['member_id']}", "member_lost", pid
+    for task in snap["task"]:
+        if task["status"] == "suspended":  # SHD-9: named by its task (the id counts claims, see below)
+            yield f"task/{task['task_id']}", "task_suspended", task["task_id"]
+
+
+def _owed_key(message: Mapping[str, Any]) -> tuple[str, Any]:
+    """How :func:`owed_messages` names a message: by its type and correlation id — a
+    ``task_suspended`` notice by the task its body names, since its stable id counts the task's
+    claims (``claim-n``), which a task record need not show (the model's keep no history)."""
+    if message["message_type"] == "task_suspended":
+        return "task_suspended", message["body"].get("task_id")
+    return message["message_type"], message["correlation_id"]
 
 
 def owed_messages_present(snap: Snapshot) -> list[str]:
     """INV-7: every message a record owes is on the bus or in the outbox under its stable id, and an
     outbox entry marked sent has its message on the bus (it is marked only after the post).
 
+    Owed are the protocols' requests and replies and the two notices a record's status owes: an
+    ``unhealthy`` member its ``member_lost`` (SHD-10), a ``suspended`` task its ``task_suspended``
+    (SHD-9; an earlier suspension's notice for the same task answers for it too — the records do
+    not tell the suspensions apart).
+
     Clauses: REC-3, MSG-6, SHD-5. Checked after reconciliation; that reconciling again changes
     nothing is the step invariant ``reconcile_is_idempotent``.
     """
-    present = {(r["message"]["message_type"], r["message"]["correlation_id"]) for r in snap["message"]}
-    present |= {(r["message"]["message_type"], r["message"]["correlation_id"]) for r in snap["outbox_entry"]}
+    present = {_owed_key(r["message"]) for r in snap["message"]}
+    present |= {_owed_key(r["message"]) for r in snap["outbox_entry"]}
     on_bus = {r["message"]["message_id"] for r in snap["message"]}
     return [
         f"{record}: owes {message_type}, which is neither on the bus nor in the outbox"
@@ -743,7 +760,7 @@ INVARIANTS: tuple[Invariant, ...] = (
         "state",
         True,
         owed_messages_present,
-        ("member", _APPROVALS, _PLANS, "plan_execution", _SHUTDOWNS, *_MESSAGES),
+        ("member", "task", _APPROVALS, _PLANS, "plan_execution", _SHUTDOWNS, *_MESSAGES),
     ),
     Invariant(
         "INV-8",

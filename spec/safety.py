@@ -798,21 +798,27 @@ def plan_starts_only_before_deadline(before: Snapshot, after: Snapshot) -> list[
 _CAUSES = {
     "crashed": ("unhealthy",),  # SHD-10: a lost member's inspection ends its open requests
     "member_draining": ("running", "draining"),  # XPR-2: its drain begins, or resumes after a crash
+    "cancelled": ("running",),  # APR-6, PLN-6: its running requester withdrew it
 }
 """XPR-5's reasons that name what became of the requester, and the requester statuses (before the
 step that ends the request) in which that is what happened."""
-_CAUSED = {"member_draining": ("draining",)}
+_CAUSED = {"member_draining": ("draining",), "cancelled": ("running",)}
 """And the requester statuses after that step: a request ends ``member_draining`` because its own
 requester drains (XPR-2), so after the step that requester is draining — a running requester
-before it is one whose drain begins in that very step, never a bystander of another's drain."""
+before it is one whose drain begins in that very step, never a bystander of another's drain; one
+ends ``cancelled`` because its requester, running, withdrew it, so that requester is still running
+after the step — not one whose drain began in it (that is ``member_draining``)."""
 
 
 def reasons_name_their_causes(before: Snapshot, after: Snapshot) -> list[str]:
     """XPR-5: a request ended ``crashed`` was its requester's when that requester was lost, one
     ended ``member_draining`` when its requester was still running or draining and is draining
-    after the step (a step check: the requester's status before and after the step that ended the
-    request). A cause misnamed is a legal reason all the same, so no state predicate and no pinned
-    count sees it."""
+    after the step, one ended ``cancelled`` when its requester was running before and after it (a
+    step check: the requester's status before and after the step that ended the request). A cause
+    misnamed is a legal reason all the same, so no state predicate and no pinned count sees it.
+    The reasons a status names (``rejected``, ``expired``, ``timed_out``) are judged by
+    :func:`terminal_outcomes_carry_reasons`; ``force_killed`` and ``superseded`` end no approval or
+    plan here (no step of the model writes them)."""
     members, members_after = _by(before["member"], "member_id"), _by(after["member"], "member_id")
     problems = []
     for kind in ("operation_approval", "plan_approval"):
@@ -928,12 +934,14 @@ carries any reason of the taxonomy (who or what ended it)."""
 
 _NAMED = frozenset({"rejected", "expired", "timed_out"})
 """The outcomes the taxonomy names by themselves: such a record's reason is its status (a timed-out
-drain recorded as ``expired`` tells the Lead its request was never taken up)."""
+drain recorded as ``expired`` tells the Lead its request was never taken up) — and that reason is
+theirs alone: a request cancelled or withdrawn was not rejected, nor did it expire."""
 
 
 def terminal_outcomes_carry_reasons(snap: Snapshot) -> list[str]:
     """XPR-5: every request that ended other than by success carries a reason from the one taxonomy,
-    and an outcome the taxonomy names (rejected, expired, timed out) carries that very reason."""
+    an outcome the taxonomy names (rejected, expired, timed out) carries that very reason, and a
+    cancelled or withdrawn one none of those three (its reason says who or what ended it)."""
     problems = []
     for kind in _DECIDED:
         for record in snap[kind]:
@@ -941,6 +949,11 @@ def terminal_outcomes_carry_reasons(snap: Snapshot) -> list[str]:
             if status in _ANY_REASON and reason not in REASONS:
                 problems.append(
                     f"{kind}/{record['protocol_id']}: {status} with reason {reason!r}, not one of the taxonomy"
+                )
+            elif status in _ANY_REASON and reason in _NAMED:
+                problems.append(
+                    f"{kind}/{record['protocol_id']}: {status} with reason {reason!r}, which only a request "
+                    f"{reason} carries"
                 )
             elif status in _NAMED and reason != status:
                 problems.append(f"{kind}/{record['protocol_id']}: {status} with reason {reason!r}, not {status!r}")

@@ -403,6 +403,27 @@ MUTANTS: dict[str, Mutant] = {
             "a running member that holds no task starts a job, bound to no task it holds",
         ),
         Mutant(
+            "cancel_recorded_as_rejected",
+            "XPR-5",
+            "terminal_outcomes_carry_reasons",
+            "tiny",
+            "a requester's cancel records its approval cancelled with reason rejected, a decision never made",
+        ),
+        Mutant(
+            "drain_cancels_as_cancelled",
+            "XPR-5",
+            "reasons_name_their_causes",
+            "approval_drain",
+            "a drain ends its member's open requests with reason cancelled, as if the member had withdrawn them",
+        ),
+        Mutant(
+            "reconcile_forgets_suspension",
+            "SHD-9",
+            "INV-7",
+            "shutdown",
+            "reconciliation does not owe the task_suspended notice of a suspension a crash cut short",
+        ),
+        Mutant(
             "reconcile_reports_every_member_lost",
             "SHD-10",
             "messages_agree_with_records",

@@ -348,7 +348,12 @@ def _begin_drain_steps(model: Model, s: State, slot: int) -> list[Step]:
         ("shutdown.begin_drain/member", member_half),
         (
             "shutdown.begin_drain/cancel_requests",
-            lambda x: cancel_own_requests(x, m, everyone=model.broken("drain_cancels_others_requests")),
+            lambda x: cancel_own_requests(
+                x,
+                m,
+                reason="cancelled" if model.broken("drain_cancels_as_cancelled") else "member_draining",
+                everyone=model.broken("drain_cancels_others_requests"),
+            ),
         ),
         deliver,
     ]
@@ -529,9 +534,10 @@ def approval_ops(model: Model, s: State) -> Iterator[Operation]:
             ("requested", "approved", "consumed") if model.broken("cancel_after_consume") else ("requested", "approved")
         )
         if ap.status in cancellable and s.members[ap.requester].status == "running":
+            why = "rejected" if model.broken("cancel_recorded_as_rejected") else "cancelled"
             yield (
                 A("approval.cancel", slot=a),
-                [("approval.cancel/record", lambda x, a=a: _approval(x, a, "cancelled", reason="cancelled"))],
+                [("approval.cancel/record", lambda x, a=a, w=why: _approval(x, a, "cancelled", reason=w))],
             )
         for m in range(len(s.members)):
             for changed in (False, True):

@@ -16,7 +16,7 @@ def reconcile(model: Model, s: State) -> State:
     s = _plans(model, s)
     s = _shutdowns(model, s)
     s = _members(model, s)
-    s = _tasks(s)
+    s = _tasks(model, s)
     return s
 
 
@@ -119,7 +119,7 @@ def _members(model: Model, s: State) -> State:
     return s
 
 
-def _tasks(s: State) -> State:
+def _tasks(model: Model, s: State) -> State:
     for m, member in enumerate(s.members):
         t = member.task
         if t != NONE:
@@ -132,6 +132,6 @@ def _tasks(s: State) -> State:
                 if task.status == "claimed" and task.owner == m and task.owner_incarnation == member.incarnation:
                     s = replace(s, members=put(s.members, m, replace(member, task=t2, released=False)))
     for t, task in enumerate(s.tasks):
-        if task.status == "suspended":
+        if task.status == "suspended" and not model.broken("reconcile_forgets_suspension"):
             s = owe(s, ("task_suspended", t, task.claims))
     return s
