@@ -80,6 +80,7 @@ SHORTEST = {
     "inspection_cancels_as_draining": 5,  # a draft plan, the lapse, its notice, the inspection
     "cancel_recorded_as_rejected": 3,  # a claim, the request, its cancel
     "drain_cancels_as_cancelled": 4,  # a claim, the request, the shutdown request, the drain begun
+    "shutdown_deadline_from_claim": 4,  # a claim, a tick, its pass, the request
     "release_notes_before_task": 4,  # claim, request, begin, the release cut after its note
     "release_unnoted": 4,  # claim, request, begin, the release
     "run_completes_a_step_early": 8,  # to the plan's first step run, then its completion

@@ -48,7 +48,14 @@ _CHECKS: dict[str, Checked] = {
     "MSG-4": _C(("retry_creates_no_duplicate", "messages_agree_with_records")),
     "MSG-5": _C(("retry_creates_no_duplicate", "messages_agree_with_records")),
     "MSG-6": _C(("messages_agree_with_records", "owed_messages_present")),
-    "APR-1": _C(("approval_consumed_at_most_once", "work_binds_a_held_task", "deadline_runs_from_submission")),
+    "APR-1": _C(
+        (
+            "approval_consumed_at_most_once",
+            "work_binds_a_held_task",
+            "deadline_runs_from_submission",
+            "requests_created_within_their_step",
+        )
+    ),
     "APR-4": _C(("decisions_only_before_deadline", "no_secret_stored", "deadline_boundaries_reached")),
     "APR-5": _C(
         (
@@ -91,7 +98,14 @@ _CHECKS: dict[str, Checked] = {
     "PLN-11": _C(("transitions_follow_tables", "stopped_member_acts_not")),
     "MEM-1": _C(("claims_only_by_eligible_members", "draining_member_accepts_nothing")),
     "MEM-3": _C(("stopped_member_acts_not",)),
-    "SHD-1": _C(("owed_messages_present", "messages_agree_with_records", "deadline_runs_from_submission")),
+    "SHD-1": _C(
+        (
+            "owed_messages_present",
+            "messages_agree_with_records",
+            "deadline_runs_from_submission",
+            "requests_created_within_their_step",
+        )
+    ),
     "SHD-2": _C(
         (
             "claims_only_by_eligible_members",
@@ -124,7 +138,7 @@ _CHECKS: dict[str, Checked] = {
     "SHD-7": _C(
         ("task_flagged_only_for_its_lost_owner", "shutdown_completed_iff_member_stopped", "every_request_can_finish")
     ),
-    "SHD-9": _C(("task_leaves_owner_after_jobs_settle", "transitions_follow_tables")),
+    "SHD-9": _C(("task_leaves_owner_after_jobs_settle", "transitions_follow_tables", "owed_messages_present")),
     "SHD-10": _C(
         (
             "task_flagged_only_for_its_lost_owner",

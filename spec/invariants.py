@@ -961,6 +961,14 @@ INVARIANTS: tuple[Invariant, ...] = (
         ("clock", "plan_execution"),
     ),
     Invariant(
+        "SHD-1",
+        "requests_created_within_their_step",
+        "step",
+        False,
+        safety.requests_created_within_their_step,
+        ("clock", "operation_approval", "shutdown_request"),
+    ),
+    Invariant(
         "XPR-5",
         "reasons_name_their_causes",
         "step",

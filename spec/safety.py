@@ -987,6 +987,39 @@ def run_starts_within_its_step(before: Snapshot, after: Snapshot) -> list[str]:
     return problems
 
 
+_CREATED_AT = ("operation_approval", "shutdown_request")
+"""The requests whose ``created_at`` is the instant their record is written (a plan's record is
+its draft, whose creation may lie long before its submission starts its ttl)."""
+
+
+def requests_created_within_their_step(before: Snapshot, after: Snapshot) -> list[str]:
+    """APR-1, SHD-1: a request's record says when it was created, and that is the step that wrote it.
+
+    An approval or a shutdown request is created ``requested`` with ``created_at`` the instant of
+    its creation and ``deadline`` its ttl later (its wait starts at once; a plan's starts at its
+    submission, :func:`deadline_runs_from_submission`). So a request that a step (or an
+    interleaving's run of several) creates has ``created_at`` neither before the clock before the
+    step nor after the clock after it — as :func:`run_starts_within_its_step` asks of an
+    execution's ``started_at``. The model keeps a request's deadline alone and shows
+    ``created_at`` as that deadline less the ttl, so there this is the deadline set from the clock
+    of the request: a deadline taken from another instant (a task's claim, a tick early or late)
+    breaks it wherever the request is made after the clock first moved.
+    """
+    problems = []
+    for kind in _CREATED_AT:
+        known = {record["protocol_id"] for record in before[kind]}
+        for record in after[kind]:
+            if record["protocol_id"] in known:
+                continue
+            if not before["clock"] <= record["created_at"] <= after["clock"]:
+                problems.append(
+                    f"{kind}/{record['protocol_id']}: created in a step from clock {before['clock']} to "
+                    f"{after['clock']}, but says it was created at {record['created_at']} "
+                    f"(deadline {record['deadline']})"
+                )
+    return problems
+
+
 # ---- SHD-3: a release noted on its request; PLN-4: a completion after every approved step ----------
 
 

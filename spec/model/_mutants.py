@@ -424,6 +424,14 @@ MUTANTS: dict[str, Mutant] = {
             "reconciliation does not owe the task_suspended notice of a suspension a crash cut short",
         ),
         Mutant(
+            "shutdown_deadline_from_claim",
+            "SHD-1",
+            "requests_created_within_their_step",
+            "shutdown",
+            "a shutdown request's deadline runs from its target's claim of its task, not from the request "
+            "(the unit deadline's start, SHD-9, taken for the request's)",
+        ),
+        Mutant(
             "reconcile_reports_every_member_lost",
             "SHD-10",
             "messages_agree_with_records",

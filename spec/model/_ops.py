@@ -283,7 +283,9 @@ def shutdown_ops(model: Model, s: State) -> Iterator[Operation]:
     if free:
         for m, member in enumerate(s.members):
             if member.status == "running":
-                yield A("shutdown.request", member=m), _request_shutdown_steps(free[0], m, model.config.ttl_ticks)
+                from_claim = model.broken("shutdown_deadline_from_claim")
+                steps = _request_shutdown_steps(free[0], m, model.config.ttl_ticks, from_claim)
+                yield A("shutdown.request", member=m), steps
     for slot, sd in enumerate(s.shutdowns):
         if sd.status == "requested":
             yield (
@@ -302,14 +304,16 @@ def shutdown_ops(model: Model, s: State) -> Iterator[Operation]:
             yield from _drain_ops(model, s, m, member.shutdown)
 
 
-def _request_shutdown_steps(slot: int, m: int, ttl: int) -> list[Step]:
+def _request_shutdown_steps(slot: int, m: int, ttl: int, from_claim: bool = False) -> list[Step]:
     def record(s: State) -> State:
+        t = s.members[m].task
+        start = s.tasks[t].claimed_at if from_claim and t != NONE else s.clock  # mutant: the unit's start
         sd = create(
             "shutdown_request",
             s.shutdowns[slot],
             target=m,
             target_incarnation=s.members[m].incarnation,
-            deadline=s.clock + ttl,
+            deadline=start + ttl,
         )
         return replace(s, shutdowns=put(s.shutdowns, slot, sd))
 
