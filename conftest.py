@@ -59,25 +59,29 @@ def pytest_runtest_call(item: pytest.Item) -> object:
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
     """A pytest-xdist worker hands its refusal tally to the controller."""
-    from tests._refusal_facts import TALLY
+    from tests._refusal_facts import NO_HARNESS_IN, TALLY
 
     workeroutput = getattr(session.config, "workeroutput", None)
     if workeroutput is not None:
         workeroutput["refusal_facts"] = json.dumps([[*key, n] for key, n in TALLY.items()])
+        workeroutput["refusal_places"] = json.dumps([[*key, n] for key, n in NO_HARNESS_IN.items()])
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_testnodedown(node: Any, error: object) -> None:
-    from tests._refusal_facts import TALLY
+    from tests._refusal_facts import NO_HARNESS_IN, TALLY
 
-    for name, how, n in json.loads(getattr(node, "workeroutput", {}).get("refusal_facts", "[]")):
+    output = getattr(node, "workeroutput", {})
+    for name, how, n in json.loads(output.get("refusal_facts", "[]")):
         TALLY[name, how] += n
+    for name, file, n in json.loads(output.get("refusal_places", "[]")):
+        NO_HARNESS_IN[name, file] += n
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
     """How many refusals had their facts checked, and which classes with a rule none did (D6)."""
-    from tests._refusal_facts import TALLY, summary
+    from tests._refusal_facts import NO_HARNESS_IN, TALLY, summary
 
     if not hasattr(config, "workerinput") and TALLY:
-        for line in summary(Counter(TALLY)):
+        for line in summary(Counter(TALLY), Counter(NO_HARNESS_IN)):
             terminalreporter.write_line(line)

@@ -26,6 +26,7 @@ import collections
 import contextlib
 import functools
 import inspect
+import os
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -271,9 +272,10 @@ def _harness_on_stack() -> r.Harness | None:
         if isinstance(me, r.Harness):
             return me
         for name in ("h", "harness"):
-            found = getattr(me, name, None)
-            if isinstance(found, r.Harness):
-                return found
+            # a method's harness (self.h), or a function's (the Lead's inspection takes ``harness``)
+            for found in (getattr(me, name, None), frame.f_locals.get(name)):
+                if isinstance(found, r.Harness):
+                    return found
         frame = frame.f_back
     return None
 
@@ -283,6 +285,14 @@ TALLY: collections.Counter[tuple[str, str]] = collections.Counter()
 unchecked because made ``on a thread`` (an interleaving's instance) or with ``no harness`` on the
 calling frames (outside review 58's D6: a skip must leave a trace; ``conftest.py`` prints the sums)."""
 OUT_OF_REACH = ("on a thread", "no harness")
+NO_HARNESS_IN: collections.Counter[tuple[str, str]] = collections.Counter()
+"""(refusal class, test file) → the refusals made there with no harness on the calling frames: where
+to look when a class's facts go unchecked (a harness held under another name, a process of its own)."""
+
+
+def _test_file() -> str:
+    current = os.environ.get("PYTEST_CURRENT_TEST", "")
+    return current.split("::", 1)[0] or "outside a test"
 
 
 class _Sections(dict[str, Any]):
@@ -310,6 +320,7 @@ def _check(cls: type, facts: Facts) -> None:
     h = _harness_on_stack()
     if h is None:
         TALLY[cls.__name__, "no harness"] += 1
+        NO_HARNESS_IN[cls.__name__, _test_file()] += 1
         return
     TALLY[cls.__name__, "checked"] += 1
     try:
@@ -361,9 +372,12 @@ def watching() -> Iterator[list[str]]:
             cls.__init__ = cls.__init__.__refusal_facts__  # type: ignore[misc]
 
 
-def summary(tally: collections.Counter[tuple[str, str]]) -> list[str]:
+def summary(
+    tally: collections.Counter[tuple[str, str]], places: collections.Counter[tuple[str, str]] | None = None
+) -> list[str]:
     """Lines for the end of a test run: how many refusals had their facts checked, how many of each
-    class were out of reach, and which classes with a rule no test made checkably."""
+    class were out of reach (and, given ``places``, in which test files those with no harness were
+    made), and which classes with a rule no test made checkably."""
     checked = {name for (name, how), n in tally.items() if how == "checked" and n}
     lines = [
         f"refusal facts: {sum(n for (_, how), n in tally.items() if how == 'checked')} refusals checked, "
@@ -373,6 +387,14 @@ def summary(tally: collections.Counter[tuple[str, str]]) -> list[str]:
     unreached = sorted((name, how, n) for (name, how), n in tally.items() if how != "checked" and n)
     if unreached:
         lines.append("refusal facts out of reach: " + ", ".join(f"{name} {n} {how}" for name, how, n in unreached))
+    if places:
+        files: dict[str, list[str]] = collections.defaultdict(list)
+        for (name, file), n in sorted(places.items()):
+            files[file].append(f"{name} {n}")
+        lines.append(
+            "refusal facts with no harness, by test file: "
+            + "; ".join(f"{file} ({', '.join(names)})" for file, names in sorted(files.items()))
+        )
     never = sorted(set(RULES) - checked)
     if never:
         reached = {name: how for (name, how), n in tally.items() if n and name in never}

@@ -65,6 +65,7 @@ def test_a_refusal_made_outside_any_harness_is_not_checked_but_counted(
     """A test or a document that builds a refusal with made-up facts checks nothing — and the run's
     tally says so (outside review 58's D6), as it does for one made on an interleaving's thread."""
     monkeypatch.setattr(_refusal_facts, "TALLY", Counter())
+    monkeypatch.setattr(_refusal_facts, "NO_HARNESS_IN", Counter())
     with watching() as problems:
         r.ApprovalNotActive("no-such-approval", "requested")
         _refuse(team.harness, r.ApprovalNotActive, "no-such-approval", "requested")
@@ -72,6 +73,7 @@ def test_a_refusal_made_outside_any_harness_is_not_checked_but_counted(
         thread.start()
         thread.join()
     assert len(problems) == 1, problems  # the one made inside the harness's operation
+    assert Counter({("ApprovalNotActive", "tests/test_refusal_facts.py"): 1}) == _refusal_facts.NO_HARNESS_IN
     assert (
         Counter(
             {
@@ -82,6 +84,22 @@ def test_a_refusal_made_outside_any_harness_is_not_checked_but_counted(
         )
         == _refusal_facts.TALLY
     )
+
+
+def test_a_refusal_made_where_a_function_holds_the_harness_is_checked(
+    team: Team, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Lead's inspection is a function taking ``harness``, not a method on ``self.h``: its
+    refusals were made with "no harness" and their facts never judged."""
+    monkeypatch.setattr(_refusal_facts, "TALLY", Counter())
+
+    def inspect(harness: r.Harness) -> None:
+        r.ApprovalNotActive("no-such-approval", "requested")
+
+    with watching() as problems:
+        inspect(team.harness)
+    assert problems and "operation_approval no-such-approval" in problems[0], problems
+    assert Counter({("ApprovalNotActive", "checked"): 1}) == _refusal_facts.TALLY
 
 
 def test_the_tally_names_the_classes_no_test_checked() -> None:
@@ -97,3 +115,7 @@ def test_the_tally_names_the_classes_no_test_checked() -> None:
     never = lines[2].removeprefix("refusal facts never checked: ").split(", ")
     assert "StalePlan (on a thread only)" in never and "TaskTaken (no harness only)" in never
     assert len(never) == len(RULES) - 1 and not any(name.startswith("ApprovalNotActive") for name in never)
+    places = Counter({("TaskTaken", "tests/test_a.py"): 1, ("MemberBusy", "tests/test_a.py"): 2})
+    assert summary(tally, places)[2] == (
+        "refusal facts with no harness, by test file: tests/test_a.py (MemberBusy 2, TaskTaken 1)"
+    )
