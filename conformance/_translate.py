@@ -12,7 +12,7 @@ from typing import Any
 from spec.model import Config
 from spec.model._model import Action
 from spec.model._ops import RISK_TEXT
-from spec.model._snapshot import LEAD, TOOL, job_id, member_id, plan_body, task_id
+from spec.model._snapshot import LEAD, TOOL, changed_profile_tools, job_id, member_id, plan_body, task_id
 from spec.model._state import NONE, Plan, State
 from spec.secret_corpus import carrier
 
@@ -118,7 +118,8 @@ def request_for(action: Action, s: State, config: Config) -> dict[str, Any] | No
             "outcome": args["outcome"],
         }
     if name == "profile.change":
-        return {"type": name, "member_id": member_id(args["member"]), "tools": [TOOL] if args["keep_tool"] else []}
+        tools = changed_profile_tools(s.members[args["member"]], args["keep_tool"])
+        return {"type": name, "member_id": member_id(args["member"]), "tools": tools}
     if name.startswith("approval."):
         return _approval_request(name, args, s, config)
     if name.startswith("plan."):

@@ -114,6 +114,10 @@ class Replayer:
             expected, actual = project(step["snapshot"]), project(self.harness.snapshot())
             assert actual == expected, f"step {number} {step['action']}: reference {actual} != model {expected}"
 
+    def _tools(self, member: str, after: dict[str, Any]) -> list[str]:
+        """The tools the model's profile holds after its change (XPR-4: each change shows in them)."""
+        return next(p["tools"] for p in after["capability_profile"] if p["member_id"] == member)
+
     def _approval(self, snap: dict[str, Any], slot: int) -> dict[str, Any]:
         return next(a for a in snap["operation_approval"] if a["tool_call_id"] == f"call-{slot}")
 
@@ -150,7 +154,7 @@ class Replayer:
             "member.inspect": lambda: h.members.inspect(member),
             "member.restart": lambda: h.members.restart(member),
             "member.retire": lambda: h.members.retire(member),
-            "profile.change": lambda: h.set_profile(member, ["deploy"] if args["keep_tool"] else []),
+            "profile.change": lambda: h.set_profile(member, self._tools(member, after)),
             "shutdown.drain_jobs": lambda: h.shutdowns.drain_jobs(member),
             "shutdown.release_task": lambda: h.shutdowns.release_task(member),
             "shutdown.finish": lambda: h.shutdowns.finish(member),

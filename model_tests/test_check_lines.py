@@ -40,6 +40,10 @@ _DANGLING = (
     "conformance suite judges implementations with it"
 )
 UNREACHED: dict[str, str] = {
+    "safety.py:profile_changes_raise_version:problems.append(f\"capability_profile/{profile['member_id']}: {fell}\")": (
+        "no move of the model lowers a profile's version (a change adds one); an implementation's store may (a "
+        "profile restored from an older copy): test_a_profile_whose_version_fell_is_reported"
+    ),
     "invariants.py:shutdown_completed_iff_member_stopped:problems.append(f\"shutdown_request/{sd['protocol_id']}: "
     "targets {sd['target_id']!r}, no member of the team\")": _DANGLING,
     "invariants.py:_stale_consumptions:problems.append(f\"operation_approval/{ap['protocol_id']}: consumed for "
@@ -114,3 +118,14 @@ def test_the_line_finder_sees_each_kind_of_report() -> None:
     assert any(":approval_consumed_at_most_once:problems.append(" in key for key in keys)
     assert any(":world_agrees:return [" in key for key in keys)
     assert any(key.startswith("safety.py:") for key in keys)
+
+
+def test_a_profile_whose_version_fell_is_reported() -> None:
+    """XPR-4: the one problem line of ``profile_changes_raise_version`` no model move reaches."""
+    from spec.safety import profile_changes_raise_version
+
+    def snap(version: int) -> dict[str, object]:
+        return {"capability_profile": [{"member_id": "m0", "version": version, "tools": ["deploy"]}]}
+
+    assert profile_changes_raise_version(snap(2), snap(1)) == ["capability_profile/m0: its version fell from 2 to 1"]
+    assert profile_changes_raise_version(snap(1), snap(2)) == []  # a version raised with the same tools is fine

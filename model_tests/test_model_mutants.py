@@ -81,6 +81,7 @@ SHORTEST = {
     "cancel_recorded_as_rejected": 3,  # a claim, the request, its cancel
     "drain_cancels_as_cancelled": 4,  # a claim, the request, the shutdown request, the drain begun
     "shutdown_deadline_from_claim": 4,  # a claim, a tick, its pass, the request
+    "profile_removal_keeps_version": 1,  # the change itself
     "release_notes_before_task": 4,  # claim, request, begin, the release cut after its note
     "release_unnoted": 4,  # claim, request, begin, the release
     "run_completes_a_step_early": 8,  # to the plan's first step run, then its completion

@@ -32,6 +32,8 @@ NARROW = {
             "request_message_expires_late",
         )
     },
+    "monitor_spares_unstarted_runs": "a run started, then left without its step through two ticks and their "
+    "passes, while each walk step may take the run's step instead",
     "reconcile_ignores_incarnation": "a drain finished, a restart, a second request drained, a crash, a restart",
     "release_while_cancel_requested": "a job asked to cancel, then the release before it exits, before any crash",
     "draining_member_runs_steps": "a drain that begins after the plan started and before its step, within the ttl",

@@ -54,7 +54,7 @@ from spec.model._model import Action, message_status
 from spec.model._ops import OPERATIONS as MODEL_STEPS
 from spec.model._ops import RISK_TEXT
 from spec.model._reconcile import reconcile
-from spec.model._snapshot import plan_id, shutdown_id
+from spec.model._snapshot import changed_profile_tools, plan_id, shutdown_id
 from spec.secret_corpus import carrier
 
 CONFIG = parse_config(
@@ -531,7 +531,7 @@ class ApprovalComparison(RuleBasedStateMachine):
         """The Lead changes a capability profile (drawn less often: it voids outstanding approvals)."""
         if skip:
             return
-        self.harness.set_profile(f"m{member}", ["deploy"] if keep_tool else [])
+        self.harness.set_profile(f"m{member}", changed_profile_tools(self.state.members[member], keep_tool))
         assert self._model_take(Action("profile.change", (("keep_tool", keep_tool), ("member", member))))
 
     def deliver_slot(self, slot: int) -> None:

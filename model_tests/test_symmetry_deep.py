@@ -79,6 +79,7 @@ FIELD_KINDS: dict[tuple[str, str], str] = {
     ("Member", "shutdown"): OPAQUE,  # a shutdown slot
     ("Member", "task"): TASK,
     ("Member", "profile_version"): OPAQUE,
+    ("Member", "profile_edits"): OPAQUE,  # a count of changes
     ("Task", "owner"): MEMBER,
     ("Task", "owner_incarnation"): OPAQUE,
     ("Task", "claims"): OPAQUE,

@@ -89,6 +89,7 @@ _CHECKS: dict[str, Checked] = {
     "PLN-9": _C(
         (
             "run_starts_within_its_step",
+            "requests_final_by_deadline",
             "every_request_can_finish",
             "no_cycle_avoids_finish",
             "deadline_is_the_last_instant",
@@ -159,7 +160,7 @@ _CHECKS: dict[str, Checked] = {
     "JOB-2": _C(("non_cancellable_job_never_signalled",)),
     "XPR-1": _C(("stale_incarnation_changes_nothing", "restart_raises_incarnation")),
     "XPR-2": _C(("stopped_member_acts_not", "requests_final_by_deadline", "every_request_can_finish")),
-    "XPR-4": _C(("approval_grants_no_capability",)),
+    "XPR-4": _C(("approval_grants_no_capability", "profile_changes_raise_version")),
     "XPR-5": _C(("terminal_outcomes_carry_reasons", "reasons_name_their_causes")),
     "REC-1": _C(("reconcile_is_idempotent",)),
     "REC-2": _C((*_AFTER_RECONCILE, "members_hold_their_claims", "every_request_can_finish")),

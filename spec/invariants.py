@@ -340,9 +340,10 @@ _DEADLINED = ("operation_approval", "plan_approval", "shutdown_request")
 def requests_final_by_deadline(snap: Snapshot) -> list[str]:
     """INV-12: every request is final within its deadline plus one monitor pass, or timed_out.
 
-    Clauses: SHD-6, PLN-5, APR-5. A draining shutdown held by a non-interruptible job must be
-    ``timed_out``, never silently stuck. Plan executions are outcomes, not requests: that a timed-out
-    run fails and rolls back is PLN-9, checked by the explorer's liveness check. A request's message
+    Clauses: SHD-6, PLN-5, APR-5, PLN-9. A draining shutdown held by a non-interruptible job must be
+    ``timed_out``, never silently stuck. A plan's execution is no request, but its time budget is
+    judged by the same pass (PLN-9): a run still ``running`` a pass after its deadline was left
+    alone by the monitor (that it then rolls back is the liveness check's). A request's message
     still unread is expired by the same pass (SHD-6), unless a drain began under it (its reader
     records the delivery).
     """
@@ -357,6 +358,9 @@ def requests_final_by_deadline(snap: Snapshot) -> list[str]:
                 problems.append(
                     f"{record_key(kind, record)}: still {record['status']} at {now}, deadline was {record['deadline']}"
                 )
+    for run in snap["plan_execution"]:
+        if run["status"] == "running" and run["deadline"] < now - 1:
+            problems.append(f"plan_execution/{run['plan_id']}: still running at {now}, deadline was {run['deadline']}")
     requests = {kind: _index(snap[kind], "protocol_id") for kind in _DEADLINED}
     for entry in snap["message"]:
         message = entry["message"]
@@ -795,7 +799,7 @@ INVARIANTS: tuple[Invariant, ...] = (
         "state",
         False,
         requests_final_by_deadline,
-        ("clock", _APPROVALS, _PLANS, _SHUTDOWNS, "message"),
+        ("clock", _APPROVALS, _PLANS, "plan_execution", _SHUTDOWNS, "message"),
     ),
     # ---- issue 19: the safety clauses no INV-* names (spec.safety; spec.clause_checks maps them)
     Invariant(
@@ -959,6 +963,14 @@ INVARIANTS: tuple[Invariant, ...] = (
         False,
         safety.run_starts_within_its_step,
         ("clock", "plan_execution"),
+    ),
+    Invariant(
+        "XPR-4",
+        "profile_changes_raise_version",
+        "step",
+        False,
+        safety.profile_changes_raise_version,
+        ("capability_profile",),
     ),
     Invariant(
         "SHD-1",

@@ -987,6 +987,28 @@ def run_starts_within_its_step(before: Snapshot, after: Snapshot) -> list[str]:
     return problems
 
 
+def profile_changes_raise_version(before: Snapshot, after: Snapshot) -> list[str]:
+    """XPR-4, APR-7: a capability profile's version says which profile an approval was bound to, so
+    every change of what the profile holds raises it, and nothing lowers it. A change that kept the
+    version would let an approval made under the old profile be consumed under the new one (the
+    consumption compares versions, INV-9, and both sides would agree)."""
+    was = {profile["member_id"]: profile for profile in before["capability_profile"]}
+    problems = []
+    for profile in after["capability_profile"]:
+        old = was.get(profile["member_id"])
+        if old is None:
+            continue
+        if profile["version"] < old["version"]:
+            fell = f"its version fell from {old['version']} to {profile['version']}"
+            problems.append(f"capability_profile/{profile['member_id']}: {fell}")
+        elif sorted(profile["tools"]) != sorted(old["tools"]) and profile["version"] == old["version"]:
+            problems.append(
+                f"capability_profile/{profile['member_id']}: its tools changed from {sorted(old['tools'])} to "
+                f"{sorted(profile['tools'])} under the same version {profile['version']}"
+            )
+    return problems
+
+
 _CREATED_AT = ("operation_approval", "shutdown_request")
 """The requests whose ``created_at`` is the instant their record is written (a plan's record is
 its draft, whose creation may lie long before its submission starts its ttl)."""

@@ -432,6 +432,22 @@ MUTANTS: dict[str, Mutant] = {
             "(the unit deadline's start, SHD-9, taken for the request's)",
         ),
         Mutant(
+            "monitor_spares_unstarted_runs",
+            "PLN-9",
+            "INV-12",
+            "plan",
+            "the deadline monitor leaves a running execution past its deadline alone while it has run no step "
+            "(nothing to roll back, it reasons): the run never ends",
+        ),
+        Mutant(
+            "profile_removal_keeps_version",
+            "XPR-4",
+            "profile_changes_raise_version",
+            "tiny",
+            "a profile change that removes the protected tool keeps the profile's version (the tool's absence "
+            "refuses its calls anyway, the change reasons)",
+        ),
+        Mutant(
             "reconcile_reports_every_member_lost",
             "SHD-10",
             "messages_agree_with_records",

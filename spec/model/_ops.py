@@ -191,7 +191,7 @@ def member_ops(model: Model, s: State) -> Iterator[Operation]:
             for keep_tool in (True, False):
                 yield (
                     A("profile.change", member=m, keep_tool=keep_tool),
-                    [("profile.change/profile", lambda x, m=m, k=keep_tool: _profile(x, m, k))],
+                    [("profile.change/profile", lambda x, m=m, k=keep_tool: _profile(model, x, m, k))],
                 )
 
 
@@ -207,9 +207,11 @@ def _restart(s: State, m: int, bump: int = 1, keep_shutdown: bool = False) -> St
     return _member(s, m, "running", incarnation=member.incarnation + bump, accepting=True, shutdown=shutdown, task=NONE)
 
 
-def _profile(s: State, m: int, keep_tool: bool) -> State:
+def _profile(model: Model, s: State, m: int, keep_tool: bool) -> State:
     member = s.members[m]
-    changed = replace(member, profile_version=member.profile_version + 1, has_tool=keep_tool)
+    same = not keep_tool and model.broken("profile_removal_keeps_version")  # the tool gone, the version not raised
+    version = member.profile_version + (0 if same else 1)
+    changed = replace(member, profile_version=version, has_tool=keep_tool, profile_edits=member.profile_edits + 1)
     return replace(s, members=put(s.members, m, changed), profile_changes=s.profile_changes + 1)
 
 
@@ -912,7 +914,8 @@ def monitor_pass(model: Model, s: State) -> State:
                 continue
             s = owe(_plan(s, p, "expired", reason="expired"), ("plan_abandoned", p, 0))
         at = 1 if model.broken("monitor_fails_run_at_deadline") else 0  # at the deadline, not after it
-        if s.runs[p].status == "running" and now + at > s.runs[p].deadline:
+        spared = model.broken("monitor_spares_unstarted_runs") and not s.runs[p].steps  # nothing to roll back
+        if s.runs[p].status == "running" and now + at > s.runs[p].deadline and not spared:
             s = _run(s, p, "failed")
     for slot, sd in enumerate(s.shutdowns):
         if model.broken("monitor_skips_shutdown") or now <= sd.deadline:

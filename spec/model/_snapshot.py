@@ -69,9 +69,22 @@ def member_doc(m: int, member: Member) -> dict[str, Any]:
     }
 
 
+def profile_tools(has_tool: bool, edits: int) -> list[str]:
+    """A capability profile's tools: the protected one if it holds it, and after each change of the
+    profile the other tool that change gave it (``notes-N``, XPR-4: every change shows)."""
+    return ([TOOL] if has_tool else []) + ([f"notes-{edits}"] if edits else [])
+
+
+def changed_profile_tools(member: Member, keep_tool: bool) -> list[str]:
+    """The tools ``profile.change`` leaves ``member``'s profile holding: what a driver of an
+    implementation sets for it (``reference.Harness.set_profile``)."""
+    return profile_tools(keep_tool, member.profile_edits + 1)
+
+
 @lru_cache(maxsize=65536)
 def profile_doc(m: int, member: Member) -> dict[str, Any]:
-    return {"member_id": member_id(m), "version": member.profile_version, "tools": [TOOL] if member.has_tool else []}
+    tools = profile_tools(member.has_tool, member.profile_edits)
+    return {"member_id": member_id(m), "version": member.profile_version, "tools": tools}
 
 
 @lru_cache(maxsize=65536)

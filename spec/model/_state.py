@@ -31,6 +31,11 @@ class Member:
     event after its last ``claimed`` one. Every write of ``task`` resets it. Not in the snapshot
     (the model keeps no history); an inspection or a reconciliation reads it to end a release cut
     short (SHD-3, SHD-7), whatever moved the task since (another member may hold it by then)."""
+    profile_edits: int = 0
+    """How many times its capability profile was changed: what the profile says, of which
+    ``profile_version`` is the number (XPR-4), kept apart from it so that a change that forgets to
+    raise the version shows as a profile whose tools changed under the same version (the snapshot
+    names each change's other tool ``notes-N``)."""
 
 
 @dataclass(frozen=True, slots=True, order=True)
