@@ -793,12 +793,17 @@ def engine_name(model: Model) -> str:
 
 
 def flat_engine(model: Model) -> bool:
-    """Whether :func:`explore` runs ``model`` on plain tuples (see there)."""
+    """Whether :func:`explore` runs ``model`` on plain tuples (see there): where the flat form supports
+    it, and — unless ``TEAMPROTO_ENGINE=flat`` asks for it — was proven equal to the model as its
+    sources now stand (:mod:`spec.model._proof`)."""
     from .model._flat import supports
+    from .model._proof import proven
 
-    if engine_choice(os.environ.get("TEAMPROTO_ENGINE")) == "model":  # a misspelt name: BadEngine
+    chosen = os.environ.get("TEAMPROTO_ENGINE")
+    if engine_choice(chosen) == "model":  # a misspelt name: BadEngine
         return False
-    return model.reduce and model.independence and supports(model.config, model.mutant)
+    supported = model.reduce and model.independence and supports(model.config, model.mutant)
+    return supported and (chosen == "flat" or proven())
 
 
 def _search(

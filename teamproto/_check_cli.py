@@ -44,7 +44,7 @@ from spec.check import (
     summarize,
 )
 from spec.explore import Report, format_trace, trace_json
-from spec.model import CRASH_POINTS, MUTANTS, load_config, manifest
+from spec.model import CRASH_POINTS, MUTANTS, _proof, load_config, manifest
 from spec.model._config import Config, config_names, pins
 from spec.simulate import DEFAULT_PLAN, Plan
 from spec.split import PARTS, parts
@@ -320,11 +320,25 @@ def command(args: argparse.Namespace, console: Console) -> int:
             f"peak memory {peak:,.0f} MiB (largest process); spec {folder} (source {digest})"
         )
         _print_summary(console, runs, summary, footer)
+        if unproven := _unproven(jobs, args.mutant):
+            console.print(unproven, highlight=False)
         console.print(verdict, highlight=False)
     if trace_error is not None:  # after the report: the counterexample was printed, not lost
         error_line(UsageError(trace_error))
         return 2
     return status
+
+
+def _unproven(jobs: list[Job], mutant: str | None) -> str:
+    """Which configurations ran on the model's own engine because the flat one is not proven for
+    these sources (:mod:`spec.model._proof`; empty when it is, or when none could run on it)."""
+    from spec.model._flat import supports
+
+    why = _proof.stale()
+    names = [config.name for config, how in jobs if how is None and supports(config, mutant)]
+    if not why or not names or os.environ.get("TEAMPROTO_ENGINE"):
+        return ""
+    return f"{', '.join(names)}: {why}"
 
 
 def source(root: Path | None = None) -> tuple[str, str]:
@@ -360,6 +374,8 @@ def _document(
         "spread": spread,  # the processes each search was spread over (spec/_parallel.py)
         "compiled": _compiled.ACTIVE,
         "spec": dict(zip(("path", "digest"), source(), strict=True)),
+        "flat_engine_unproven": _proof.stale()
+        or None,  # why its configurations ran on the model (spec/model/_proof.py)
         "seconds": round(wall, 3),
         **({"mutant_caught_by": mutant_caught(runs)} if any(r.mutant for r, _, _ in runs) else {}),
         **({"trace_out_error": trace_error} if trace_error else {}),

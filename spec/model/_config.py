@@ -63,8 +63,10 @@ class BadConfig(ProtocolError):
 
 
 ENGINES = ("flat", "model")
-"""The accepted values of ``TEAMPROTO_ENGINE``: ``flat`` (the default: plain tuples wherever
-:func:`spec.model._flat.supports` the run) and ``model`` (the model's own states, always)."""
+"""The accepted values of ``TEAMPROTO_ENGINE``: ``flat`` (plain tuples wherever
+:func:`spec.model._flat.supports` the run), ``model`` (the model's own states, always); unset,
+``flat`` where it is proven equal to the model as it stands (:mod:`spec.model._proof`), else
+``model``."""
 
 
 class BadEngine(ProtocolError):
