@@ -63,7 +63,7 @@ def _value(field: str, value: Any, clock: float, ids: set[str]) -> str:
     if field in WORDS or isinstance(value, bool) or value is None:
         return repr(value)
     if isinstance(value, int | float):
-        return f"clock{value - clock:+g}" if field.endswith(("deadline", "_at")) else repr(value)
+        return f"clock{value - clock:+g}" if field.endswith(("deadline", "_at", "timestamp")) else repr(value)
     if isinstance(value, list):
         return f"{len(value)} item(s)"
     return "an object" if isinstance(value, dict) else _kind(value, ids)
@@ -98,10 +98,38 @@ def effects(action: str, before: Snap, after: Snap) -> Iterator[str]:
             for field, value in new[key].items():
                 if field not in ("status", "version", "history", "events") and field != RECORD_KEYS[kind][0]:
                     yield f"{created} with {field} {_value(field, value, after['clock'], ids)}"
+            if typed:
+                yield from _message(created, kind, new[key], after, ids)
         for key in old.keys() - new.keys():
             yield f"{action}: {kind} removed {old[key].get('status', '')!r}"
         for key in new.keys() & old.keys():
             yield from _changes(action, kind, "", old[key], new[key], ids)
+
+
+_SOURCES = {"operation_approval": "protocol_id", "plan_approval": "protocol_id", "shutdown_request": "protocol_id"}
+"""The records a message may be about, by the field its ``correlation_id`` names."""
+
+
+def _message(created: str, kind: str, doc: Snap, after: Snap, ids: set[str]) -> Iterator[str]:
+    """A created message's (or owed entry's) envelope and body, field by field, the status of the
+    record it is about, and — a message put on the bus from the outbox — whether it is the very
+    message its entry holds (outside review 61: a decision re-delivered only for approved
+    approvals, a send that rebuilt its body from the records, each hid behind "message created")."""
+    message = doc["message"]
+    for field, value in sorted(message.items()):
+        if field == "body" and isinstance(value, dict):
+            for part, inner in sorted(value.items()):
+                yield f"{created} with body.{part} {_value(part, inner, after['clock'], ids)}"
+        elif field not in ("message_id", "correlation_id", "message_type"):
+            yield f"{created} with message.{field} {_value(field, value, after['clock'], ids)}"
+    for source, key in _SOURCES.items():
+        for record in after.get(source, []):
+            if record[key] == message.get("correlation_id"):
+                yield f"{created} about a {record['status']!r} {source}"
+    if kind == "message":
+        owed = [e["message"] for e in after.get("outbox_entry", []) if e["message_id"] == message.get("message_id")]
+        if owed:
+            yield f"{created} {'as its outbox entry holds it' if owed[0] == message else 'unlike its outbox entry'}"
 
 
 def _changes(

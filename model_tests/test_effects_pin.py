@@ -64,6 +64,32 @@ def test_records_created_and_references_moved_are_effects_too() -> None:
     }
 
 
+def test_a_message_s_envelope_body_record_and_outbox_entry_are_effects() -> None:
+    """Outside review 61: reconciliation that re-delivered only an approved approval's decision (not
+    a rejected one's), and an outbox send that rebuilt the body from the records, both read as
+    "message created" alone."""
+    decision = {"message_id": "d", "message_type": "approval_decision", "correlation_id": "p", "sender": "lead"}
+    decision |= {"target": "m0", "timestamp": 4, "body": {"decision": "rejected", "protocol_id": "p"}}
+    approval = {"protocol_id": "p", "status": "rejected"}
+    notice = {"message_id": "n", "message_type": "task_suspended", "correlation_id": "s", "body": {"task_id": "t0"}}
+    entry = {"message_id": "n", "status": "sent", "message": notice}
+    before = _snap(clock=5, member=[MEMBER], operation_approval=[approval], outbox_entry=[entry])
+    bus = [{"message": decision, "status": "pending"}, {"message": {**notice, "body": {}}, "status": "pending"}]
+    lines = set(effects.effects("restart", before, {**before, "message": bus}))
+    said = "restart: message created 'pending' (approval_decision)"
+    assert {
+        f"{said} about a 'rejected' operation_approval",
+        f"{said} with body.decision 'rejected'",
+        f"{said} with message.sender a text",
+        f"{said} with message.target a reference",
+        f"{said} with message.timestamp clock-1",
+        "restart: message created 'pending' (task_suspended) unlike its outbox entry",
+    } <= lines
+    bus[1] = {"message": notice, "status": "pending"}
+    lines = set(effects.effects("restart", before, {**before, "message": bus}))
+    assert "restart: message created 'pending' (task_suspended) as its outbox entry holds it" in lines
+
+
 def test_a_created_record_s_fields_are_effects_in_words_against_the_clock() -> None:
     """Outside review 60: a request created with its deadline one tick later than the protocol's
     read as the same effect ("created 'requested'"); a created record's fields are effects too."""
