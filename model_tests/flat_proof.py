@@ -8,7 +8,8 @@ successors in the same order, the same crash variants, edges, goal test, ``decod
 and the two whole searches report the same (states, transitions, depths, violations with their
 traces, edges, crash points, deadlocks, witnesses). Until it is pinned again after a change of
 either source, ``teamproto check`` explores those configurations on the model itself
-(:mod:`spec.model._proof`). About four minutes on this machine.
+(:mod:`spec.model._proof`). The variants with time of ``test_flat.py`` (deadline regions, a
+bounded clock past deadlines) are proven per transition first. About a minute and a half here.
 """
 
 from __future__ import annotations
@@ -24,11 +25,22 @@ from spec.model import Model, _proof, load_config
 
 
 def prove(names: list[str]) -> tuple[dict[str, int], list[str]]:
-    """Each configuration's expanded state count, and the differences found (none: proven)."""
-    from model_tests.test_flat import _expanded, _findings, differences
+    """Each configuration's expanded state count, and the differences found (none: proven): the
+    pinned configurations per transition and by their whole reports; then the variants with time
+    (deadline regions, a bounded clock past deadlines: ``test_flat.QUICK_TIME``) per transition,
+    with the region key and ``tick_matters`` of every state."""
+    from model_tests.test_flat import QUICK_TIME, _expanded, _findings, _time_expanded, differences, time_differences
 
     counts: dict[str, int] = {}
     problems: list[str] = []
+    for variant in QUICK_TIME:
+        started = time.perf_counter()
+        model, states = _time_expanded(variant)
+        found = time_differences(model, states)
+        counts[f"time:{variant}"] = len(states)
+        problems += [f"time:{variant}: {problem}" for problem in found[:5]]
+        verdict = "equal" if not found else f"{len(found)} difference(s)"
+        print(f"time:{variant}: {len(states):,} states expanded, {verdict} ({time.perf_counter() - started:.0f} s)")
     for name in names:
         started = time.perf_counter()
         model, states = _expanded(name)

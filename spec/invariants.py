@@ -181,7 +181,8 @@ def retry_creates_no_duplicate(snap: Snapshot) -> list[str]:
 
 
 def owed_messages(snap: Snapshot) -> Iterator[tuple[str, str, str]]:
-    """(record, message_type, correlation_id) for every message the persisted records owe."""
+    """(record, message_type, key) for every message the persisted records owe: the key is the
+    message's ``correlation_id``, but a ``task_suspended`` notice's task id (:func:`_owed_key`)."""
     owes = {
         "operation_approval": {
             "requested": "approval_request",
@@ -231,8 +232,8 @@ def owed_messages_present(snap: Snapshot) -> list[str]:
     (SHD-9; an earlier suspension's notice for the same task answers for it too — the records do
     not tell the suspensions apart).
 
-    Clauses: REC-3, MSG-6, SHD-5. Checked after reconciliation; that reconciling again changes
-    nothing is the step invariant ``reconcile_is_idempotent``.
+    Clauses: REC-3, MSG-6, SHD-5, SHD-9, SHD-10. Checked after reconciliation; that reconciling
+    again changes nothing is the step invariant ``reconcile_is_idempotent``.
     """
     present = {_owed_key(r["message"]) for r in snap["message"]}
     present |= {_owed_key(r["message"]) for r in snap["outbox_entry"]}

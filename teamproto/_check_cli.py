@@ -311,7 +311,10 @@ def command(args: argparse.Namespace, console: Console) -> int:
     trace_error = _write_trace(args.trace_out, runs)
     kind = "compiled" if _compiled.ACTIVE else "interpreted (scripts/compile.py builds the compiled explorer)"
     if args.json:
-        emit_json(_document(runs, summary, peak, workers * bounds.processes, bounds.processes, wall, trace_error))
+        unproven = _unproven(jobs, args.mutant)
+        emit_json(
+            _document(runs, summary, peak, workers * bounds.processes, bounds.processes, wall, trace_error, unproven)
+        )
     else:
         spread = f", each search spread over {bounds.processes}" if bounds.processes > 1 else ""
         folder, digest = source()
@@ -360,6 +363,7 @@ def _document(
     spread: int,
     wall: float,
     trace_error: str | None,
+    unproven: str = "",
 ) -> dict[str, Any]:
     return {
         "runs": [report_json(r, s, c) for r, s, c in runs],
@@ -374,8 +378,7 @@ def _document(
         "spread": spread,  # the processes each search was spread over (spec/_parallel.py)
         "compiled": _compiled.ACTIVE,
         "spec": dict(zip(("path", "digest"), source(), strict=True)),
-        "flat_engine_unproven": _proof.stale()
-        or None,  # why its configurations ran on the model (spec/model/_proof.py)
+        "flat_engine_unproven": unproven or None,  # which ran on the model, and why (spec/model/_proof.py)
         "seconds": round(wall, 3),
         **({"mutant_caught_by": mutant_caught(runs)} if any(r.mutant for r, _, _ in runs) else {}),
         **({"trace_out_error": trace_error} if trace_error else {}),

@@ -26,6 +26,7 @@ SECTIONS = (
     "plan_execution",
     "shutdown_request",
     "member",
+    "task",
     "message",
     "outbox_entry",
 )
@@ -45,6 +46,7 @@ OWED = [
     ("plan_execution", "completed", "plan_completion"),
     ("plan_execution", "rolled_back", "plan_completion"),
     ("member", "unhealthy", "member_lost"),
+    ("task", "suspended", "task_suspended"),  # SHD-9: named by the task its body names
 ]
 OWE_NOTHING = [
     ("operation_approval", "consumed"),
@@ -59,6 +61,8 @@ OWE_NOTHING = [
     ("plan_execution", "failed"),
     ("member", "running"),
     ("member", "stopped"),
+    ("task", "claimed"),
+    ("task", "pending"),
 ]
 
 
@@ -68,6 +72,9 @@ def _alone(section: str, status: str) -> tuple[dict[str, Any], str]:
     if section == "member":
         snap["member"] = [{"member_id": "m0", "incarnation": 1, "status": status}]
         return snap, ids.protocol_id("m0", "incarnation-1", "member_lost")
+    if section == "task":
+        snap["task"] = [{"task_id": "t0", "status": status}]
+        return snap, "t0"
     key = "plan_id" if section == "plan_execution" else "protocol_id"
     snap[section] = [{key: "p-1", "status": status}]
     return snap, "p-1"
@@ -75,10 +82,12 @@ def _alone(section: str, status: str) -> tuple[dict[str, Any], str]:
 
 def _with_message(snap: dict[str, Any], message_type: str, correlation: str) -> dict[str, Any]:
     message = {"message_type": message_type, "correlation_id": correlation, "message_id": "x"}
+    if message_type == "task_suspended":  # its stable id counts claims: owed by the task its body names
+        message = {**message, "correlation_id": "claim-n", "body": {"task_id": correlation}}
     return {**snap, "outbox_entry": [{"status": "owed", "message": message}]}
 
 
-@pytest.mark.clause("REC-3", "MSG-6", "SHD-5", "PLN-10", "SHD-10")
+@pytest.mark.clause("REC-3", "MSG-6", "SHD-5", "PLN-10", "SHD-10", "SHD-9")
 @pytest.mark.parametrize(("section", "status", "message_type"), OWED)
 def test_each_record_that_owes_a_message_is_named_when_it_is_missing(
     section: str, status: str, message_type: str
@@ -251,7 +260,10 @@ CAUSES = [
     ("member_draining", "running", "running", True),  # a bystander of another member's drain
     ("member_draining", "unhealthy", "unhealthy", True),
     ("member_draining", "stopped", "stopped", True),
-    ("cancelled", "unhealthy", "unhealthy", False),  # reasons that name no requester status are not judged here
+    ("cancelled", "running", "running", False),  # APR-6, PLN-6: its running requester withdrew it
+    ("cancelled", "running", "draining", True),  # a drain's cancellation is member_draining's
+    ("cancelled", "unhealthy", "unhealthy", True),  # a lost requester withdraws nothing
+    ("rejected", "unhealthy", "unhealthy", False),  # reasons a status names are not judged here (the state check)
 ]
 
 

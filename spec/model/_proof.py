@@ -12,8 +12,11 @@ equality noticed it): now, while the model's sources are not the ones proven, th
 the model itself (slower, but the model as written) and ``teamproto check`` says so; the
 proof's test fails until the proof is run again.
 
-The model's sources: every ``.py`` of this package but the flat form and this file, and the
-machine tables (``spec/_tables.py``). The flat form's: ``_flat.py`` and ``spec/_flat_explore.py``.
+The model's sources: every ``.py`` of this package but the flat form and this file, the machine
+tables (``spec/_tables.py``) and the model's own search (``spec/explore.py``, whose loop the flat
+search restates). The flat form's: ``_flat.py`` and ``spec/_flat_explore.py``. The proof covers
+the pinned configurations the flat form supports and ``model_tests/test_flat.py``'s variants with
+time (deadline regions, as ``standard`` has; a bounded clock past deadlines).
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ def _digest(paths: list[Path], root: Path = SPEC) -> str:
 
 def model_sources() -> list[Path]:
     own = {HERE / "_flat.py", HERE / "_proof.py"}
-    return [*sorted(p for p in HERE.glob("*.py") if p not in own), SPEC / "_tables.py"]
+    return [*sorted(p for p in HERE.glob("*.py") if p not in own), SPEC / "_tables.py", SPEC / "explore.py"]
 
 
 @cache

@@ -23,8 +23,8 @@ region abstraction of timed automata, on the model's integer clock):
 - **What is erased.** The absolute clock (keyed as 0), a final record's deadline when its
   request message is no longer pending, the deadline of a record in a status where nothing reads
   it any more (:data:`UNREAD`: a ``failed`` plan execution — the monitor fails only running ones,
-  the rollback has no time guard, reconciliation reads no run's deadline, INV-12 and the deadline
-  step checks cover requests, not runs; a ``timed_out`` shutdown — the monitor acts only on
+  the rollback has no time guard, reconciliation reads no run's deadline, INV-12 reads only a
+  running one's, the deadline step checks cover requests, not runs; a ``timed_out`` shutdown — the monitor acts only on
   requested and draining ones, SHD-2's drain begins only from requested or resumes only from
   draining, INV-12 counts timed_out as settled, the expiry check reads only the step into it —
   in both, unless its request message is still pending, whose expiry reads it), an empty slot's
