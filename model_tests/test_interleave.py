@@ -429,7 +429,10 @@ def _serials(names: tuple[tuple[str, ...], ...], clocks: tuple[float, ...], back
         outcomes = [interleave.serial(scenario, store, order) for order in interleave.serial_orders(scenario)]
     finally:
         store.close()
-    assert all(not outcome.problems for outcome in outcomes), [o.problems for o in outcomes]
+    # each serial operation's own step is judged at its instance's clock; what the whole run's span
+    # shows (interleave.ACROSS) excuses the same in an interleaving of these programs
+    own = [[p for p in o.problems if not p.startswith(interleave.ACROSS)] for o in outcomes]
+    assert not any(own), own
     return outcomes
 
 
@@ -456,7 +459,9 @@ def test_longer_programs_under_a_chosen_schedule(backend: str, case: Program) ->
     finally:
         store.close()
     detail = interleave.describe(scenario, backend, outcome)
-    assert not outcome.problems, f"{outcome.problems}\n{detail}"
+    # a step predicate judged across the whole run sees each instance's record at the latest clock:
+    # counted only where no serial order of the same programs, on the same clocks, shows it too
+    assert not interleave.unexcused(outcome, serials), f"{outcome.problems}\n{detail}"
     if outcome.key in {serial.key for serial in serials}:
         event("serialisable")
         return
