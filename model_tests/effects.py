@@ -106,8 +106,8 @@ def effects(action: str, before: Snap, after: Snap) -> Iterator[str]:
             yield from _changes(action, kind, "", old[key], new[key], ids)
 
 
-_SOURCES = {"operation_approval": "protocol_id", "plan_approval": "protocol_id", "shutdown_request": "protocol_id"}
-"""The records a message may be about, by the field its ``correlation_id`` names."""
+_SOURCES = ("operation_approval", "plan_approval", "shutdown_request")
+"""The records a message may be about: the one whose ``protocol_id`` its ``correlation_id`` names."""
 
 
 def _message(created: str, kind: str, doc: Snap, after: Snap, ids: set[str]) -> Iterator[str]:
@@ -122,9 +122,9 @@ def _message(created: str, kind: str, doc: Snap, after: Snap, ids: set[str]) -> 
                 yield f"{created} with body.{part} {_value(part, inner, after['clock'], ids)}"
         elif field not in ("message_id", "correlation_id", "message_type"):
             yield f"{created} with message.{field} {_value(field, value, after['clock'], ids)}"
-    for source, key in _SOURCES.items():
+    for source in _SOURCES:
         for record in after.get(source, []):
-            if record[key] == message.get("correlation_id"):
+            if record["protocol_id"] == message.get("correlation_id"):
                 yield f"{created} about a {record['status']!r} {source}"
     if kind == "message":
         owed = [e["message"] for e in after.get("outbox_entry", []) if e["message_id"] == message.get("message_id")]

@@ -297,6 +297,7 @@ CAUGHT_BY: dict[str, list[str]] = {
     "suspension_notice_misaddressed": [
         "tests/test_message_parties.py::test_the_notices_as_written_go_between_their_parties"
     ],
+    "suspension_notice_per_task": ["tests/test_team.py::test_each_suspension_of_a_task_owes_its_own_notice"],
     "task_refusal_reads_member_once": [
         "model_tests/test_interleave_generated.py::test_every_interleaving_of_a_generated_pair_is_some_serial_orders"
         "[approval.request||member.lapse]"

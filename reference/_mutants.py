@@ -40,6 +40,8 @@ MUTANTS: dict[str, str] = {
     "turn, so a pass a crash cut short stays half done after the restart",
     "suspension_notice_misaddressed": "MSG-1, SHD-9: a task_suspended notice goes from the Lead to the "
     "member, not from the task's holder to the Lead",
+    "suspension_notice_per_task": "SHD-9, INV-7: a task_suspended notice's id names the task's first claim, "
+    "whatever claim was suspended: a later suspension's notice is taken for the first's and never owed",
     "task_refusal_reads_member_once": "STO-4, XPR-2: a request or a plan's draft that finds its task flagged "
     "refuses for the task by the member it read before, not as the member now is (a lapse between the two "
     "reads: the refusal no serial order gives)",

@@ -182,7 +182,7 @@ def retry_creates_no_duplicate(snap: Snapshot) -> list[str]:
 
 def owed_messages(snap: Snapshot) -> Iterator[tuple[str, str, str]]:
     """(record, message_type, key) for every message the persisted records owe: the key is the
-    message's ``correlation_id``, but a ``task_suspended`` notice's task id (:func:`_owed_key`)."""
+    message's ``correlation_id``; a ``task_suspended`` notice's as :func:`_suspension_key` says."""
     owes = {
         "operation_approval": {
             "requested": "approval_request",
@@ -210,17 +210,27 @@ def owed_messages(snap: Snapshot) -> Iterator[tuple[str, str, str]]:
             pid = ids.protocol_id(member["member_id"], f"incarnation-{member['incarnation']}", "member_lost")
             yield f"member/{member['member_id']}", "member_lost", pid
     for task in snap["task"]:
-        if task["status"] == "suspended":  # SHD-9: named by its task (the id counts claims, see below)
-            yield f"task/{task['task_id']}", "task_suspended", task["task_id"]
+        if task["status"] == "suspended":  # SHD-9
+            yield f"task/{task['task_id']}", "task_suspended", _suspension_key(task)
 
 
-def _owed_key(message: Mapping[str, Any]) -> tuple[str, Any]:
+def _suspension_key(task: Mapping[str, Any]) -> str:
+    """The key a suspended task's ``task_suspended`` notice is owed under: its stable id, which
+    counts the task's claims (``claim-n``, SHD-9), where the task's history shows them (an
+    implementation's records); else — a record with no history, as the model's — the task itself,
+    and then an earlier suspension's notice of the same task answers for it too."""
+    claims = sum(1 for event in task.get("history") or () if event.get("event") == "claimed")
+    if claims:
+        return ids.protocol_id(task["task_id"], f"claim-{claims}", "task_suspended")
+    return str(task["task_id"])
+
+
+def _owed_keys(message: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
     """How :func:`owed_messages` names a message: by its type and correlation id — a
-    ``task_suspended`` notice by the task its body names, since its stable id counts the task's
-    claims (``claim-n``), which a task record need not show (the model's keep no history)."""
+    ``task_suspended`` notice by its task too (:func:`_suspension_key`)."""
     if message["message_type"] == "task_suspended":
-        return "task_suspended", message["body"].get("task_id")
-    return message["message_type"], message["correlation_id"]
+        return ("task_suspended", message["correlation_id"]), ("task_suspended", message["body"].get("task_id"))
+    return ((message["message_type"], message["correlation_id"]),)
 
 
 def owed_messages_present(snap: Snapshot) -> list[str]:
@@ -229,14 +239,13 @@ def owed_messages_present(snap: Snapshot) -> list[str]:
 
     Owed are the protocols' requests and replies and the two notices a record's status owes: an
     ``unhealthy`` member its ``member_lost`` (SHD-10), a ``suspended`` task its ``task_suspended``
-    (SHD-9; an earlier suspension's notice for the same task answers for it too — the records do
-    not tell the suspensions apart).
+    (SHD-9): this suspension's, told apart from an earlier one's by the claims the task's history
+    counts; where a record keeps no history (the model's), any notice of the same task answers.
 
     Clauses: REC-3, MSG-6, SHD-5, SHD-9, SHD-10. Checked after reconciliation; that reconciling
     again changes nothing is the step invariant ``reconcile_is_idempotent``.
     """
-    present = {_owed_key(r["message"]) for r in snap["message"]}
-    present |= {_owed_key(r["message"]) for r in snap["outbox_entry"]}
+    present = {key for kind in ("message", "outbox_entry") for r in snap[kind] for key in _owed_keys(r["message"])}
     on_bus = {r["message"]["message_id"] for r in snap["message"]}
     return [
         f"{record}: owes {message_type}, which is neither on the bus nor in the outbox"

@@ -992,7 +992,7 @@ def profile_changes_raise_version(before: Snapshot, after: Snapshot) -> list[str
     every change of what the profile holds raises it, and nothing lowers it. A change that kept the
     version would let an approval made under the old profile be consumed under the new one (the
     consumption compares versions, INV-9, and both sides would agree)."""
-    was = {profile["member_id"]: profile for profile in before["capability_profile"]}
+    was = _by(before["capability_profile"], "member_id")
     problems = []
     for profile in after["capability_profile"]:
         old = was.get(profile["member_id"])

@@ -478,6 +478,19 @@ def test_a_unit_past_its_deadline_is_suspended_and_the_lead_told(team: Team) -> 
     team.h.claim("m1", "t0")
 
 
+@pytest.mark.clause("SHD-9", "INV-7")
+def test_each_suspension_of_a_task_owes_its_own_notice(team: Team) -> None:
+    """A task suspended, resumed, claimed again and suspended again owes the second suspension's
+    notice under its own stable id (it counts the claims): INV-7 holds after each suspension only
+    when that suspension's notice is owed, not an earlier one's of the same task."""
+    for holder in ("m0", "m1"):
+        team.h.claim(holder, "t0")
+        team.clock.advance(5)
+        assert team.h.tasks.suspend(holder, unit_seconds=5) == "t0"
+        assert invariants.owed_messages_present(team.h.snapshot()) == []
+        team.h.tasks.resume("t0")
+
+
 @pytest.mark.clause("SHD-9", "TSK-3")
 @pytest.mark.parametrize("claims", [2, 3])
 def test_the_unit_deadline_runs_from_the_latest_claim(team: Team, claims: int) -> None:
