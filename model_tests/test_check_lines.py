@@ -34,6 +34,11 @@ _MESSAGES = (
     "makes parties, replies or decision numbers disagree; the conformance suite's bad-input and message "
     "cases reach it on implementations"
 )
+_NOTICES = (
+    "the model writes a notice's body from its records in one place (message_info) and its tasks keep no "
+    "history of claims; the reference's notices reach it through tests/test_message_parties.py, whose each field "
+    "changed alone must be named"
+)
 _DANGLING = (
     "the model's records always name a member of the team (slots); an implementation's snapshot may not: "
     "model_tests/verdicts.py's near misses reach it (a member, an owner or a target gone), and the "
@@ -77,6 +82,19 @@ UNREACHED: dict[str, str] = {
     "safety.py:_parties_agree:problems.append(f\"{name}: no rule says who sends a {message['message_type']} to whom "
     '(MSG-1)")': "every message the model writes is of a type spec.MESSAGE_TYPES names, and each of those has its "
     "rule (tests/test_message_parties.py); this line is for a type added later",
+    'safety.py:_parties_agree:problems.append(f"{name}: says {field} {body.get(field)!r}, but its {section} says '
+    '{said!r}")': _MESSAGES + " (each field changed alone: tests/test_message_parties.py)",
+    "safety.py:_notices_agree:problems.append(": _NOTICES + " (reference mutant lost_notice_heartbeat_zero)",
+    "safety.py:_notices_agree:problems.append(f\"{name}: about {message['correlation_id']}, no claim of "
+    "task/{body['task_id']}\")": _NOTICES,
+    "safety.py:_notices_agree:problems.append(f\"{name}: names task/{body['task_id']}, which the team does not "
+    'have")': _NOTICES,
+    "safety.py:_notices_agree:problems.append(f\"{name}: names {body['member_id']}, but the claim it is about was "
+    "{holder}'s\")": _NOTICES,
+    "safety.py:messages_agree_with_records:problems.append(": (
+        "the model's outbox puts its entry's very message on the bus (one function writes both); reference mutant "
+        "send_restamps_message reaches it, and model_tests/verdicts.py's near misses"
+    ),
     "safety.py:_plan_decisions_agree:problems.append(": _MESSAGES,
     "safety.py:_replies_agree:problems.append(f\"shutdown_ack/{message['message_id']}: says {body}, but the request "
     'is {facts}")': _MESSAGES,

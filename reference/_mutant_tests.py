@@ -297,6 +297,12 @@ CAUGHT_BY: dict[str, list[str]] = {
     "suspension_notice_misaddressed": [
         "tests/test_message_parties.py::test_the_notices_as_written_go_between_their_parties"
     ],
+    "send_restamps_message": [
+        "tests/test_message_parties.py::test_a_message_sent_after_it_was_owed_is_its_entrys_very_message"
+    ],
+    "lost_notice_heartbeat_zero": [
+        "tests/test_message_parties.py::test_the_notices_as_written_go_between_their_parties"
+    ],
     "suspension_notice_per_task": ["tests/test_team.py::test_each_suspension_of_a_task_owes_its_own_notice"],
     "task_refusal_reads_member_once": [
         "model_tests/test_interleave_generated.py::test_every_interleaving_of_a_generated_pair_is_some_serial_orders"

@@ -40,6 +40,10 @@ MUTANTS: dict[str, str] = {
     "turn, so a pass a crash cut short stays half done after the restart",
     "suspension_notice_misaddressed": "MSG-1, SHD-9: a task_suspended notice goes from the Lead to the "
     "member, not from the task's holder to the Lead",
+    "send_restamps_message": "MSG-4, REC-3: the outbox puts its entry's message on the bus stamped with the "
+    "time it is sent, not as it was owed: one id, two messages",
+    "lost_notice_heartbeat_zero": "SHD-10, MSG-1: a member_lost notice says its member last beat at 0, "
+    "whatever its record says",
     "suspension_notice_per_task": "SHD-9, INV-7: a task_suspended notice's id names the task's first claim, "
     "whatever claim was suspended: a later suspension's notice is taken for the first's and never owed",
     "task_refusal_reads_member_once": "STO-4, XPR-2: a request or a plan's draft that finds its task flagged "

@@ -58,14 +58,17 @@ class Outbox:
         if stored.doc["status"] == "sent":
             return
         first = broken("entry_sent_before_message")  # the mutant: marked sent, then posted
+        message = stored.doc["message"]
+        if broken("send_restamps_message"):
+            message = {**message, "timestamp": self.h.clock.now()}
         if not first:
             with self.h.step("outbox.send/message"):
-                self.h.post("outbox.send/message", stored.doc["message"])
+                self.h.post("outbox.send/message", message)
         spec.ensure_transition(TABLE, "owed", "sent")
         self.h.storage.update("outbox.send/entry", TABLE, message_id, {**stored.doc, "status": "sent"}, stored.version)
         if first:
             with self.h.step("outbox.send/message"):
-                self.h.post("outbox.send/message", stored.doc["message"])
+                self.h.post("outbox.send/message", message)
 
     def owed(self) -> list[str]:
         return [row.key for row in active(self.h.storage, TABLE, ("owed",)) if row.doc["status"] == "owed"]
@@ -100,7 +103,7 @@ class Outbox:
         body = {
             "member_id": member["member_id"],
             "incarnation": member["incarnation"],
-            "last_heartbeat_at": member["last_heartbeat_at"] or 0,
+            "last_heartbeat_at": 0 if broken("lost_notice_heartbeat_zero") else member["last_heartbeat_at"] or 0,
             "flagged_task_ids": sorted(flagged),
         }
         return self.h.envelope("member_lost", pid, "lost", self.h.lead_id, "team", body, NOTICE_TTL)

@@ -1004,7 +1004,7 @@ INVARIANTS: tuple[Invariant, ...] = (
         "state",
         True,
         safety.messages_agree_with_records,
-        ("member", _APPROVALS, _PLANS, "plan_execution", _SHUTDOWNS, *_MESSAGES),
+        ("member", "task", _APPROVALS, _PLANS, "plan_execution", _SHUTDOWNS, *_MESSAGES),
     ),
     Invariant(
         "AUD-1",

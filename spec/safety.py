@@ -505,11 +505,13 @@ def messages_agree_with_records(snap: Snapshot) -> list[str]:
     """MSG-4, MSG-6, REC-3: every message is under its one stable id and says what its record says.
 
     Presence is INV-7; this is content. Each message on the bus or in the outbox has the id of its
-    correlation id and phase; a decision exists only once its record decided (the record is written
-    first, MSG-6) and agrees with it; of a plan's decisions, numbered from 0 without gaps, only the
-    latest may be live (not expired) and it agrees with the plan; an acknowledgement or completion
-    repeats its record's facts; a ``member_lost`` speaks of an incarnation that is no longer running
-    or draining (SHD-10). Checked after reconciliation (a crash may fall between the writes).
+    correlation id and phase, and one on the bus is its outbox entry's very message; each field of
+    its body says what :data:`BODY_RULES` says it must; a decision exists only once its record
+    decided (the record is written first, MSG-6) and agrees with it; of a plan's decisions, numbered
+    from 0 without gaps, only the latest may be live (not expired) and it agrees with the plan; an
+    acknowledgement or completion repeats its record's facts; a notice its record's (SHD-9, SHD-10),
+    and a ``member_lost`` speaks of an incarnation that is no longer running or draining (SHD-10).
+    Checked after reconciliation (a crash may fall between the writes).
     """
     problems = []
     for kind in ("message", "outbox_entry"):
@@ -520,51 +522,76 @@ def messages_agree_with_records(snap: Snapshot) -> list[str]:
                 problems.append(
                     f"{kind}/{message['message_id']}: {message['message_type']} is not under its stable id {expected}"
                 )
+    owed = {record["message"]["message_id"]: record["message"] for record in snap["outbox_entry"]}
+    for record in snap["message"]:
+        entry = owed.get(record["message"]["message_id"])
+        if entry is not None and entry != record["message"]:
+            problems.append(
+                f"message/{record['message']['message_id']}: {record['message']['message_type']} on the bus "
+                "other than its outbox entry (one id, one message: the outbox sends its entry's)"
+            )
     problems += _parties_agree(snap)
     problems += _approval_decisions_agree(snap)
     problems += _plan_decisions_agree(snap)
     problems += _replies_agree(snap)
+    problems += _notices_agree(snap)
     return problems
 
 
-# message type → (the section of its record, found by the message's correlation id as protocol_id;
-# the record's fields that name its (sender, target); the body's fields that repeat the record's;
-# whether it answers the request); a reply goes back the way its request came (MSG-1)
-_PARTIES: dict[str, tuple[str, tuple[str, str], tuple[str, ...], bool]] = {
-    "approval_request": (
-        "operation_approval",
-        ("requester_id", "responder_id"),
-        (
-            "protocol_id",
-            "requester_id",
-            "requester_incarnation",
-            "task_id",
-            "tool_name",
-            "arguments_digest",
-            "profile_version",
-            "risk_summary",
-            "deadline",
+BODY_RULES: dict[str, dict[str, str]] = {
+    "approval_request": {
+        **dict.fromkeys(
+            ("protocol_id", "requester_id", "requester_incarnation", "task_id", "tool_name", "arguments_digest"),
+            "record",
         ),
-        False,
-    ),
-    "approval_decision": ("operation_approval", ("responder_id", "requester_id"), ("protocol_id",), True),
-    "plan_request": (
-        "plan_approval",
-        ("requester_id", "responder_id"),
-        ("plan", "revision", "supersedes", "requester_incarnation"),
-        False,
-    ),
-    "plan_decision": ("plan_approval", ("responder_id", "requester_id"), (), True),
-    "plan_completion": ("plan_approval", ("requester_id", "responder_id"), (), False),
-    "plan_abandoned": ("plan_approval", ("requester_id", "responder_id"), (), False),
-    "shutdown_request": (
-        "shutdown_request",
-        ("requester_id", "target_id"),
-        ("protocol_id", "target_incarnation", "reason_text", "deadline"),
-        False,
-    ),
-    "shutdown_ack": ("shutdown_request", ("target_id", "requester_id"), ("protocol_id",), True),
+        **dict.fromkeys(("profile_version", "risk_summary", "deadline"), "record"),
+    },
+    "approval_decision": {
+        "protocol_id": "record",
+        "decision": "_approval_decisions_agree",
+        "review_summary": "record or empty",
+    },
+    "plan_request": dict.fromkeys(("plan", "revision", "supersedes", "requester_incarnation"), "record"),
+    "plan_decision": {"decision": "_plan_decisions_agree", "sequence": "_plan_decisions_agree", "comment": "text"},
+    "plan_completion": {"plan_id": "correlation", "outcome": "_replies_agree", "summary": "text"},
+    "plan_abandoned": {"plan_id": "correlation", "reason": "record"},
+    "shutdown_request": dict.fromkeys(("protocol_id", "target_incarnation", "reason_text", "deadline"), "record"),
+    "shutdown_ack": {"protocol_id": "record", "released_task_id": "_replies_agree", "waited_job_ids": "_replies_agree"},
+    "shutdown_notice": {"reason_text": "text", "summary": "text"},
+    "member_lost": {
+        "member_id": "_notices_agree",
+        "incarnation": "_notices_agree",
+        "last_heartbeat_at": "_notices_agree",
+        "flagged_task_ids": "lost_notice_names_its_flagged_tasks",
+    },
+    "task_suspended": {"task_id": "_notices_agree", "member_id": "_notices_agree", "reason_text": "text"},
 }
+"""MSG-1, MSG-4: what each field of each message's body must say. Every field of every body
+schema (:data:`spec.schemas.BODIES`) has a rule, so a field added to a message is judged before
+it is sent (``tests/test_message_parties.py``): ``record`` — its record's field of the same name
+(the record :data:`_PARTIES` names, found by the message's correlation id); ``record or empty`` —
+the same, ``""`` where the record holds none (a review written without a summary); ``correlation``
+— the message's correlation id (the record it is about); ``text`` — free text (INV-10 judges what
+it may hold); otherwise the check that judges it, by its name in this module."""
+
+# message type → (the section of its record, found by the message's correlation id as protocol_id;
+# the record's fields that name its (sender, target); whether it answers the request); a reply goes
+# back the way its request came (MSG-1). What its body repeats of the record is BODY_RULES'.
+_PARTIES: dict[str, tuple[str, tuple[str, str], bool]] = {
+    "approval_request": ("operation_approval", ("requester_id", "responder_id"), False),
+    "approval_decision": ("operation_approval", ("responder_id", "requester_id"), True),
+    "plan_request": ("plan_approval", ("requester_id", "responder_id"), False),
+    "plan_decision": ("plan_approval", ("responder_id", "requester_id"), True),
+    "plan_completion": ("plan_approval", ("requester_id", "responder_id"), False),
+    "plan_abandoned": ("plan_approval", ("requester_id", "responder_id"), False),
+    "shutdown_request": ("shutdown_request", ("requester_id", "target_id"), False),
+    "shutdown_ack": ("shutdown_request", ("target_id", "requester_id"), True),
+}
+_REPEATED = {
+    kind: tuple((field, rule == "record or empty") for field, rule in rules.items() if rule.startswith("record"))
+    for kind, rules in BODY_RULES.items()
+}
+"""Message type → the body fields that repeat its record's, each with whether ``""`` stands for none."""
 
 
 def _leads(snap: Snapshot) -> set[str]:
@@ -625,7 +652,7 @@ def _parties_agree(snap: Snapshot) -> list[str]:
             if known is None:  # a new message type: its parties need a rule before it is sent
                 problems.append(f"{name}: no rule says who sends a {message['message_type']} to whom (MSG-1)")
                 continue
-            section, (sender, target), repeated, reply = known
+            section, (sender, target), reply = known
             record = records[section].get(message["correlation_id"])
             if record is None:
                 continue  # a message of no record: the decision checks below say so where it matters
@@ -636,10 +663,14 @@ def _parties_agree(snap: Snapshot) -> list[str]:
                     f"{record[sender]} to {record[target]}"
                 )
             body = message["body"]
-            for field in repeated:
-                if body.get(field) != record[field]:
+            for field, empty in _REPEATED[message["message_type"]]:
+                said = record[field] or "" if empty else record[field]
+                if body.get(field) != said:
+                    problems.append(f"{name}: says {field} {body.get(field)!r}, but its {section} says {said!r}")
+            for field, rule in BODY_RULES[message["message_type"]].items():
+                if rule == "correlation" and body.get(field) != message["correlation_id"]:
                     problems.append(
-                        f"{name}: says {field} {body.get(field)!r}, but its {section} says {record[field]!r}"
+                        f"{name}: says {field} {body.get(field)!r}, but it is about {message['correlation_id']}"
                     )
             answers = ids.message_id(message["correlation_id"], "request") if reply else None
             if message.get("reply_to") != answers:
@@ -726,6 +757,48 @@ def _replies_agree(snap: Snapshot) -> list[str]:
                 f"plan_completion/{message['message_id']}: says {message['body']['outcome']}, "
                 f"but the execution is {run and run['status']}"
             )
+    return problems
+
+
+def _notices_agree(snap: Snapshot) -> list[str]:
+    """SHD-9, SHD-10: a notice repeats the facts of the record it is about. A ``member_lost`` is
+    under the id of the member and incarnation its body names, and says when that incarnation last
+    beat, as the member's record says while it is that incarnation (none: 0). A ``task_suspended`` is
+    under the id of one claim of the task its body names, and names that claim's holder — where the
+    task's history shows its claims (an implementation's records; the model's keep none)."""
+    members, tasks = _by(snap["member"], "member_id"), _by(snap["task"], "task_id")
+    problems = []
+    for _, message in _messages(snap, "member_lost"):
+        body, name = message["body"], f"member_lost/{message['message_id']}"
+        pid = ids.protocol_id(body["member_id"], f"incarnation-{body['incarnation']}", "member_lost")
+        if message["correlation_id"] != pid:
+            problems.append(
+                f"{name}: about {message['correlation_id']}, but it names {body['member_id']} "
+                f"incarnation {body['incarnation']} ({pid})"
+            )
+        member = members.get(body["member_id"])
+        if member is not None and member["incarnation"] == body["incarnation"]:
+            beat = member["last_heartbeat_at"] or 0
+            if body["last_heartbeat_at"] != beat:
+                problems.append(
+                    f"{name}: says the last heartbeat was at {body['last_heartbeat_at']}, but "
+                    f"member/{body['member_id']} says {beat}"
+                )
+    for _, message in _messages(snap, "task_suspended"):
+        body, name = message["body"], f"task_suspended/{message['message_id']}"
+        task = tasks.get(body["task_id"])
+        if task is None:
+            problems.append(f"{name}: names task/{body['task_id']}, which the team does not have")
+            continue
+        claims = [e for e in task.get("history") or () if e.get("event") == "claimed"]
+        if not claims:
+            continue
+        pids = [ids.protocol_id(body["task_id"], f"claim-{n}", "task_suspended") for n in range(1, len(claims) + 1)]
+        if message["correlation_id"] not in pids:
+            problems.append(f"{name}: about {message['correlation_id']}, no claim of task/{body['task_id']}")
+        elif body["member_id"] != claims[pids.index(message["correlation_id"])]["actor"]:
+            holder = claims[pids.index(message["correlation_id"])]["actor"]
+            problems.append(f"{name}: names {body['member_id']}, but the claim it is about was {holder}'s")
     return problems
 
 

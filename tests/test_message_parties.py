@@ -21,8 +21,9 @@ import pytest
 import reference as r
 import spec
 from reference._member_process import MemberProcess
-from spec import safety
+from spec import invariants, safety
 from spec.ids import message_id
+from spec.schemas import BODIES
 from tests.test_plans import STEPS, plan
 
 PARTIES = {
@@ -94,7 +95,9 @@ def _notices_snapshot() -> dict[str, Any]:
         h.add_member(m, ["deploy"])
         h.add_task(f"t{m[1]}")
         h.claim(m, f"t{m[1]}")
-    clock.advance(1000)
+    clock.advance(500)
+    h.members.heartbeat("m2", 1)  # its notice says when it last beat
+    clock.advance(500)
     h.tasks.suspend("m0", unit_seconds=5)  # SHD-9
     h.members.lapse("m2")  # SHD-10
     MemberProcess(h, "m1", 1, {}).notify("SIGTERM", "stopped at a safe point")  # SHD-8: the member's own exit
@@ -132,6 +135,112 @@ def test_a_message_of_a_type_no_rule_covers_is_named(notices: dict[str, Any]) ->
     kind, i, message = _places(notices)[0]
     found = safety.messages_agree_with_records(_changed(notices, kind, i, lambda m: m.update(message_type="gossip")))
     assert f"gossip/{message['message_id']}: no rule says who sends a gossip to whom (MSG-1)" in found
+
+
+def _abandoned_snapshot() -> dict[str, Any]:
+    """A plan that expired pending, and its ``plan_abandoned`` owed, written by the reference."""
+    clock = r.ManualClock(0.0)
+    tools = [r.RecordingTool(name).tool() for name in ("deploy", "copy", "swap")]
+    h = r.Harness(r.MemoryStorage(), clock, tools)
+    h.add_member("m0", ["deploy"])
+    h.add_task("t0")
+    h.claim("m0", "t0")
+    pid = h.plans.draft(r.CallContext("m0", 1, "plan", "t0"), "p", plan(*STEPS))
+    h.plans.submit(r.CallContext("m0", 1, "plan", "t0"), pid)
+    clock.advance(10_000)
+    h.monitor_pass()
+    return h.snapshot()
+
+
+def test_every_field_of_every_message_body_has_a_rule() -> None:
+    """MSG-1, MSG-4: a field added to a message's body is judged before it is sent: the rule table
+    names every field of every body schema, and a rule that is a check's name names a check."""
+    assert set(safety.BODY_RULES) == set(BODIES)
+    for message_type, schema in BODIES.items():
+        assert set(safety.BODY_RULES[message_type]) == set(schema["properties"]), message_type
+    generic = {"record", "record or empty", "correlation", "text"}
+    for rules in safety.BODY_RULES.values():
+        assert all(rule in generic or callable(getattr(safety, rule, None)) for rule in rules.values()), rules
+
+
+def _other(value: Any) -> Any:
+    """Another value of the same shape: the field says something else."""
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, (int, float)):
+        return value + 1
+    if isinstance(value, str):
+        return f"other {value}"
+    if isinstance(value, list):
+        return value[:-1] if value else ["t9"]
+    if isinstance(value, dict):
+        return {**value, "goal": "another goal"}
+    return "other"
+
+
+def _judged(snap: dict[str, Any], kind: str, i: int) -> set[str]:
+    """What the state checks, and the step checks of the step that first wrote it, say of message
+    ``i`` of section ``kind``."""
+    message = snap[kind][i]["message"]
+    before = copy.deepcopy(snap)
+    for section in ("message", "outbox_entry"):  # on the bus, its outbox entry too
+        before[section] = [row for row in before[section] if row["message"]["message_id"] != message["message_id"]]
+    found = [p for _, p in invariants.check_state(snap) + invariants.check_step(before, snap)]
+    return {p for p in found if message["message_id"] in p or message["correlation_id"] in p}
+
+
+BODY_SNAPSHOTS = (_team_snapshot, _notices_snapshot, _abandoned_snapshot)
+
+
+@pytest.mark.clause("MSG-1", "MSG-4", "SHD-9", "SHD-10", "PLN-5")
+@pytest.mark.parametrize(
+    ("message_type", "field"),
+    [(t, f) for t, rules in sorted(safety.BODY_RULES.items()) for f, rule in rules.items() if rule != "text"],
+)
+def test_a_body_field_that_says_other_than_its_rule_is_named(message_type: str, field: str) -> None:
+    """Each field of a message as the reference writes it, changed alone to another value, is named
+    by some check (the message's id in its problem) that the message as written passes — whatever
+    rule judges it: the record's field, the correlation id, or the check the table names."""
+    snap = next(
+        s
+        for s in (make() for make in BODY_SNAPSHOTS)
+        if any(m["message_type"] == message_type for _, _, m in _places(s))
+    )
+    kind, i, message = next(p for p in _places(snap) if p[2]["message_type"] == message_type)
+    healthy = _judged(snap, kind, i)
+    broken = copy.deepcopy(snap)
+    for _, _, copied in _places(broken):  # on the bus and in the outbox alike
+        if copied["message_id"] == message["message_id"]:
+            copied["body"][field] = _other(message["body"].get(field))
+    assert _judged(broken, kind, i) - healthy, (field, message["body"].get(field))
+
+
+@pytest.mark.clause("MSG-4", "REC-3")
+def test_a_message_sent_after_it_was_owed_is_its_entrys_very_message() -> None:
+    """A notice owed at one instant and sent later is put on the bus as it was owed."""
+    clock = r.ManualClock(0.0)
+    h = r.Harness(r.MemoryStorage(), clock, [r.RecordingTool("deploy").tool()])
+    h.add_member("m0", ["deploy"])
+    h.add_task("t0")
+    h.claim("m0", "t0")
+    clock.advance(10)
+    h.tasks.suspend("m0", unit_seconds=5)
+    clock.advance(3)
+    h.outbox.send_owed()
+    snap = h.snapshot()
+    assert [row["message"]["message_type"] for row in snap["message"]] == ["task_suspended"]
+    assert safety.messages_agree_with_records(snap) == []
+
+
+@pytest.mark.clause("MSG-4", "REC-3")
+def test_a_message_on_the_bus_other_than_its_outbox_entry_is_named(notices: dict[str, Any]) -> None:
+    """One id, one message: what the outbox sends is its entry's very message (REC-3), so a bus
+    message whose body or envelope differs from its entry's is named."""
+    kind, i, message = next(p for p in _places(notices) if p[0] == "message")
+    assert any(m["message_id"] == message["message_id"] for section, _, m in _places(notices) if section != "message")
+    for change in (lambda m: m["body"].update(reason_text="other"), lambda m: m.update(ttl_seconds=7)):
+        found = safety.messages_agree_with_records(_changed(notices, kind, i, change))
+        assert [p for p in found if "other than its outbox entry" in p and message["message_id"] in p], found
 
 
 def _places(snap: dict[str, Any]) -> list[tuple[str, int, dict[str, Any]]]:
