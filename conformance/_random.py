@@ -40,16 +40,39 @@ TEAM_CONFIG = parse_config(
         "approvals": 2, "plans": 1, "shutdowns": 1, "plan_steps": 2, "profile_changes": 1, "max_retractions": 1,
     },
 )  # fmt: skip
-"""Every other program (the odd-numbered ones) runs on this one: plan approval and execution
-(PLN), shutdown requests and drains (SHD, XPR-2) beside the approvals, where the driver declares
-those operations."""
+"""Every third program (numbers 1, 4, 7, …) runs on this one: plan approval and execution (PLN),
+shutdown requests and drains (SHD, XPR-2) beside the approvals, where the driver declares those
+operations."""
+LIFE_CONFIG = parse_config(
+    "conformance_lives",
+    {
+        **APPROVALS,
+        "description": "the model side of the random programs whose members run jobs, miss their unit "
+        "deadlines, lapse, are inspected and restart",
+        "approvals": 1, "shutdowns": 1, "unit_ticks": 2, "jobs": True, "lapses": True, "max_incarnation": 2,
+        "profile_changes": 1,
+    },
+)  # fmt: skip
+"""And every third (numbers 2, 5, 8, …) on this one: a member's life — background jobs (JOB-1), a
+unit of work past its deadline (SHD-9), a lapse and its inspection (SHD-7, SHD-10), a restart as a
+new incarnation (XPR-1, MEM-1) — beside an approval and a shutdown request, where the driver
+declares those operations. Without it no random program started a job, suspended a task or lapsed
+or restarted a member (outside review 63: an inspection that ignored a job asked to cancel, and a
+restarted member's claim refused by its old incarnation's request, passed the whole suite)."""
+CONFIGS = (CONFIG, TEAM_CONFIG, LIFE_CONFIG)
 
 
 def config_of(number: int) -> Config:
-    return TEAM_CONFIG if number % 2 else CONFIG
+    return CONFIGS[number % len(CONFIGS)]
 
 
 REFUSED, KILL, CRASH, APPROVED_CALL = 0.15, 0.08, 0.12, 0.2
+QUIET_RESTART, TICK_BETWEEN = 0.05, 0.25
+"""The odds that a step restarts the driver with nothing crashed (REC-1, REC-2: reconciliation is
+an operation of its own, enabled in every state, not only where a crash left the stores; the model
+reconciles its state), and that time passes between two steps of one record's life in
+:meth:`Program.approved_call` and :meth:`Program.started_plan` (a deadline is anchored at one event
+of that life: with no time between the events, an anchor at the wrong one looks the same)."""
 STARTED_PLAN, DEVIATE = 0.1, 0.3
 """The odds that a step of a program with plans drafts a plan and takes it to its start at once
 (:meth:`Program.started_plan`; drawn just under ``APPROVED_CALL``'s band), and then"""
@@ -110,6 +133,10 @@ class Program:
                 continue
             enabled = [(a, s) for a, s in self.model.operations(self.state) if a.name in self.caps["operations"]]
             refusable = self.refusable({a for a, _ in self.model.operations(self.state)})
+            if self.rng.random() < QUIET_RESTART and "restart" in self.caps["operations"]:
+                if not self.restarted():
+                    return
+                continue
             draw = self.rng.random()
             if draw > 1 - APPROVED_CALL:
                 took = self.approved_call()
@@ -189,6 +216,23 @@ class Program:
         self.session.start()
         return self.check(restart_clauses(action.name), f"the restart after a crash at {name}")
 
+    def restarted(self) -> bool:
+        """The driver restarts with nothing crashed (its ``restart`` request); the model reconciles."""
+        self.taken.add("restart")
+        reply = self.session.call({"type": "restart"})
+        if reply["type"] != "ok":
+            self.case.fail("a restart with nothing crashed was refused", ("REC-1", "REC-2"), self.session.trace)
+            return False
+        self.state = reconcile(self.model, self.state)
+        return self.check(("REC-1", "REC-2"), "a restart with nothing crashed")
+
+    def time_passes(self) -> bool:
+        """A tick, sometimes (:data:`TICK_BETWEEN`), where the model lets time pass; False if it failed."""
+        if self.rng.random() >= TICK_BETWEEN or "tick" not in self.caps["operations"]:
+            return True
+        ticks = [(a, s) for a, s in self.model.operations(self.state) if a.name == "tick"]
+        return not ticks or self.take(*ticks[0], 1.0)
+
     def killed(self, action: Action, request: dict[str, Any], steps: list[Any]) -> bool:
         self.taken.add("restart")
         """SIGKILL while the operation may be anywhere; the model explains it by some prefix."""
@@ -229,7 +273,7 @@ class Program:
         review = Action("approval.review", (("decision", "approved"), ("slot", slot)))
         for step in (action, review):
             found = [s for a, s in self.model.operations(self.state) if a == step]
-            if not found or not self.take(step, found[0], 1.0):
+            if not found or not self.take(step, found[0], 1.0) or not self.time_passes():
                 return self.case.verdict == "OK"
         for changed, member in approved_calls(self.rng, requester):
             call = (("changed_arguments", changed), ("member", member), ("slot", slot))
@@ -289,7 +333,7 @@ class Program:
         ]
         for step in chain:
             found = [s for a, s in self.model.operations(self.state) if a == step]
-            if not found or not self.take(step, found[0], 1.0):
+            if not found or not self.take(step, found[0], 1.0) or not self.time_passes():
                 return self.case.verdict == "OK"
         return True
 
@@ -389,7 +433,7 @@ def run_program(command: str, caps: dict[str, Any], root: Path, seed: int, numbe
     case = Case(
         f"random-{number:03d}",
         "random programs",
-        "operation approval" if number % 2 == 0 else "operation approval, plans, shutdown",
+        ("operation approval", "operation approval, plans, shutdown", "member lives, jobs, shutdown")[number % 3],
         f"seed {seed}/{number}, {depth} steps",
         clauses,
     )
@@ -468,4 +512,14 @@ def run_deviation(command: str, caps: dict[str, Any], root: Path, kind: str) -> 
     return _judged(program, run)
 
 
-__all__ = ["CONFIG", "DEVIATIONS", "TEAM_CONFIG", "approved_calls", "config_of", "run_deviation", "run_program"]
+__all__ = [
+    "CONFIG",
+    "CONFIGS",
+    "DEVIATIONS",
+    "LIFE_CONFIG",
+    "TEAM_CONFIG",
+    "approved_calls",
+    "config_of",
+    "run_deviation",
+    "run_program",
+]
