@@ -167,6 +167,27 @@ def _summary_of_every_shape() -> str:
     return "approved; " + " | ".join(carrier(name) for name in sorted(CARRIERS))
 
 
+RETRY_CHANGES: tuple[tuple[str, str, dict[str, Any]], ...] = (
+    ("conflicting-retry", "other arguments", {"arguments": CHANGED}),
+    ("conflicting-retry-tool", "another tool of the profile", {"tool": "restart_service"}),
+    ("conflicting-retry-ttl", "another timeout", {"ttl_seconds": 2}),
+)
+"""STO-2: a request again under the same ``tool_call_id`` (so the same stable id, MSG-4) with one
+thing it binds changed: refused as a conflict, never answered with the first request's record. One
+case per field the request binds that the caller chooses (the requester, its incarnation and the
+responder come from the call itself; another task is refused earlier, as not the caller's). Outside
+review 63: a retry whose timeout was not compared got the first approval back and passed the suite,
+which changed only the arguments."""
+
+
+SHUTDOWN_RETRY_CHANGES: tuple[tuple[str, str, dict[str, Any]], ...] = (
+    ("conflicting-shutdown-retry-reason", "another reason", {"reason_text": "another reason"}),
+    ("conflicting-shutdown-retry-ttl", "another timeout", {"ttl_seconds": 30}),
+)
+"""STO-2, as :data:`RETRY_CHANGES` for a shutdown request: its ``request_key`` names it (another
+target under the same key is another case, ``shutdown_key_race_unjudged``'s)."""
+
+
 def _ghost(name: str, title: str, clause: str, group: str, request: dict[str, Any]) -> Bad:
     """The case of ``request``, which names :data:`GHOST`: refused ``unknown_id``, nothing changed."""
     return Bad(
@@ -363,12 +384,28 @@ CASES: tuple[Bad, ...] = (
         (),
         lambda s, p: s.call(request()),
     ),
-    Bad(
-        "conflicting-retry",
-        "the same tool_call_id with other arguments",
-        ("STO-2",),
-        ("protocol_conflict",),
-        lambda s, p: s.call(request(arguments=CHANGED)),
+    *(
+        Bad(
+            name,
+            f"the same tool_call_id with {what}",
+            ("STO-2", "MSG-4"),
+            ("protocol_conflict",),
+            lambda s, p, change=change: s.call({**request(), **change}),
+        )
+        for name, what, change in RETRY_CHANGES
+    ),
+    *(
+        Bad(
+            name,
+            f"the Lead's shutdown request again under its request_key, with {what}",
+            ("STO-2", "MSG-4", "SHD-1"),
+            ("protocol_conflict",),
+            lambda s, p, change=change: s.call({"type": "shutdown.request", **_shutdown("m0"), **change}),
+            ("shutdown_m0",),
+            ("shutdown.request",),
+            "shutdown",
+        )
+        for name, what, change in SHUTDOWN_RETRY_CHANGES
     ),
     Bad(
         "redelivered-message",

@@ -67,7 +67,15 @@ def config_of(number: int) -> Config:
 
 
 REFUSED, KILL, CRASH, APPROVED_CALL = 0.15, 0.08, 0.12, 0.2
-QUIET_RESTART, TICK_BETWEEN = 0.05, 0.25
+QUIET_RESTART, TICK_BETWEEN, REFUSED_AGAIN = 0.05, 0.25, 0.1
+REFUSING = frozenset(
+    {"task.claim", "task.suspend", "task.resume", "task.inspect", "member.inspect", "plan.decide", "plan.start"}
+)
+"""The operations the model leaves out of a state only where the protocol refuses them (never for
+one of its own bounds: a restart past ``max_incarnation``, a second job of a member, a profile
+change past ``profile_changes``), so that a call of one that the model took earlier in the program
+and does not take now must be refused, definite, changing nothing (:meth:`Program.refused_again`,
+:data:`REFUSED_AGAIN` of the steps)."""
 """The odds that a step restarts the driver with nothing crashed (REC-1, REC-2: reconciliation is
 an operation of its own, enabled in every state, not only where a crash left the stores; the model
 reconciles its state), and that time passes between two steps of one record's life in
@@ -87,12 +95,16 @@ class Program:
         self, command: str, caps: dict[str, Any], root: Path, seed: str, case: Case, config: Config = CONFIG
     ) -> None:
         self.rng = random.Random(seed)
+        self.twists = random.Random(f"{seed}/twists")
+        """Draws the quiet restarts and the time between steps (:data:`QUIET_RESTART`), apart from
+        ``rng``: a program's other draws are those it drew before they were added."""
         self.caps, self.case, self.config = caps, case, config
         self.model = Model(config, reduce=False)
         self.state = self.model.initial()
         self.session = Session(command, init_request(config), root)
         self.ids: dict[str, str] = {}
         self.taken: set[str] = set()  # the operations sent (taken, refused, crashed or killed)
+        self.seen: set[Action] = set()  # the model's operations offered in some state of the program
         self.before: dict[str, Any] = {}
 
     # ---- checks ------------------------------------------------------------------------------
@@ -133,8 +145,22 @@ class Program:
                 continue
             enabled = [(a, s) for a, s in self.model.operations(self.state) if a.name in self.caps["operations"]]
             refusable = self.refusable({a for a, _ in self.model.operations(self.state)})
-            if self.rng.random() < QUIET_RESTART and "restart" in self.caps["operations"]:
+            if self.twists.random() < QUIET_RESTART and "restart" in self.caps["operations"]:
                 if not self.restarted():
+                    return
+                continue
+            offered = {a for a, _ in self.model.operations(self.state)}
+            self.seen |= offered
+            again = sorted(
+                (
+                    a
+                    for a in self.seen - offered
+                    if a.name in REFUSING and a.name in self.caps["operations"] and self.sendable(a)
+                ),
+                key=repr,
+            )
+            if again and self.twists.random() < REFUSED_AGAIN:
+                if not self.refused(self.twists.choice(again)):
                     return
                 continue
             draw = self.rng.random()
@@ -216,6 +242,14 @@ class Program:
         self.session.start()
         return self.check(restart_clauses(action.name), f"the restart after a crash at {name}")
 
+    def sendable(self, action: Action) -> bool:
+        """Whether ``action`` can be written as a request in this state (the ids it names exist)."""
+        try:
+            resolve(request_for(action, self.state, self.config) or {}, self.session.last)
+        except (KeyError, IndexError, StopIteration, ValueError, TypeError, AssertionError):
+            return False
+        return True
+
     def restarted(self) -> bool:
         """The driver restarts with nothing crashed (its ``restart`` request); the model reconciles."""
         self.taken.add("restart")
@@ -228,7 +262,7 @@ class Program:
 
     def time_passes(self) -> bool:
         """A tick, sometimes (:data:`TICK_BETWEEN`), where the model lets time pass; False if it failed."""
-        if self.rng.random() >= TICK_BETWEEN or "tick" not in self.caps["operations"]:
+        if self.twists.random() >= TICK_BETWEEN or "tick" not in self.caps["operations"]:
             return True
         ticks = [(a, s) for a, s in self.model.operations(self.state) if a.name == "tick"]
         return not ticks or self.take(*ticks[0], 1.0)

@@ -107,6 +107,9 @@ def test_the_reference_refuses_the_teams_bad_input() -> None:
         "bad-finish-holding-task",
         "bad-early-force-terminate",
         "bad-shutdown-of-stopped-member",
+        # outside review 63: the same request_key with other business content is a conflict (STO-2)
+        "bad-conflicting-shutdown-retry-reason",
+        "bad-conflicting-shutdown-retry-ttl",
     }
     assert result["exit"] == 0, [(c.id, c.message) for c in cases if c.verdict != "OK"]
 

@@ -271,6 +271,9 @@ function request(req) {
     for (const f of ["requester_id", "task_id", "tool_name", "arguments_digest", "profile_version"]) {
       if (old[f] !== doc[f]) throw new Refusal("protocol_conflict", `${pid} exists with another ${f}`);
     }
+    if (Math.abs(old.deadline - old.created_at - req.ttl_seconds) > 1e-9) {
+      throw new Refusal("protocol_conflict", `${pid} exists with another ttl_seconds`);
+    }
     postRequest(old, "approval.request/message");
     return { protocol_id: pid };
   }
@@ -381,6 +384,8 @@ function shutdownRequest(req) {
     write("shutdown.request/record", "shutdown_request", pid, sd);
   } else if (sd.target_id !== target.member_id) {
     throw new Refusal("shutdown_refused", `${pid} targets ${sd.target_id}; use a new request_key`);
+  } else if (sd.reason_text !== redact(req.reason_text) || Math.abs(sd.deadline - sd.created_at - req.ttl_seconds) > 1e-9) {
+    throw new Refusal("protocol_conflict", `${pid} exists with another reason or timeout; use a new request_key`);
   }
   if (sd.status === "requested") {
     const body = { protocol_id: pid, target_incarnation: sd.target_incarnation, reason_text: sd.reason_text,
