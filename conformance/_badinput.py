@@ -152,11 +152,12 @@ def _not_cancelled(reply: dict[str, Any], before: dict[str, Any], after: dict[st
 
 
 def _no_secret_of_any_shape(reply: dict[str, Any], before: dict[str, Any], after: dict[str, Any]) -> str:
-    """AUD-3, INV-10: the Lead's summary carried one secret of every shape of the corpus; none is stored."""
+    """AUD-3, INV-10: the request carried one secret of every shape of the corpus in a free-text
+    field; it is taken, and none is stored."""
     from spec.invariants import no_secret_stored
 
     if reply["type"] != "ok":
-        return f"refused with {reply['error']['code']}; the review was due"
+        return f"refused with {reply['error']['code']}; the request was due"
     found = no_secret_stored(after)
     return found[0] if found else ""
 
@@ -752,6 +753,19 @@ CASES: tuple[Bad, ...] = (
         ("unreviewed",),
         (),
         "operation approval",
+        _no_secret_of_any_shape,
+    ),
+    Bad(
+        "secret-in-job-command",
+        "m0 starts a job whose command carries one secret of every shape of the corpus",
+        ("AUD-3",),
+        (),
+        lambda s, p: s.call(
+            {"type": "job.start", "member_id": "m0", **_JOB, "command": f"make deploy {_summary_of_every_shape()}"}
+        ),
+        (),
+        ("job.start",),
+        "jobs",
         _no_secret_of_any_shape,
     ),
     Bad(

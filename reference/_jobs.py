@@ -24,6 +24,7 @@ import functools
 from typing import TYPE_CHECKING, Protocol
 
 import spec
+from spec.redaction import redact
 from spec.safety import BUSY_JOB
 
 from ._errors import AlreadyExists
@@ -157,7 +158,7 @@ class Jobs:
                 "owner_id": member_id,
                 "task_id": task_id,
                 "cancellable": cancellable,
-                "command": command,
+                "command": command if broken("job_command_stored_raw") else redact(command),  # INV-10: run as given
                 "exit_code": None,
                 "version": 0,
             }

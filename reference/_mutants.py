@@ -40,6 +40,8 @@ MUTANTS: dict[str, str] = {
     "turn, so a pass a crash cut short stays half done after the restart",
     "suspension_notice_misaddressed": "MSG-1, SHD-9: a task_suspended notice goes from the Lead to the "
     "member, not from the task's holder to the Lead",
+    "job_command_stored_raw": "INV-10, AUD-3: a job's record keeps its command as given, secrets and all (the "
+    "runner still runs it as given)",
     "send_restamps_message": "MSG-4, REC-3: the outbox puts its entry's message on the bus stamped with the "
     "time it is sent, not as it was owed: one id, two messages",
     "lost_notice_heartbeat_zero": "SHD-10, MSG-1: a member_lost notice says its member last beat at 0, "

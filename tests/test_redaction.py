@@ -75,3 +75,32 @@ def test_redaction_time_grows_with_the_text_not_faster() -> None:
     report = json.loads(out.stdout)
     assert out.returncode == 0 and report["too_slow"] == [], report
     assert len(report["inputs"]) >= 20
+
+
+@pytest.mark.clause("INV-10", "AUD-3")
+def test_a_jobs_command_is_run_as_given_and_stored_redacted() -> None:
+    """A job's command may carry a secret (``DB_PASSWORD=… make deploy``): the runner runs it as
+    given, the job's record keeps it redacted, and no secret of any shape is stored (INV-10)."""
+    import reference as r
+    from spec import invariants
+
+    class Recording(r.InProcessJobRunner):
+        def __init__(self) -> None:
+            super().__init__()
+            self.commands: list[str] = []
+
+        def start(self, job_id: str, command: str) -> None:
+            super().start(job_id, command)
+            self.commands.append(command)
+
+    runner = Recording()
+    h = r.Harness(r.MemoryStorage(), r.ManualClock(0.0), [r.RecordingTool("deploy").tool()], jobs=runner)
+    h.add_member("m0", ["deploy"])
+    h.add_task("t0")
+    h.claim("m0", "t0")
+    command = "make deploy " + " ".join(carrier(name) for name in sorted(CARRIERS))
+    h.jobs.start("m0", "j1", command)
+    assert runner.commands == [command]
+    snap = h.snapshot()
+    assert snap["job"][0]["command"] == redact(command) != command
+    assert invariants.no_secret_stored(snap) == []
