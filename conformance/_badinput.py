@@ -181,6 +181,15 @@ review 63: a retry whose timeout was not compared got the first approval back an
 which changed only the arguments."""
 
 
+def _resend(first: Callable[[], dict[str, Any]], change: dict[str, Any]) -> Callable[[Session, str], dict[str, Any]]:
+    """The request ``first()`` sent again with ``change``: a retry that binds something else."""
+
+    def send(session: Session, pid: str) -> dict[str, Any]:
+        return session.call({**first(), **change})
+
+    return send
+
+
 SHUTDOWN_RETRY_CHANGES: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ("conflicting-shutdown-retry-reason", "another reason", {"reason_text": "another reason"}),
     ("conflicting-shutdown-retry-ttl", "another timeout", {"ttl_seconds": 30}),
@@ -391,7 +400,7 @@ CASES: tuple[Bad, ...] = (
             f"the same tool_call_id with {what}",
             ("STO-2", "MSG-4"),
             ("protocol_conflict",),
-            lambda s, p, change=change: s.call({**request(), **change}),
+            _resend(request, change),
         )
         for name, what, change in RETRY_CHANGES
     ),
@@ -401,7 +410,7 @@ CASES: tuple[Bad, ...] = (
             f"the Lead's shutdown request again under its request_key, with {what}",
             ("STO-2", "MSG-4", "SHD-1"),
             ("protocol_conflict",),
-            lambda s, p, change=change: s.call({"type": "shutdown.request", **_shutdown("m0"), **change}),
+            _resend(lambda: {"type": "shutdown.request", **_shutdown("m0")}, change),
             ("shutdown_m0",),
             ("shutdown.request",),
             "shutdown",
