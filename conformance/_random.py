@@ -67,7 +67,7 @@ def config_of(number: int) -> Config:
 
 
 REFUSED, KILL, CRASH, APPROVED_CALL = 0.15, 0.08, 0.12, 0.2
-QUIET_RESTART, TICK_BETWEEN, REFUSED_AGAIN = 0.05, 0.25, 0.1
+QUIET_RESTART, TICK_BETWEEN, REFUSED_AGAIN = 0.05, 0.4, 0.1
 REFUSING = frozenset(
     {"task.claim", "task.suspend", "task.resume", "task.inspect", "member.inspect", "plan.decide", "plan.start"}
 )
@@ -105,6 +105,7 @@ class Program:
         self.ids: dict[str, str] = {}
         self.taken: set[str] = set()  # the operations sent (taken, refused, crashed or killed)
         self.seen: set[Action] = set()  # the model's operations offered in some state of the program
+        self.between = TICK_BETWEEN  # the odds of time passing inside a chain (none in a set-up)
         self.before: dict[str, Any] = {}
 
     # ---- checks ------------------------------------------------------------------------------
@@ -262,7 +263,7 @@ class Program:
 
     def time_passes(self) -> bool:
         """A tick, sometimes (:data:`TICK_BETWEEN`), where the model lets time pass; False if it failed."""
-        if self.twists.random() >= TICK_BETWEEN or "tick" not in self.caps["operations"]:
+        if self.twists.random() >= self.between or "tick" not in self.caps["operations"]:
             return True
         ticks = [(a, s) for a, s in self.model.operations(self.state) if a.name == "tick"]
         return not ticks or self.take(*ticks[0], 1.0)
@@ -520,6 +521,7 @@ def run_deviation(command: str, caps: dict[str, Any], root: Path, kind: str) -> 
     if missing:
         return case.unimplemented(missing)
     program = Program(command, caps, root, f"deviation/{kind}", case, TEAM_CONFIG)
+    program.between = 0.0  # the set-up must start the plan: no deadline may pass on the way
 
     def run() -> None:
         program.session.start()

@@ -40,6 +40,10 @@ MUTANTS: dict[str, str] = {
     "turn, so a pass a crash cut short stays half done after the restart",
     "suspension_notice_misaddressed": "MSG-1, SHD-9: a task_suspended notice goes from the Lead to the "
     "member, not from the task's holder to the Lead",
+    "retry_ttl_unchecked": "STO-2: a retried approval request under the same tool_call_id with another timeout "
+    "gets the first request's approval back, its deadline and all",
+    "shutdown_retry_reason_unchecked": "STO-2: the same shutdown request_key again with another reason is taken as "
+    "a retry of the first",
     "job_command_stored_raw": "INV-10, AUD-3: a job's record keeps its command as given, secrets and all (the "
     "runner still runs it as given)",
     "send_restamps_message": "MSG-4, REC-3: the outbox puts its entry's message on the bus stamped with the "

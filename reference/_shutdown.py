@@ -589,7 +589,7 @@ def _same_request(stored: Document, reason_text: str, ttl_seconds: float) -> Non
     business content under one id is a conflict, refused before anything is posted."""
     hint = "use a new request_key for a different request"
     offered = redact(reason_text)
-    if stored["reason_text"] != offered:
+    if stored["reason_text"] != offered and not broken("shutdown_retry_reason_unchecked"):
         raise ProtocolConflict(stored["protocol_id"], "reason_text", stored["reason_text"], offered, hint)
     stored_ttl = stored["deadline"] - stored["created_at"]
     # deadline - created_at on a real clock (~1.7e9 s) is exact only to a few ulps of the deadline

@@ -55,12 +55,17 @@ MUTANTS = [
     ("late_review_accepted", "APR-4", {"sections": ("bad input",), "clauses": ("APR-4",)}),
     ("review_event_names_requester", "AUD-2", {"sections": ("vectors",), "configs": ("tiny",)}),
     ("shutdown_refused_after_record", "SHD-1", {"sections": ("bad input",), "clauses": ("SHD-1",)}),
+    # outside review 63 (16 plants, 6 caught): a conflicting retry for every field a request binds,
+    # and a secret in every free-text field the suite sends
+    ("retry_ttl_unchecked", "STO-2", {"sections": ("bad input",), "clauses": ("STO-2",)}),
+    ("shutdown_retry_reason_unchecked", "STO-2", {"sections": ("bad input",), "clauses": ("STO-2",)}),
+    ("job_command_stored_raw", "AUD-3", {"sections": ("bad input",), "clauses": ("AUD-3",)}),
 ]
 
 
 @pytest.mark.clause(
     "APR-5", "APR-6", "MSG-5", "REC-2", "SHD-6", "SHD-1", "PLN-4", "PLN-6", "PLN-7", "AUD-5", "SHD-7", "MSG-1",
-    "INV-12", "AUD-4", "APR-4", "XPR-1", "XPR-4", "SHD-3", "JOB-2", "TSK-1", "AUD-2",
+    "INV-12", "AUD-4", "APR-4", "XPR-1", "XPR-4", "SHD-3", "JOB-2", "TSK-1", "AUD-2", "STO-2", "AUD-3",
 )  # fmt: skip
 @pytest.mark.parametrize(("mutant", "clause", "options"), MUTANTS, ids=[m[0] for m in MUTANTS])
 def test_a_reference_mutant_is_caught_through_the_driver(
