@@ -60,6 +60,9 @@ MUTANTS = [
     ("retry_ttl_unchecked", "STO-2", {"sections": ("bad input",), "clauses": ("STO-2",)}),
     ("shutdown_retry_reason_unchecked", "STO-2", {"sections": ("bad input",), "clauses": ("STO-2",)}),
     ("job_command_stored_raw", "AUD-3", {"sections": ("bad input",), "clauses": ("AUD-3",)}),
+    # a claim the model took earlier and refuses now is sent again (random programs before review 63
+    # called again only approvals' consumes and cancels, and let this through)
+    ("claim_while_draining", "MEM-1", {"sections": ("random programs",), "programs": 12}),
 ]
 
 
