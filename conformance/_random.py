@@ -68,19 +68,19 @@ def config_of(number: int) -> Config:
 
 REFUSED, KILL, CRASH, APPROVED_CALL = 0.15, 0.08, 0.12, 0.2
 QUIET_RESTART, TICK_BETWEEN, REFUSED_AGAIN = 0.05, 0.4, 0.1
+"""The odds that a step restarts the driver with nothing crashed (REC-1, REC-2: reconciliation is
+an operation of its own, enabled in every state, not only where a crash left the stores; the model
+reconciles its state); that time passes between two steps of one record's life in
+:meth:`Program.approved_call` and :meth:`Program.started_plan` (a deadline is anchored at one event
+of that life: with no time between the events, an anchor at the wrong one looks the same); and that
+a step sends a call of :data:`REFUSING` the model refuses now."""
 REFUSING = frozenset(
     {"task.claim", "task.suspend", "task.resume", "task.inspect", "member.inspect", "plan.decide", "plan.start"}
 )
 """The operations the model leaves out of a state only where the protocol refuses them (never for
 one of its own bounds: a restart past ``max_incarnation``, a second job of a member, a profile
 change past ``profile_changes``), so that a call of one that the model took earlier in the program
-and does not take now must be refused, definite, changing nothing (:meth:`Program.refused_again`,
-:data:`REFUSED_AGAIN` of the steps)."""
-"""The odds that a step restarts the driver with nothing crashed (REC-1, REC-2: reconciliation is
-an operation of its own, enabled in every state, not only where a crash left the stores; the model
-reconciles its state), and that time passes between two steps of one record's life in
-:meth:`Program.approved_call` and :meth:`Program.started_plan` (a deadline is anchored at one event
-of that life: with no time between the events, an anchor at the wrong one looks the same)."""
+and does not take now must be refused, definite, changing nothing (:meth:`Program.refused`)."""
 STARTED_PLAN, DEVIATE = 0.1, 0.3
 """The odds that a step of a program with plans drafts a plan and takes it to its start at once
 (:meth:`Program.started_plan`; drawn just under ``APPROVED_CALL``'s band), and then"""
@@ -96,8 +96,9 @@ class Program:
     ) -> None:
         self.rng = random.Random(seed)
         self.twists = random.Random(f"{seed}/twists")
-        """Draws the quiet restarts and the time between steps (:data:`QUIET_RESTART`), apart from
-        ``rng``: a program's other draws are those it drew before they were added."""
+        """Draws the quiet restarts, the time between steps and the calls refused again
+        (:data:`QUIET_RESTART`), apart from ``rng``: a program's other draws are those it drew
+        before they were added."""
         self.caps, self.case, self.config = caps, case, config
         self.model = Model(config, reduce=False)
         self.state = self.model.initial()
@@ -244,7 +245,8 @@ class Program:
         return self.check(restart_clauses(action.name), f"the restart after a crash at {name}")
 
     def sendable(self, action: Action) -> bool:
-        """Whether ``action`` can be written as a request in this state (the ids it names exist)."""
+        """Whether ``action`` can be written as a request in this state: the translation reads the
+        model's records it names (a claim's task holder, a plan's label), which a state may lack."""
         try:
             resolve(request_for(action, self.state, self.config) or {}, self.session.last)
         except (KeyError, IndexError, StopIteration, ValueError, TypeError, AssertionError):
