@@ -17,6 +17,7 @@ from spec.explore import _bfs, _Search
 from spec.model import Config, Model, _model, load_config, snapshot
 from spec.model._model import DEADLINE_EDGES, REQUEST_EXPIRY, Action
 from spec.model._ops import _request_deadline
+from spec.model._reconcile import reconcile
 from spec.model._state import State
 
 from ._abstract import abstract
@@ -130,6 +131,13 @@ def choose(search: _Covering) -> list[list[tuple[Action | None, State]]]:
 
 
 def vector(config: Config, trace: list[tuple[Action | None, State]], name: str) -> dict[str, Any]:
+    """The requests of ``trace`` and what each must leave. A step after which a restart changes
+    nothing in the model (its reconciliation leaves the very state) says so (``restart_holds``):
+    the replay restarts the driver there, with nothing crashed, and the snapshot must be as it was
+    (REC-1, REC-2: reconciliation is judged in every state a vector passes, not only where a crash
+    left the stores — outside review 63's P8, a restart that expired an approved approval the
+    monitor had not yet expired, passed every vector)."""
+    model = Model(config, reduce=False)
     steps = []
     for (_, before), (action, after) in itertools.pairwise(trace):
         assert action is not None
@@ -139,6 +147,8 @@ def vector(config: Config, trace: list[tuple[Action | None, State]], name: str) 
             step["crash_after"] = action.crash_after
         else:
             step["expect"] = abstract(snapshot(after, config))
+            if not after.crashed and reconcile(model, after) == after:
+                step["restart_holds"] = True
         steps.append(step)
     operations = sorted({s["operation"] for s in steps})
     return {"name": name, "operations": operations, "steps": steps}
