@@ -470,7 +470,8 @@ class ApprovalProtocol:
             doc = stored.doc
             if owners.elsewhere(KIND, key):
                 continue  # REC-4: its writer is live and will finish it
-            if doc["status"] == "requested" and self.h.clock.now() > doc["deadline"]:
+            due = ("requested", "approved") if broken("restart_expires_approved") else ("requested",)
+            if doc["status"] in due and self.h.clock.now() > doc["deadline"]:
                 doc = self._expire(stored, None)  # "requested: re-deliver; check the deadline"
                 unlogged.add(key)
             if broken("reconcile_skips_redelivery"):

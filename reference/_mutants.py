@@ -40,6 +40,8 @@ MUTANTS: dict[str, str] = {
     "turn, so a pass a crash cut short stays half done after the restart",
     "suspension_notice_misaddressed": "MSG-1, SHD-9: a task_suspended notice goes from the Lead to the "
     "member, not from the task's holder to the Lead",
+    "restart_expires_approved": "REC-1, APR-5: a restart expires an approved approval past its deadline, the "
+    "monitor's job (the model's reconciliation expires only a requested one and sends an approved one's decision)",
     "retry_ttl_unchecked": "STO-2: a retried approval request under the same tool_call_id with another timeout "
     "gets the first request's approval back, its deadline and all",
     "shutdown_retry_reason_unchecked": "STO-2: the same shutdown request_key again with another reason is taken as "

@@ -71,6 +71,23 @@ def test_the_reference_driver_conforms() -> None:
     assert [c.id for c in cases if c.verdict == "UNIMPLEMENTED"] == []  # the team operations are wired
 
 
+@pytest.mark.clause("REC-1", "REC-2")
+def test_the_reference_driver_restarts_quietly_where_the_model_reconciles_nothing() -> None:
+    """Where a vector's step says a restart changes nothing (``restart_holds``: the model's
+    reconciliation leaves its state), the replay restarts the driver with nothing crashed, and the
+    reference's snapshot stays as it was — among them an approved approval past its deadline,
+    before the monitor's pass (outside review 63's P8: a restart that expired it passed the suite;
+    reference mutant ``restart_expires_approved``)."""
+    import json
+    from pathlib import Path
+
+    vectors = Path(__file__).resolve().parents[1] / "conformance" / "vectors" / "approval_drain.json"
+    document = json.loads(vectors.read_text(encoding="utf-8"))
+    assert sum(1 for v in document["vectors"] for step in v["steps"] if step.get("restart_holds")) > 50
+    cases, _ = suite(REFERENCE, sections=("vectors",), configs=("approval_drain",))
+    assert len(cases) > 10 and {c.verdict for c in cases} == {"OK"}, [(c.id, c.message) for c in cases]
+
+
 @pytest.mark.clause("PLN-1", "PLN-2", "PLN-3", "PLN-4", "PLN-5", "PLN-6", "PLN-7", "PLN-9", "PLN-10", "PLN-11")
 def test_the_reference_driver_conforms_on_the_plan_vectors() -> None:
     """The plan operations through the driver: every vector of `plan` (draft, submit, decide,
