@@ -22,6 +22,7 @@ from spec.model._snapshot import plan_body
 from ._abstract import abstract, canonical_ids, differences
 from ._cases import Case, Session
 from ._client import Crashed
+from ._refusals import expected_codes
 from ._replay import WORLD_CLAUSES, _id_problem, invariant_problems, resolve, world_problems
 from ._translate import clauses_of, init_request, request_for, restart_clauses
 
@@ -348,6 +349,15 @@ class Program:
             return False
         if not reply["error"]["definite"]:  # DESIGN rule 8: a refusal that changed nothing says so
             self.case.fail(f"{action.name} was refused, but not definite", clauses, self.session.trace)
+            return False
+        codes = expected_codes(self.model, self.state, action)
+        if reply["error"]["code"] not in codes:  # the reply names a guard that fails, in the protocol's words
+            why = " or ".join(sorted(codes)) or "nothing (conformance/_refusals.py lacks the model's guard)"
+            self.case.fail(
+                f"{action.name} was refused as {reply['error']['code']}, but the model refuses it as {why}",
+                clauses,
+                self.session.trace,
+            )
             return False
         return self.check(clauses, f"the refused {action.name}")
 

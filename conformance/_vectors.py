@@ -15,7 +15,7 @@ from typing import Any
 
 from spec.explore import _bfs, _Search
 from spec.model import Config, Model, _model, load_config, snapshot
-from spec.model._model import DEADLINE_EDGES, REQUEST_EXPIRY, Action
+from spec.model._model import ACTIVE_SHUTDOWN, DEADLINE_EDGES, REQUEST_EXPIRY, Action
 from spec.model._ops import _request_deadline
 from spec.model._reconcile import reconcile
 from spec.model._state import State
@@ -86,6 +86,27 @@ def _on_boundary(field: str, old: Any, i: int, row: Any, clock: int, after: Stat
     return boundary is not None and old[i].deadline - clock == boundary[0]
 
 
+_OPEN = {"approvals": ("requested", "approved"), "plans": ("draft", "pending", "approved"), "tasks": ("claimed",)}
+"""The statuses in which a record bound to an incarnation of its member can still act (a shutdown
+request's are ``ACTIVE_SHUTDOWN``)."""
+
+
+def _fenced(state: State) -> bool:
+    """Whether an open record is bound to an earlier incarnation of its member than the one now
+    registered (XPR-1): a shutdown request the restarted member's predecessor got, its approval or
+    plan not yet ended, a task it claimed. What such a record may and may not do to the new
+    incarnation is the fencing the protocol is about, so an edge taken beside one is another
+    behaviour than the same edge taken with none (outside review 63's P10: a claim by a restarted
+    member refused because of its old incarnation's request conformed while every claim was
+    replayed in a fresh team)."""
+    current = [member.incarnation for member in state.members]
+    bound = [(sd.target, sd.target_incarnation) for sd in state.shutdowns if sd.status in ACTIVE_SHUTDOWN]
+    bound += [(ap.requester, ap.incarnation) for ap in state.approvals if ap.status in _OPEN["approvals"]]
+    bound += [(plan.requester, plan.incarnation) for plan in state.plans if plan.status in _OPEN["plans"]]
+    bound += [(task.owner, task.owner_incarnation) for task in state.tasks if task.status in _OPEN["tasks"]]
+    return any(m >= 0 and incarnation < current[m] for m, incarnation in bound)
+
+
 class _Covering(_Search):
     """A search that notes, as it goes, each transition taking an edge by an operation, or a crash
     point, that no earlier transition took (breadth first, so each is reached by a shortest path).
@@ -93,7 +114,8 @@ class _Covering(_Search):
     An edge counts once per operation that takes it (``operation|record:from->to``), not once: a job
     that goes ``cancel_requested -> cancelled`` when it exits and when a forced termination kills
     it is two behaviours, and an implementation that kills only running jobs on the last rung
-    (SHD-7) conformed while the first alone was replayed."""
+    (SHD-7) conformed while the first alone was replayed. Likewise an edge taken beside an open
+    record of an earlier incarnation (:func:`_fenced`) counts apart (``…|fenced``)."""
 
     def __init__(self, model: Model) -> None:
         super().__init__(model, None, None, None)
@@ -102,7 +124,8 @@ class _Covering(_Search):
 
     def add(self, state: State, parent: int, action: Action | None) -> tuple[int, bool]:
         if parent >= 0 and action is not None:
-            items = {f"{action.name}|{edge}" for edge in _edges(self.states[parent], state)}
+            fenced = "|fenced" if _fenced(self.states[parent]) else ""
+            items = {f"{action.name}|{edge}{fenced}" for edge in _edges(self.states[parent], state)}
             if action.crash_after:
                 items.add(f"crash:{action.crash_after}")
             if not items <= self.covered:

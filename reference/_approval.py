@@ -377,6 +377,9 @@ class ApprovalProtocol:
             self._running_member(ctx)  # XPR-1: a caller of an older incarnation changes nothing
         if doc["requester_id"] != ctx.actor_id:
             raise ApprovalOtherAgent(pid, doc["requester_id"], ctx.actor_id)
+        final = doc["status"] not in ("requested", "approved")
+        if final and broken("final_cancel_not_active"):
+            raise ApprovalNotActive(pid, doc["status"])
         if doc["status"] == "consumed" and not broken("cancel_after_consume"):
             raise CancelRefused(pid, "it was consumed; cancel the job or tool call instead (APR-9)")
         if doc["status"] not in ("requested", "approved", "consumed"):

@@ -46,6 +46,10 @@ MUTANTS: dict[str, str] = {
     "gets the first request's approval back, its deadline and all",
     "shutdown_retry_reason_unchecked": "STO-2: the same shutdown request_key again with another reason is taken as "
     "a retry of the first",
+    "claim_fenced_by_old_request": "XPR-1, MEM-1: a restarted member's claim is refused by a shutdown request "
+    "its earlier incarnation got and that is still open",
+    "final_cancel_not_active": "APR-9: a cancel of a consumed or otherwise final approval is refused as "
+    "approval_not_active, not cancel_refused (the refusal names no guard of the cancel)",
     "job_command_stored_raw": "INV-10, AUD-3: a job's record keeps its command as given, secrets and all (the "
     "runner still runs it as given)",
     "send_restamps_message": "MSG-4, REC-3: the outbox puts its entry's message on the bus stamped with the "

@@ -130,7 +130,7 @@ class Tasks:
             for row in self.h.storage.scan_status("shutdown_request", _in_force())  # not the history
             if row.doc["status"] in _in_force()
             and row.doc["target_id"] == member["member_id"]
-            and row.doc["target_incarnation"] == member["incarnation"]
+            and (row.doc["target_incarnation"] == member["incarnation"] or broken("claim_fenced_by_old_request"))
         ]
 
     def _guard(self, member: Stored) -> Guard:

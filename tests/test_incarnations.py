@@ -101,3 +101,33 @@ def test_the_current_incarnation_may_cancel_its_members_older_request(team: Team
     team = restarted(team)
     cancelled = team.harness.approvals.cancel(team.ctx(incarnation=2), pid)
     assert cancelled["status"] == "cancelled"
+
+
+@pytest.mark.clause("XPR-1", "MEM-1")
+def test_a_shutdown_request_of_an_earlier_incarnation_keeps_no_claim_from_the_new_one(team: Team) -> None:
+    """MEM-1 refuses a claim while a shutdown request targets the member; the request is bound to
+    the incarnation it was made for (XPR-1), so once that incarnation is lost, inspected and
+    restarted, the new one claims, the old request still open beside it. Where the request targets
+    the claiming incarnation itself, the claim is refused (the other side of the same guard)."""
+    h = team.harness
+    old = h.shutdowns.request("lead", "m0", "sd-old", ttl_seconds=10)
+    h.members.lapse("m0")
+    h.members.inspect("m0")
+    assert h.restart_member("m0") == 2
+    stored = h.read("shutdown_request", old)
+    assert stored is not None and stored.doc["status"] in ("requested", "draining")
+    assert stored.doc["target_incarnation"] == 1
+    task = h.read("task", "t0")
+    assert task is not None and task.doc["status"] == "needs_inspection"
+    h.tasks.inspect("t0", "pending")
+    team = team.restart()
+    token = team.harness.claim("m0", "t0")
+    claimed = team.harness.read("task", "t0")
+    assert claimed is not None and (claimed.doc["status"], claimed.doc["owner_incarnation"]) == ("claimed", 2)
+    assert invariants.check_state(team.harness.snapshot()) == []
+    # the same guard's other side: a request that targets the claiming incarnation refuses the claim
+    team.harness.finish_task("m0", "t0", "completed", token)
+    team.harness.add_task("t2")
+    team.harness.shutdowns.request("lead", "m0", "sd-new", ttl_seconds=10)
+    with pytest.raises(r.ClaimRefused, match="sd-new|targets it"):
+        team.harness.claim("m0", "t2")
