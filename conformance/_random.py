@@ -22,7 +22,7 @@ from spec.model._snapshot import plan_body
 from ._abstract import abstract, canonical_ids, differences
 from ._cases import Case, Session
 from ._client import Crashed
-from ._refusals import expected_codes
+from ._refusals import clauses_of_refusal, expected_codes
 from ._replay import WORLD_CLAUSES, _id_problem, invariant_problems, resolve, world_problems
 from ._translate import clauses_of, init_request, request_for, restart_clauses
 
@@ -342,8 +342,7 @@ class Program:
         self.taken.add(action.name)
         request = resolve(request_for(action, self.state, self.config) or {}, self.session.last)
         reply = self.session.call(request)
-        args = dict(action.args)
-        clauses = ("APR-2", "APR-5") if args.get("changed_arguments") else clauses_of(action.name)
+        clauses = clauses_of_refusal(self.model, self.state, action) or clauses_of(action.name)
         if reply["type"] != "error":
             self.case.fail(f"{action.name} was taken, but the model refuses it", clauses, self.session.trace)
             return False

@@ -19,13 +19,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from spec import safety
 from spec.model import Model
 from spec.model._model import Action
 from spec.model._state import NONE, State
 
-Guard = tuple[bool, frozenset[str]]
-"""(whether the guard fails, the codes that report it)."""
+Guard = tuple[str, bool, frozenset[str]]
+"""(the guard's name, whether it fails, the codes that report it)."""
 
 
 def _codes(*names: str) -> frozenset[str]:
@@ -40,75 +39,97 @@ def _live(s: State, m: int, incarnation: int) -> bool:
 def _claim(model: Model, s: State, a: dict[str, int]) -> Iterator[Guard]:
     member, task = s.members[a["member"]], s.tasks[a["task"]]
     # MEM-1: a member that is not running accepts no task (every such member is also not accepting)
-    yield member.status != "running" or not member.accepting, _codes("claim_refused", "member_not_running")
-    yield member.task != NONE, _codes("claim_refused")  # TSK-1: one task at a time
-    yield model.active_shutdown(s, a["member"]), _codes("claim_refused")  # MEM-1: a request targets it
-    yield task.status != "pending", _codes("task_taken")  # TSK-1
+    yield (
+        "not_running",
+        member.status != "running" or not member.accepting,
+        _codes("claim_refused", "member_not_running"),
+    )
+    yield "holds_a_task", member.task != NONE, _codes("claim_refused")  # TSK-1: one task at a time
+    yield (
+        "shutdown_requested",
+        model.active_shutdown(s, a["member"]),
+        _codes("claim_refused"),
+    )  # MEM-1: a request targets it
+    yield "task_not_pending", task.status != "pending", _codes("task_taken")  # TSK-1
 
 
 def _suspend(model: Model, s: State, a: dict[str, int]) -> Iterator[Guard]:
     t = model.holds(s, a["member"])
-    yield t == NONE, _codes("task_not_due", "not_claim_holder")  # SHD-9: it holds no task
+    yield "holds_no_task", t == NONE, _codes("task_not_due", "not_claim_holder")  # SHD-9: it holds no task
     due = t != NONE and model.config.units and s.clock >= s.tasks[t].claimed_at + model.config.unit_ticks
-    yield t != NONE and not due, _codes("task_not_due")  # SHD-9: its unit deadline has not passed
-    yield model.job_busy(s, a["member"]), _codes("drain_not_ready", "member_busy")  # SHD-4: a job still runs
+    yield "not_due", t != NONE and not due, _codes("task_not_due")  # SHD-9: its unit deadline has not passed
+    job = s.jobs[a["member"]].status  # SHD-4: a job still runs, or was asked to stop and has not exited
+    yield "job_running", job == "running", _codes("drain_not_ready", "member_busy")
+    yield "job_stopping", job == "cancel_requested", _codes("drain_not_ready", "member_busy")
 
 
 def _resume(model: Model, s: State, a: dict[str, int]) -> Iterator[Guard]:
-    yield s.tasks[a["task"]].status != "suspended", _codes("task_not_due")  # SHD-9
+    yield "not_suspended", s.tasks[a["task"]].status != "suspended", _codes("task_not_due")  # SHD-9
 
 
 def _inspect_task(model: Model, s: State, a: dict[str, int]) -> Iterator[Guard]:
     t, task = a["task"], s.tasks[a["task"]]
-    yield task.status != "needs_inspection", _codes("task_not_due")  # SHD-7
+    yield "not_flagged", task.status != "needs_inspection", _codes("task_not_due")  # SHD-7
     owner_live = task.owner != NONE and _live(s, task.owner, task.owner_incarnation)
-    yield owner_live, _codes("task_not_due")  # SHD-7: its member still runs
-    running = any(job.status in safety.BUSY_JOB and job.task == t for job in s.jobs)
-    yield running, _codes("task_not_due")  # SHD-7, SHD-4: a job on it still runs
+    yield "owner_live", owner_live, _codes("task_not_due")  # SHD-7: its member still runs
+    # SHD-7, SHD-4: a job on it still runs, or was asked to stop and has not exited (a lapse stops neither)
+    yield "job_running", any(job.status == "running" and job.task == t for job in s.jobs), _codes("task_not_due")
+    stopping = any(job.status == "cancel_requested" and job.task == t for job in s.jobs)
+    yield "job_stopping", stopping, _codes("task_not_due")
 
 
 def _inspect_member(model: Model, s: State, a: dict[str, int]) -> Iterator[Guard]:
-    yield s.members[a["member"]].status != "unhealthy", _codes("member_busy")  # SHD-7
+    yield "not_unhealthy", s.members[a["member"]].status != "unhealthy", _codes("member_busy")  # SHD-7
 
 
 def _consume(model: Model, s: State, a: dict[str, int]) -> Iterator[Guard]:
     ap, m = s.approvals[a["slot"]], a["member"]
     member = s.members[m]
-    yield member.status != "running", _codes("member_not_running")  # XPR-2
-    not_active = _codes("approval_not_active", "approval_expired") if ap.status == "expired" else _codes("approval_not_active")
-    yield ap.status != "approved", not_active  # APR-5, APR-6
-    yield ap.requester != m, _codes("approval_other_agent")  # APR-5
+    yield "not_running", member.status != "running", _codes("member_not_running")  # XPR-2
+    not_active = (
+        _codes("approval_not_active", "approval_expired") if ap.status == "expired" else _codes("approval_not_active")
+    )
+    yield "not_approved", ap.status != "approved", not_active  # APR-5, APR-6
+    yield "other_member", ap.requester != m, _codes("approval_other_agent")  # APR-5
     held = model.holds(s, m)
-    yield held != ap.task, _codes("not_task_owner") if held == NONE else _codes("not_task_owner", "approval_other_task")
-    yield bool(a["changed_arguments"]), _codes("arguments_changed")  # APR-2, APR-5
-    yield s.clock > ap.deadline, _codes("approval_expired")  # APR-5
+    yield (
+        "not_holding_its_task",
+        held != ap.task,
+        _codes("not_task_owner") if held == NONE else _codes("not_task_owner", "approval_other_task"),
+    )
+    yield "arguments_changed", bool(a["changed_arguments"]), _codes("arguments_changed")  # APR-2, APR-5
+    yield "past_deadline", s.clock > ap.deadline, _codes("approval_expired")  # APR-5
     bound = member.has_tool and member.profile_version == ap.profile_version
-    yield not bound, _codes("tool_not_in_profile", "profile_changed")  # APR-7, XPR-4
-    yield member.incarnation != ap.incarnation, _codes("stale_incarnation")  # XPR-1
+    yield "profile_changed", not bound, _codes("tool_not_in_profile", "profile_changed")  # APR-7, XPR-4
+    yield "earlier_incarnation", member.incarnation != ap.incarnation, _codes("stale_incarnation")  # XPR-1
 
 
 def _cancel(model: Model, s: State, a: dict[str, int]) -> Iterator[Guard]:
     ap = s.approvals[a["slot"]]
-    yield ap.status not in ("requested", "approved"), _codes("cancel_refused")  # APR-9
-    yield s.members[ap.requester].status != "running", _codes("member_not_running")  # XPR-2
+    yield "final", ap.status not in ("requested", "approved"), _codes("cancel_refused")  # APR-9
+    yield "requester_not_running", s.members[ap.requester].status != "running", _codes("member_not_running")  # XPR-2
 
 
 def _decide(model: Model, s: State, a: dict[str, int]) -> Iterator[Guard]:
     plan = s.plans[a["slot"]]
-    yield plan.status != "pending", _codes("plan_status_conflict")  # PLN-2
-    yield s.clock > plan.deadline, _codes("plan_expired")  # PLN-5
+    yield "not_pending", plan.status != "pending", _codes("plan_status_conflict")  # PLN-2
+    yield "past_deadline", s.clock > plan.deadline, _codes("plan_expired")  # PLN-5
 
 
 def _start(model: Model, s: State, a: dict[str, int]) -> Iterator[Guard]:
     plan, run = s.plans[a["slot"]], s.runs[a["slot"]]
     requester = s.members[plan.requester]
-    yield requester.status != "running", _codes("member_not_running")  # XPR-2
+    yield "requester_not_running", requester.status != "running", _codes("member_not_running")  # XPR-2
     started = run.status != "" or plan.status == "consumed"  # PLN-7: it started once (the two go together)
     conflict = _codes("plan_already_started", "plan_status_conflict") if started else _codes("plan_status_conflict")
-    yield plan.status != "approved" or run.status != "", conflict  # PLN-2, PLN-7: only an approved plan starts
-    yield not plan.delivered, _codes("decision_not_delivered")  # PLN-3
-    yield s.clock > plan.deadline, _codes("plan_expired")  # PLN-5
-    yield plan.incarnation != requester.incarnation, _codes("stale_plan")  # XPR-1
+    yield (
+        "not_approved",
+        plan.status != "approved" or run.status != "",
+        conflict,
+    )  # PLN-2, PLN-7: only an approved plan starts
+    yield "not_delivered", not plan.delivered, _codes("decision_not_delivered")  # PLN-3
+    yield "past_deadline", s.clock > plan.deadline, _codes("plan_expired")  # PLN-5
+    yield "earlier_incarnation", plan.incarnation != requester.incarnation, _codes("stale_plan")  # XPR-1
 
 
 GUARDS: dict[str, Callable[[Model, State, dict[str, int]], Iterator[Guard]]] = {
@@ -125,11 +146,94 @@ GUARDS: dict[str, Callable[[Model, State, dict[str, int]], Iterator[Guard]]] = {
 """The operations whose refusals the random programs send, each with its guards in the model's order."""
 
 
+CLAUSES: dict[str, dict[str, tuple[str, ...]]] = {
+    "task.claim": {
+        name: ("MEM-1",) for name in ("not_running", "holds_a_task", "shutdown_requested", "task_not_pending")
+    },
+    "task.suspend": {
+        "holds_no_task": ("SHD-9",),
+        "not_due": ("SHD-9",),
+        "job_running": ("SHD-4", "SHD-9"),
+        "job_stopping": ("SHD-4", "SHD-9"),
+    },
+    "task.resume": {"not_suspended": ("SHD-9",)},
+    "task.inspect": {
+        "not_flagged": ("SHD-7",),
+        "owner_live": ("SHD-7",),
+        "job_running": ("SHD-4", "SHD-7"),
+        "job_stopping": ("SHD-4", "SHD-7"),
+    },
+    "member.inspect": {"not_unhealthy": ("SHD-7",)},
+    "approval.consume": {
+        "not_running": ("XPR-2",),
+        "not_approved": ("APR-5", "APR-6"),
+        "other_member": ("APR-5",),
+        "not_holding_its_task": ("APR-5",),
+        "arguments_changed": ("APR-2", "APR-5"),
+        "past_deadline": ("APR-5",),
+        "profile_changed": ("APR-7", "XPR-4"),
+        "earlier_incarnation": ("XPR-1",),
+    },
+    "approval.cancel": {"final": ("APR-9",), "requester_not_running": ("APR-9", "XPR-2")},
+    "plan.decide": {"not_pending": ("PLN-2",), "past_deadline": ("PLN-5",)},
+    "plan.start": {
+        "requester_not_running": ("XPR-2",),
+        "not_approved": ("PLN-7",),
+        "not_delivered": ("PLN-3",),
+        "past_deadline": ("PLN-5",),
+        "earlier_incarnation": ("XPR-1",),
+    },
+}
+"""The clauses each guard stands for: a refusal that a guard alone decides, answered wrongly, is
+reported under them (a consume with changed arguments under APR-2 and APR-5, not every clause
+of the consume)."""
+
+
+def clauses_of_refusal(model: Model, s: State, action: Action) -> tuple[str, ...]:
+    """The clauses of every guard of ``action`` that fails in ``s``, in the table's order."""
+    found = (CLAUSES[action.name][name] for name, _ in failing(model, s, action))
+    return tuple(dict.fromkeys(clause for clauses in found for clause in clauses))
+
+
 def expected_codes(model: Model, s: State, action: Action) -> frozenset[str]:
     """Every code a refusal of ``action`` in ``s`` may carry: the union over the failing guards;
     empty where no guard fails (the model offers the call). ``action`` must name records that exist."""
     codes: frozenset[str] = frozenset()
-    for fails, names in GUARDS[action.name](model, s, dict(action.args)):
+    for _, fails, names in GUARDS[action.name](model, s, dict(action.args)):
         if fails:
             codes |= names
     return codes
+
+
+def failing(model: Model, s: State, action: Action) -> list[tuple[str, frozenset[str]]]:
+    """(name, codes) of each guard of ``action`` that fails in ``s``, in the model's order."""
+    return [(name, codes) for name, fails, codes in GUARDS[action.name](model, s, dict(action.args)) if fails]
+
+
+def candidates(s: State) -> Iterator[Action]:
+    """Every call of an operation of :data:`GUARDS` on records that exist in ``s``, in one fixed order."""
+
+    def act(name: str, **args: object) -> Action:
+        return Action(name, tuple(sorted(args.items())))
+
+    members, tasks = range(len(s.members)), range(len(s.tasks))
+    for m in members:
+        yield act("task.suspend", member=m)
+        yield act("member.inspect", member=m)
+        for t in tasks:
+            yield act("task.claim", member=m, task=t)
+    for t in tasks:
+        yield act("task.resume", task=t)
+        for outcome in ("pending", "failed"):
+            yield act("task.inspect", task=t, outcome=outcome)
+    for slot, ap in enumerate(s.approvals):
+        if ap.status:
+            yield act("approval.cancel", slot=slot)
+            for m in members:
+                for changed in (False, True):
+                    yield act("approval.consume", slot=slot, member=m, changed_arguments=changed)
+    for slot, plan in enumerate(s.plans):
+        if plan.status:
+            yield act("plan.start", slot=slot)
+            for decision in ("approved", "rejected", "needs_revision"):
+                yield act("plan.decide", slot=slot, decision=decision)

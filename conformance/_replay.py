@@ -54,6 +54,7 @@ def resolve(request: dict[str, Any], snap: dict[str, Any]) -> dict[str, Any]:
 
 def vector_clauses(vector: dict[str, Any]) -> list[str]:
     clauses = {c for op in vector["operations"] for c in clauses_of(op)}
+    clauses |= {c for step in vector["steps"] if "refused" in step for c in step["clauses"]}
     if any("crash_after" in step for step in vector["steps"]):
         clauses |= {"REC-1", "REC-2"}
     return sorted(clauses)
@@ -105,7 +106,13 @@ def _steps(case: Case, session: Session, vector: dict[str, Any], caps: dict[str,
     for step in vector["steps"]:
         op = step["operation"]
         clauses = restart_clauses(crashed) if op == "restart" else clauses_of(op)
-        if op == "restart":
+        if "refused" in step:
+            if op not in caps["operations"]:  # a call the driver lacks is not sent (the vector still runs)
+                continue
+            clauses = tuple(step["clauses"])  # the refusing guard's, not every clause of the operation
+            if not _refused(case, session, step, clauses):
+                return
+        elif op == "restart":
             session.start()
         else:
             request = resolve(step["request"], session.last)
@@ -151,6 +158,27 @@ def _steps(case: Case, session: Session, vector: dict[str, Any], caps: dict[str,
             and not _quietly_restarted(case, session, step)
         ):
             return
+
+
+def _refused(case: Case, session: Session, step: dict[str, Any], clauses: tuple[str, ...] | list[str]) -> bool:
+    """A call the model refuses here, by one guard alone: the reply must be an error, definite
+    (nothing changed, DESIGN rule 8), whose code is one of that guard's (``_refusals.py``); the
+    snapshot is then checked as after any step, against the state before the call."""
+    reply = session.call(resolve(step["request"], session.last))
+    op = step["operation"]
+    if reply["type"] != "error":
+        case.fail(f"{op} was taken, but the model refuses it", clauses, session.trace)
+        return False
+    if not reply["error"]["definite"]:
+        case.fail(f"{op} was refused, but not definite", clauses, session.trace)
+        return False
+    if reply["error"]["code"] not in step["refused"]:
+        why = " or ".join(step["refused"])
+        case.fail(
+            f"{op} was refused as {reply['error']['code']}, but the model refuses it as {why}", clauses, session.trace
+        )
+        return False
+    return True
 
 
 def _quietly_restarted(case: Case, session: Session, step: dict[str, Any]) -> bool:

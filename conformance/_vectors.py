@@ -21,6 +21,7 @@ from spec.model._reconcile import reconcile
 from spec.model._state import State
 
 from ._abstract import abstract
+from ._refusals import CLAUSES, candidates, failing
 from ._translate import init_request, request_for
 
 VECTORS = Path(__file__).parent / "vectors"
@@ -121,6 +122,8 @@ class _Covering(_Search):
         super().__init__(model, None, None, None)
         self.covered: set[str] = set()
         self.picks: list[tuple[int, Action]] = []
+        self.refusals: dict[str, int] = {}
+        """Each refusal item (:func:`refusals`) → the first state (breadth first) that offers it."""
 
     def add(self, state: State, parent: int, action: Action | None) -> tuple[int, bool]:
         if parent >= 0 and action is not None:
@@ -131,7 +134,36 @@ class _Covering(_Search):
             if not items <= self.covered:
                 self.covered |= items
                 self.picks.append((parent, action))
-        return super().add(state, parent, action)
+        number, new = super().add(state, parent, action)
+        if new and number >= 0:
+            for item in refusals(self.model, state):
+                self.refusals.setdefault(item, number)
+        return number, new
+
+
+Refusal = tuple[Action, list[str], list[str]]
+"""A call the model refuses, with the codes its refusal may carry and the clauses of its guard."""
+
+
+def refusals(model: Model, state: State) -> dict[str, Refusal]:
+    """Each call of ``state`` that exactly one guard of the model refuses (``_refusals.py``), as
+    its item ``refuse:<operation>|<guard>`` (``…|fenced`` beside an open record of an earlier
+    incarnation, as for edges), the first call in a fixed order for each item. One guard at a
+    time, so that each guard is shown to refuse by itself: a guard an implementation lacks is then
+    seen, whatever the other guards say (every condition decides the outcome on its own)."""
+    if state.crashed:
+        return {}
+    fenced = "|fenced" if _fenced(state) else ""
+    out: dict[str, Refusal] = {}
+    for action in candidates(state):
+        found = failing(model, state, action)
+        if action.name == "task.suspend" and not model.config.units:
+            continue  # the configuration never lets a unit deadline pass: a bound of the model, not a refusal
+        if len(found) == 1 and request_for(action, state, model.config) is not None:
+            ((guard, codes),) = found
+            clauses = list(CLAUSES[action.name][guard])
+            out.setdefault(f"refuse:{action.name}|{guard}{fenced}", (action, sorted(codes), clauses))
+    return out
 
 
 def _trace(search: _Covering, parent: int, action: Action) -> list[tuple[Action | None, State]]:
@@ -146,14 +178,40 @@ def _trace(search: _Covering, parent: int, action: Action) -> list[tuple[Action 
     return search.trace(parent, *last)
 
 
-def choose(search: _Covering) -> list[list[tuple[Action | None, State]]]:
-    """The traces of the picks, less those that are a prefix of another."""
+Trace = list[tuple[Action | None, State]]
+Placed = dict[int, list[Refusal]]
+"""Position in a trace (0: before its first step) → the refused calls sent there."""
+
+
+def choose(search: _Covering) -> list[tuple[Trace, Placed]]:
+    """The traces of the picks, less those that are a prefix of another; then every refusal item
+    the search reached, sent where a trace first passes a state that offers it, or else at the
+    end of a trace of its own to the first state that does. A refused call changes nothing, so
+    it is sent within a trace without changing what the trace goes on to do."""
     traces = [_trace(search, parent, action) for parent, action in search.picks]
     keys = [tuple(a for a, _ in t) for t in traces]
-    return [t for t, k in zip(traces, keys, strict=True) if not any(o != k and o[: len(k)] == k for o in keys)]
+    kept = [t for t, k in zip(traces, keys, strict=True) if not any(o != k and o[: len(k)] == k for o in keys)]
+    chosen: list[tuple[Trace, Placed]] = [(trace, {}) for trace in kept]
+    placed: set[str] = set()
+    for trace, at in chosen:
+        for position, (_, state) in enumerate(trace):
+            for item, refusal in sorted(refusals(search.model, state).items()):
+                if item not in placed:
+                    placed.add(item)
+                    at.setdefault(position, []).append(refusal)
+    for item, number in sorted(search.refusals.items(), key=lambda pair: (pair[1], pair[0])):
+        if item in placed:
+            continue
+        trace = search.trace(number)
+        offered = refusals(search.model, trace[-1][1])
+        here = sorted(other for other in offered if other not in placed)
+        placed.update(here)
+        chosen.append((trace, {len(trace) - 1: [offered[other] for other in here]}))
+    search.covered |= placed
+    return chosen
 
 
-def vector(config: Config, trace: list[tuple[Action | None, State]], name: str) -> dict[str, Any]:
+def vector(config: Config, trace: Trace, name: str, refused: Placed | None = None) -> dict[str, Any]:
     """The requests of ``trace`` and what each must leave. A step after which a restart changes
     nothing in the model (its reconciliation leaves the very state) says so (``restart_holds``):
     the replay restarts the driver there, with nothing crashed, and the snapshot must be as it was
@@ -161,8 +219,9 @@ def vector(config: Config, trace: list[tuple[Action | None, State]], name: str) 
     left the stores — outside review 63's P8, a restart that expired an approved approval the
     monitor had not yet expired, passed every vector)."""
     model = Model(config, reduce=False)
-    steps = []
-    for (_, before), (action, after) in itertools.pairwise(trace):
+    refused = refused or {}
+    steps = _refused_steps(config, trace[0][1], refused.get(0, []))
+    for position, ((_, before), (action, after)) in enumerate(itertools.pairwise(trace), start=1):
         assert action is not None
         step: dict[str, Any] = {"operation": action.name, "model_action": action.to_json()}
         step["request"] = request_for(action, before, config)
@@ -173,8 +232,28 @@ def vector(config: Config, trace: list[tuple[Action | None, State]], name: str) 
             if not after.crashed and reconcile(model, after) == after:
                 step["restart_holds"] = True
         steps.append(step)
-    operations = sorted({s["operation"] for s in steps})
-    return {"name": name, "operations": operations, "steps": steps}
+        steps += _refused_steps(config, after, refused.get(position, []))
+    operations = sorted({s["operation"] for s in steps if "refused" not in s})
+    document = {"name": name, "operations": operations, "steps": steps}
+    refuses = sorted({s["operation"] for s in steps if "refused" in s})
+    return {**document, "refuses": refuses} if refuses else document
+
+
+def _refused_steps(config: Config, state: State, calls: list[Refusal]) -> list[dict[str, Any]]:
+    """The steps that send calls the model refuses in ``state``: each must be refused, definite,
+    with one of its codes (``refused``), and leave the snapshot as it was (``expect``)."""
+    expect = abstract(snapshot(state, config))
+    return [
+        {
+            "operation": action.name,
+            "model_action": action.to_json(),
+            "request": request_for(action, state, config),
+            "refused": codes,
+            "clauses": clauses,
+            "expect": expect,
+        }
+        for action, codes, clauses in calls
+    ]
 
 
 def build(config_name: str) -> dict[str, Any]:
@@ -185,7 +264,8 @@ def build(config_name: str) -> dict[str, Any]:
         _bfs(search)
     finally:
         _model.EDGE_LOG.pop()
-    vectors = [vector(config, trace, f"{config_name}-{k:03d}") for k, trace in enumerate(choose(search))]
+    chosen = choose(search)
+    vectors = [vector(config, trace, f"{config_name}-{k:03d}", at) for k, (trace, at) in enumerate(chosen)]
     return {
         "format": "teamproto-vectors/1",
         "config": config_name,
@@ -212,7 +292,8 @@ def source_digest() -> str:
         root / "spec" / name for name in ("_tables.py", "explore.py", "ids.py", "redaction.py", "secret_corpus.py")
     ]
     files += [
-        root / "conformance" / name for name in ("_abstract.py", "_translate.py", "_vectors.py", "_schema_src.py")
+        root / "conformance" / name
+        for name in ("_abstract.py", "_translate.py", "_vectors.py", "_schema_src.py", "_refusals.py")
     ]
     digest = hashlib.sha256()
     for path in files:

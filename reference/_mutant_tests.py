@@ -314,6 +314,10 @@ CAUGHT_BY: dict[str, list[str]] = {
     "claim_fenced_by_old_request": [
         "tests/test_incarnations.py::test_a_shutdown_request_of_an_earlier_incarnation_keeps_no_claim_from_the_new_one"
     ],
+    # the vectors send every guard's refusal alone, in the shortest context that has it (review 63's P3)
+    "inspect_ignores_stopping_job": [
+        "tests/test_task_details.py::test_an_inspection_waits_for_every_job_of_the_task_that_has_not_exited"
+    ],
     "final_cancel_not_active": ["tests/test_approval.py::test_cancel_before_consumption_only"],
     "job_command_stored_raw": ["tests/test_redaction.py::test_a_jobs_command_is_run_as_given_and_stored_redacted"],
     "send_restamps_message": [

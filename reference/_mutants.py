@@ -48,6 +48,8 @@ MUTANTS: dict[str, str] = {
     "a retry of the first",
     "claim_fenced_by_old_request": "XPR-1, MEM-1: a restarted member's claim is refused by a shutdown request "
     "its earlier incarnation got and that is still open",
+    "inspect_ignores_stopping_job": "SHD-7, SHD-4: a lost member's task is inspected while a job on it that "
+    "was asked to stop has not exited",
     "final_cancel_not_active": "APR-9: a cancel of a consumed or otherwise final approval is refused as "
     "approval_not_active, not cancel_refused (the refusal names no guard of the cancel)",
     "job_command_stored_raw": "INV-10, AUD-3: a job's record keeps its command as given, secrets and all (the "

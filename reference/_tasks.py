@@ -257,10 +257,11 @@ class Tasks:
             raise TaskNotDue(task_id, task["status"], f"inspect it into {outcome!r}: use pending or failed")
         if task["status"] == "needs_inspection" and self.h.member_live(task["owner_id"], task["owner_incarnation"]):
             raise TaskNotDue(task_id, "needs_inspection", f"inspect it while {task['owner_id']} still runs")
+        busy = ("running",) if broken("inspect_ignores_stopping_job") else ("running", "cancel_requested")
         running = [
             row.key
             for row in self.h.storage.scan_status("job", ("running", "cancel_requested"))  # not the history
-            if row.doc["task_id"] == task_id and row.doc["status"] in ("running", "cancel_requested")
+            if row.doc["task_id"] == task_id and row.doc["status"] in busy
         ]
         if task["status"] == "needs_inspection" and running:  # SHD-7: a lapse does not stop its jobs
             raise TaskNotDue(task_id, "needs_inspection", f"inspect it while its job(s) {', '.join(running)} still run")

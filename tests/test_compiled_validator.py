@@ -153,6 +153,8 @@ def _vector_documents() -> dict[str, list[Any]]:
         for vector in document["vectors"]:
             state = model.initial()
             for step in vector["steps"]:
+                if "refused" in step:  # a call the model refuses: the state stays as it was
+                    continue
                 state = next(s for a, s in model.successors(state) if a.to_json() == step["model_action"])
                 _collect(snapshot(state, config), found)
     return {name: list(docs.values()) for name, docs in found.items()}

@@ -69,6 +69,9 @@ MUTANTS = [
     # an edge taken beside an open record of an earlier incarnation is a vector of its own (review
     # 63's P10: every claim was replayed in a team no member of which had restarted)
     ("claim_fenced_by_old_request", "MEM-1", {"sections": ("vectors",), "configs": ("fencing",)}),
+    # every guard of a refused operation refuses alone in some vector, with its codes (review 63's P3:
+    # an inspection that ignored a job asked to stop was taken where the model refuses it)
+    ("inspect_ignores_stopping_job", "SHD-7", {"sections": ("vectors",), "configs": ("shutdown",)}),
 ]
 
 

@@ -129,5 +129,5 @@ def test_a_shutdown_request_of_an_earlier_incarnation_keeps_no_claim_from_the_ne
     team.harness.finish_task("m0", "t0", "completed", token)
     team.harness.add_task("t2")
     team.harness.shutdowns.request("lead", "m0", "sd-new", ttl_seconds=10)
-    with pytest.raises(r.ClaimRefused, match="sd-new|targets it"):
+    with pytest.raises(r.ClaimRefused, match="targets it"):
         team.harness.claim("m0", "t2")

@@ -10,58 +10,26 @@ whose codes the table names).
 from __future__ import annotations
 
 from collections import Counter, deque
-from collections.abc import Iterator
 
 import pytest
 
 from conformance._random import CONFIGS
-from conformance._refusals import GUARDS, expected_codes
+from conformance._refusals import CLAUSES, GUARDS, candidates, expected_codes
 from conformance._schema_src import ERROR_CODES
 from spec.model import Config, Model, load_config
-from spec.model._model import Action
-from spec.model._state import State
 
 PINNED = (
     "tiny", "pair", "plan", "shutdown", "fencing", "pair_lapses", "restarts", "approval_lost", "approval_fencing",
     "plan_fencing", "approval_plan",
 )  # fmt: skip
 """Between them they offer and refuse every operation of ``GUARDS`` (the test below checks it)."""
-ALONE: Counter[tuple[str, int]] = Counter()
-"""(operation, guard index) → how many refused calls that guard alone refused, over the walks."""
-SIZES: dict[str, int] = {}
-"""Operation → how many guards it has."""
+ALONE: Counter[tuple[str, str]] = Counter()
+"""(operation, guard) → how many refused calls that guard alone refused, over the walks."""
+NAMES: dict[str, list[str]] = {}
+"""Operation → its guards' names, in order."""
 PREFIX = 4000
 """How many states of each random-program configuration are walked (breadth first): theirs are too
 large to walk whole, and their first states already hold every refusal the programs meet early."""
-
-
-def candidates(s: State) -> Iterator[Action]:
-    """Every call of an operation of ``GUARDS`` on records that exist in ``s``."""
-
-    def act(name: str, **args: object) -> Action:
-        return Action(name, tuple(sorted(args.items())))
-
-    members, tasks = range(len(s.members)), range(len(s.tasks))
-    for m in members:
-        yield act("task.suspend", member=m)
-        yield act("member.inspect", member=m)
-        for t in tasks:
-            yield act("task.claim", member=m, task=t)
-    for t in tasks:
-        yield act("task.resume", task=t)
-        for outcome in ("pending", "failed"):
-            yield act("task.inspect", task=t, outcome=outcome)
-    for slot, ap in enumerate(s.approvals):
-        if ap.status:
-            yield act("approval.cancel", slot=slot)
-            for m in members:
-                for changed in (False, True):
-                    yield act("approval.consume", slot=slot, member=m, changed_arguments=changed)
-    for slot, plan in enumerate(s.plans):
-        if plan.status:
-            yield act("plan.start", slot=slot)
-            for decision in ("approved", "rejected", "needs_revision"):
-                yield act("plan.decide", slot=slot, decision=decision)
 
 
 def walk(config: Config, limit: int | None = None) -> tuple[dict[str, int], dict[str, int], list[str], set[str]]:
@@ -85,8 +53,8 @@ def walk(config: Config, limit: int | None = None) -> tuple[dict[str, int], dict
                     wrong.append(f"{config.name}: {action} offered={action in ops} codes={sorted(codes)} in {state}")
                 every |= codes
                 guards = list(GUARDS[action.name](model, state, dict(action.args)))
-                SIZES[action.name] = len(guards)
-                failing = [i for i, (fails, _) in enumerate(guards) if fails]
+                NAMES[action.name] = [name for name, _, _ in guards]
+                failing = [name for name, fails, _ in guards if fails]
                 if len(failing) == 1:
                     ALONE[action.name, failing[0]] += 1
                 tally = offered if action in ops else refused
@@ -117,8 +85,11 @@ def test_a_call_has_refusal_codes_exactly_where_the_model_refuses_it() -> None:
     assert set(offered) == set(refused) == set(GUARDS), (sorted(offered), sorted(refused))
     # every guard is the one reason of some refusal: none is folded into another, none is spurious
     # (a guard that always fails beside another would let its codes stand where they never could alone)
+    assert set(CLAUSES) == set(GUARDS)
     for name in GUARDS:
-        lonely = [i for i in range(SIZES[name]) if not ALONE[name, i]]
+        assert NAMES[name] == guard_names(name) and set(CLAUSES[name]) == set(NAMES[name]), name
+        assert len(set(NAMES[name])) == len(NAMES[name]), f"{name}: two guards of one name"
+        lonely = [guard for guard in NAMES[name] if not ALONE[name, guard]]
         assert not lonely, f"{name}: guards {lonely} never refuse a call alone on {PINNED}"
     # and every code it names is one the driver protocol has (the reply schema enumerates them)
     assert codes and codes <= set(ERROR_CODES), sorted(codes - set(ERROR_CODES))
@@ -130,3 +101,32 @@ def test_the_random_programs_configurations_agree_with_the_table_where_they_star
     _, refused, wrong, _ = walk(config, PREFIX)
     assert not wrong, "the refusal table and the model's guards disagree:\n" + "\n".join(wrong)
     assert refused
+
+
+@pytest.mark.clause("APR-5", "APR-9", "MEM-1", "TSK-1", "SHD-7", "SHD-9", "PLN-2", "PLN-3", "PLN-5", "XPR-1")
+def test_the_vectors_send_every_guards_refusal_alone() -> None:
+    """Every guard of the table refuses a call by itself in some vector (``refuse:<op>|<guard>``
+    in a file's ``covers``, and a step that sends it with the guard's codes): an implementation
+    that lacks one guard is refused by none of the others there, so it fails that step."""
+    from conformance._vectors import load
+
+    covered: set[str] = set()
+    sent: set[tuple[str, tuple[str, ...]]] = set()
+    for document in load():
+        covered |= {
+            item.split("|")[0] + "|" + item.split("|")[1] for item in document["covers"] if item.startswith("refuse:")
+        }
+        for vector in document["vectors"]:
+            sent |= {(step["operation"], tuple(step["refused"])) for step in vector["steps"] if "refused" in step}
+            assert set(vector.get("refuses", [])) == {s["operation"] for s in vector["steps"] if "refused" in s}
+    wanted = {f"refuse:{name}|{guard}" for name in GUARDS for guard in guard_names(name)}
+    assert len(wanted) > 30 and wanted <= covered, sorted(wanted - covered)
+    assert {op for op, _ in sent} == set(GUARDS)
+
+
+def guard_names(operation: str) -> list[str]:
+    """The names of ``operation``'s guards, read off the start of ``everything`` (a team with every
+    kind of record slot; each guard is yielded whether or not it fails)."""
+    model = Model(load_config("everything"), reduce=False)
+    args = {"member": 0, "task": 0, "slot": 0, "changed_arguments": False, "outcome": "pending", "decision": "approved"}
+    return [name for name, _, _ in GUARDS[operation](model, model.initial(), args)]

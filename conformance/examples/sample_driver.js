@@ -301,6 +301,8 @@ function cancel(req) {
   const ap = need("operation_approval", req.protocol_id);
   if (ap.requester_id !== req.actor.member_id) throw new Refusal("approval_other_agent", `belongs to ${ap.requester_id}`);
   if (!["requested", "approved"].includes(ap.status)) throw new Refusal("cancel_refused", `it is ${ap.status}`);
+  const requester = db.member[ap.requester_id];
+  if (requester.status !== "running") throw new Refusal("member_not_running", `${ap.requester_id} is ${requester.status}`);
   const done = { ...ap, status: "cancelled", reason: "cancelled",
     events: [...ap.events, event(req.actor.member_id, "cancelled")] };
   write("approval.cancel/record", "operation_approval", ap.protocol_id, done);
@@ -447,7 +449,8 @@ function beginDrain(req) {
 function claim(req) {
   const m = need("member", req.member_id);
   const t = need("task", req.task_id);
-  if (t.status !== "pending") throw new Refusal("illegal_transition", `${t.task_id} is ${t.status}`);
+  if (t.status !== "pending") throw new Refusal("task_taken", `${t.task_id} is ${t.status}`);
+  if (m.current_task_id) throw new Refusal("claim_refused", `${m.member_id} holds ${m.current_task_id}`);
   // DEFECT 3: a draining member may claim (neither accepting_new_tasks nor its shutdown is looked at).
   if (!["running", "draining"].includes(m.status)) throw new Refusal("member_not_running", `${m.member_id} is ${m.status}`);
   const claims = t.history.filter((e) => e.event === "claimed").length;
