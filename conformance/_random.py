@@ -22,7 +22,7 @@ from spec.model._snapshot import plan_body
 from ._abstract import abstract, canonical_ids, differences
 from ._cases import Case, Session
 from ._client import Crashed
-from ._refusals import clauses_of_refusal, expected_codes
+from ._refusals import clauses_of_refusal, expected_codes, refusal_problem
 from ._replay import WORLD_CLAUSES, _id_problem, invariant_problems, resolve, world_problems
 from ._translate import clauses_of, init_request, request_for, restart_clauses
 
@@ -343,20 +343,9 @@ class Program:
         request = resolve(request_for(action, self.state, self.config) or {}, self.session.last)
         reply = self.session.call(request)
         clauses = clauses_of_refusal(self.model, self.state, action) or clauses_of(action.name)
-        if reply["type"] != "error":
-            self.case.fail(f"{action.name} was taken, but the model refuses it", clauses, self.session.trace)
-            return False
-        if not reply["error"]["definite"]:  # DESIGN rule 8: a refusal that changed nothing says so
-            self.case.fail(f"{action.name} was refused, but not definite", clauses, self.session.trace)
-            return False
-        codes = expected_codes(self.model, self.state, action)
-        if reply["error"]["code"] not in codes:  # the reply names a guard that fails, in the protocol's words
-            why = " or ".join(sorted(codes)) or "nothing (conformance/_refusals.py lacks the model's guard)"
-            self.case.fail(
-                f"{action.name} was refused as {reply['error']['code']}, but the model refuses it as {why}",
-                clauses,
-                self.session.trace,
-            )
+        problem = refusal_problem(action.name, reply, expected_codes(self.model, self.state, action))
+        if problem:
+            self.case.fail(problem, clauses, self.session.trace)
             return False
         return self.check(clauses, f"the refused {action.name}")
 

@@ -17,7 +17,8 @@ drift from the model's guards without a failing test.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 from spec.model import Model
 from spec.model._model import Action
@@ -237,3 +238,18 @@ def candidates(s: State) -> Iterator[Action]:
             yield act("plan.start", slot=slot)
             for decision in ("approved", "rejected", "needs_revision"):
                 yield act("plan.decide", slot=slot, decision=decision)
+
+
+def refusal_problem(operation: str, reply: dict[str, Any], codes: Iterable[str]) -> str | None:
+    """What is wrong with ``reply`` to a call of ``operation`` the model refuses, or None: it must
+    be an error, definite (nothing changed, DESIGN rule 8), whose code is one of ``codes`` (the
+    failing guards' codes: the reply names a reason the model refuses it, in the protocol's words)."""
+    if reply["type"] != "error":
+        return f"{operation} was taken, but the model refuses it"
+    if not reply["error"]["definite"]:
+        return f"{operation} was refused, but not definite"
+    wanted = sorted(codes)
+    if reply["error"]["code"] not in wanted:
+        why = " or ".join(wanted) or "nothing (conformance/_refusals.py lacks the model's guard)"
+        return f"{operation} was refused as {reply['error']['code']}, but the model refuses it as {why}"
+    return None

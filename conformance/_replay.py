@@ -21,6 +21,7 @@ from ._abstract import (
 )
 from ._cases import Case, Session, group_of
 from ._client import Crashed
+from ._refusals import refusal_problem
 from ._translate import clauses_of, restart_clauses
 
 
@@ -160,23 +161,13 @@ def _steps(case: Case, session: Session, vector: dict[str, Any], caps: dict[str,
             return
 
 
-def _refused(case: Case, session: Session, step: dict[str, Any], clauses: tuple[str, ...] | list[str]) -> bool:
-    """A call the model refuses here, by one guard alone: the reply must be an error, definite
-    (nothing changed, DESIGN rule 8), whose code is one of that guard's (``_refusals.py``); the
-    snapshot is then checked as after any step, against the state before the call."""
+def _refused(case: Case, session: Session, step: dict[str, Any], clauses: tuple[str, ...]) -> bool:
+    """A call the model refuses here, by one guard alone, answered as :func:`refusal_problem`
+    says; the snapshot is then checked as after any step, against the state before the call."""
     reply = session.call(resolve(step["request"], session.last))
-    op = step["operation"]
-    if reply["type"] != "error":
-        case.fail(f"{op} was taken, but the model refuses it", clauses, session.trace)
-        return False
-    if not reply["error"]["definite"]:
-        case.fail(f"{op} was refused, but not definite", clauses, session.trace)
-        return False
-    if reply["error"]["code"] not in step["refused"]:
-        why = " or ".join(step["refused"])
-        case.fail(
-            f"{op} was refused as {reply['error']['code']}, but the model refuses it as {why}", clauses, session.trace
-        )
+    problem = refusal_problem(step["operation"], reply, step["refused"])
+    if problem:
+        case.fail(problem, clauses, session.trace)
         return False
     return True
 
