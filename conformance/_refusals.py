@@ -1,5 +1,7 @@
-"""The error codes a refusal may carry: for each operation the random programs send where the model
-refuses it, every guard of the model's precondition that fails names the codes that report it.
+"""The error codes a refusal may carry: for each operation the suite sends where the model refuses
+it (the random programs' refused calls, the vectors' refused steps), every guard of the model's
+precondition that fails names the codes that report it, and each guard has a name and clauses
+(:data:`CLAUSES`) so that the vectors can send each guard's refusal alone (``_vectors.refusals``).
 
 A refused call must say *why* it was refused, in the driver protocol's words (``error.code``, the
 conformance README's list): a cancel of a consumed approval is ``cancel_refused`` (APR-9), not
