@@ -22,7 +22,7 @@ from spec.model._snapshot import plan_body
 from ._abstract import abstract, canonical_ids, differences
 from ._cases import Case, Session
 from ._client import Crashed
-from ._refusals import clauses_of_refusal, expected_codes, refusal_problem
+from ._refusals import candidates, clauses_of_refusal, expected_codes, refusal_problem
 from ._replay import WORLD_CLAUSES, _id_problem, invariant_problems, resolve, world_problems
 from ._translate import clauses_of, init_request, request_for, restart_clauses
 
@@ -80,8 +80,11 @@ REFUSING = frozenset(
 )
 """The operations the model leaves out of a state only where the protocol refuses them (never for
 one of its own bounds: a restart past ``max_incarnation``, a second job of a member, a profile
-change past ``profile_changes``), so that a call of one that the model took earlier in the program
-and does not take now must be refused, definite, changing nothing (:meth:`Program.refused`)."""
+change past ``profile_changes``; a suspension is sent only where the configuration lets a unit
+deadline pass), so that any call of one on the state's records (``_refusals.candidates``) that the
+model does not take now must be refused, definite, changing nothing, with a code of a failing
+guard (:meth:`Program.refused`). Before review 64 only calls the model had taken earlier in the
+program were sent: a claim of a task by a member that never claimed it, say, never was."""
 STARTED_PLAN, DEVIATE = 0.1, 0.3
 """The odds that a step of a program with plans drafts a plan and takes it to its start at once
 (:meth:`Program.started_plan`; drawn just under ``APPROVED_CALL``'s band), and then"""
@@ -97,16 +100,17 @@ class Program:
     ) -> None:
         self.rng = random.Random(seed)
         self.twists = random.Random(f"{seed}/twists")
-        """Draws the quiet restarts, the time between steps and the calls refused again
-        (:data:`QUIET_RESTART`), apart from ``rng``: a program's other draws are those it drew
-        before they were added."""
+        """Draws the quiet restarts and the time between steps (:data:`QUIET_RESTART`), apart from
+        ``rng``: a program's other draws are those it drew before they were added."""
+        self.refusing = random.Random(f"{seed}/refusing")
+        """Draws the calls of :data:`REFUSING` sent refused, apart from both: whether one can be sent
+        depends on the state, so drawing them from ``twists`` would move its other draws."""
         self.caps, self.case, self.config = caps, case, config
         self.model = Model(config, reduce=False)
         self.state = self.model.initial()
         self.session = Session(command, init_request(config), root)
         self.ids: dict[str, str] = {}
         self.taken: set[str] = set()  # the operations sent (taken, refused, crashed or killed)
-        self.seen: set[Action] = set()  # the model's operations offered in some state of the program
         self.between = TICK_BETWEEN  # the odds of time passing inside a chain (none in a set-up)
         self.before: dict[str, Any] = {}
 
@@ -153,19 +157,20 @@ class Program:
                     return
                 continue
             offered = {a for a, _ in self.model.operations(self.state)}
-            self.seen |= offered
             again = sorted(
                 (
                     a
-                    for a in self.seen - offered
-                    if a.name in REFUSING and a.name in self.caps["operations"] and self.sendable(a)
+                    for a in set(candidates(self.state)) - offered
+                    if a.name in REFUSING
+                    and a.name in self.caps["operations"]
+                    and (a.name != "task.suspend" or self.config.units)
+                    and self.sendable(a)
                 ),
                 key=repr,
             )
-            if again and self.twists.random() < REFUSED_AGAIN:
-                if not self.refused(self.twists.choice(again)):
-                    return
-                continue
+            # beside the step, not instead of it: a refused call changes nothing
+            if again and self.refusing.random() < REFUSED_AGAIN and not self.refused(self.refusing.choice(again)):
+                return
             draw = self.rng.random()
             if draw > 1 - APPROVED_CALL:
                 took = self.approved_call()
