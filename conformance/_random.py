@@ -23,6 +23,7 @@ from ._abstract import abstract, canonical_ids, differences
 from ._cases import Case, Session
 from ._client import Crashed
 from ._refusals import candidates, clauses_of_refusal, expected_codes, refusal_problem
+from ._refusals import sendable as refusable_call
 from ._replay import WORLD_CLAUSES, _id_problem, invariant_problems, resolve, world_problems
 from ._translate import clauses_of, init_request, request_for, restart_clauses
 
@@ -76,15 +77,18 @@ reconciles its state); that time passes between two steps of one record's life i
 of that life: with no time between the events, an anchor at the wrong one looks the same); and that
 a step sends a call of :data:`REFUSING` the model refuses now."""
 REFUSING = frozenset(
-    {"task.claim", "task.suspend", "task.resume", "task.inspect", "member.inspect", "plan.decide", "plan.start"}
-)
-"""The operations the model leaves out of a state only where the protocol refuses them (never for
-one of its own bounds: a restart past ``max_incarnation``, a second job of a member, a profile
-change past ``profile_changes``; a suspension is sent only where the configuration lets a unit
-deadline pass), so that any call of one on the state's records (``_refusals.candidates``) that the
-model does not take now must be refused, definite, changing nothing, with a code of a failing
-guard (:meth:`Program.refused`). Before review 64 only calls the model had taken earlier in the
-program were sent: a claim of a task by a member that never claimed it, say, never was."""
+    {
+        "task.claim", "task.suspend", "task.resume", "task.inspect", "member.inspect", "plan.decide", "plan.start",
+        "shutdown.request", "member.restart", "member.retire",
+    }
+)  # fmt: skip
+"""The operations whose refusals the model tells from its own bounds (``_refusals.sendable``: a
+restart past ``max_incarnation``, a shutdown request past the configuration's count, a suspension
+where no unit deadline can pass are never sent), so that any call of one on the state's records
+(``_refusals.candidates``) that the model does not take now must be refused, definite, changing
+nothing, with a code of a failing guard (:meth:`Program.refused`). Before review 64 only calls the
+model had taken earlier in the program were sent: a claim of a task by a member that never claimed
+it, say, never was."""
 STARTED_PLAN, DEVIATE = 0.1, 0.3
 """The odds that a step of a program with plans drafts a plan and takes it to its start at once
 (:meth:`Program.started_plan`; drawn just under ``APPROVED_CALL``'s band), and then"""
@@ -163,7 +167,7 @@ class Program:
                     for a in set(candidates(self.state)) - offered
                     if a.name in REFUSING
                     and a.name in self.caps["operations"]
-                    and (a.name != "task.suspend" or self.config.units)
+                    and refusable_call(self.model, self.state, a)
                     and self.sendable(a)
                 ),
                 key=repr,

@@ -28,6 +28,10 @@ from spec.model._state import NONE, State
 
 Guard = tuple[str, bool, frozenset[str]]
 """(the guard's name, whether it fails, the codes that report it)."""
+BOUND: frozenset[str] = frozenset()
+"""The codes of a guard that is one of the model's bounds, not the protocol's (the configuration's
+shutdown requests used up, its last incarnation reached): a call refused by bounds alone may be
+taken by an implementation, so it is never sent refused (:func:`sendable`)."""
 
 
 def _codes(*names: str) -> frozenset[str]:
@@ -59,8 +63,10 @@ def _claim(model: Model, s: State, a: dict[str, int]) -> Iterator[Guard]:
 def _suspend(model: Model, s: State, a: dict[str, int]) -> Iterator[Guard]:
     t = model.holds(s, a["member"])
     yield "holds_no_task", t == NONE, _codes("task_not_due", "not_claim_holder")  # SHD-9: it holds no task
-    due = t != NONE and model.config.units and s.clock >= s.tasks[t].claimed_at + model.config.unit_ticks
-    yield "not_due", t != NONE and not due, _codes("task_not_due")  # SHD-9: its unit deadline has not passed
+    units = model.config.units
+    due = t != NONE and units and s.clock >= s.tasks[t].claimed_at + model.config.unit_ticks
+    yield "not_due", t != NONE and units and not due, _codes("task_not_due")  # SHD-9: its unit deadline is ahead
+    yield "no_unit_deadlines", t != NONE and not units, BOUND  # the configuration never lets one pass
     job = s.jobs[a["member"]].status  # SHD-4: a job still runs, or was asked to stop and has not exited
     yield "job_running", job == "running", _codes("drain_not_ready", "member_busy")
     yield "job_stopping", job == "cancel_requested", _codes("drain_not_ready", "member_busy")
@@ -135,6 +141,25 @@ def _start(model: Model, s: State, a: dict[str, int]) -> Iterator[Guard]:
     yield "earlier_incarnation", plan.incarnation != requester.incarnation, _codes("stale_plan")  # XPR-1
 
 
+def _request_shutdown(model: Model, s: State, a: dict[str, int]) -> Iterator[Guard]:
+    yield "target_not_running", s.members[a["member"]].status != "running", _codes("shutdown_refused")  # SHD-1
+    yield "no_free_slot", all(sd.status for sd in s.shutdowns), BOUND  # the configuration's shutdowns are used up
+
+
+def _stopped_and_settled(model: Model, s: State, a: dict[str, int]) -> Iterator[Guard]:
+    """A restart's and a retirement's: the member stopped, none of its jobs still running or on its
+    way out (SHD-7: a stopped member's job asked to stop has not exited until it has)."""
+    yield "not_stopped", s.members[a["member"]].status != "stopped", _codes("member_busy")
+    job = s.jobs[a["member"]].status
+    yield "job_running", job == "running", _codes("member_busy")
+    yield "job_stopping", job == "cancel_requested", _codes("member_busy")
+
+
+def _restart_member(model: Model, s: State, a: dict[str, int]) -> Iterator[Guard]:
+    yield from _stopped_and_settled(model, s, a)
+    yield "past_max_incarnation", s.members[a["member"]].incarnation >= model.config.max_incarnation, BOUND
+
+
 GUARDS: dict[str, Callable[[Model, State, dict[str, int]], Iterator[Guard]]] = {
     "task.claim": _claim,
     "task.suspend": _suspend,
@@ -145,6 +170,9 @@ GUARDS: dict[str, Callable[[Model, State, dict[str, int]], Iterator[Guard]]] = {
     "approval.cancel": _cancel,
     "plan.decide": _decide,
     "plan.start": _start,
+    "shutdown.request": _request_shutdown,
+    "member.restart": _restart_member,
+    "member.retire": _stopped_and_settled,
 }
 """The operations whose refusals the random programs send, each with its guards in the model's order."""
 
@@ -156,6 +184,7 @@ CLAUSES: dict[str, dict[str, tuple[str, ...]]] = {
     "task.suspend": {
         "holds_no_task": ("SHD-9",),
         "not_due": ("SHD-9",),
+        "no_unit_deadlines": (),
         "job_running": ("SHD-4", "SHD-9"),
         "job_stopping": ("SHD-4", "SHD-9"),
     },
@@ -179,6 +208,14 @@ CLAUSES: dict[str, dict[str, tuple[str, ...]]] = {
     },
     "approval.cancel": {"final": ("APR-9",), "requester_not_running": ("APR-9", "XPR-2")},
     "plan.decide": {"not_pending": ("PLN-2",), "past_deadline": ("PLN-5",)},
+    "shutdown.request": {"target_not_running": ("SHD-1",), "no_free_slot": ()},
+    "member.restart": {
+        "not_stopped": ("XPR-1",),
+        "job_running": ("SHD-4", "XPR-1"),
+        "job_stopping": ("SHD-4", "XPR-1"),
+        "past_max_incarnation": (),
+    },
+    "member.retire": {"not_stopped": ("SHD-7",), "job_running": ("SHD-4",), "job_stopping": ("SHD-4",)},
     "plan.start": {
         "requester_not_running": ("XPR-2",),
         "not_approved": ("PLN-7",),
@@ -200,7 +237,8 @@ def clauses_of_refusal(model: Model, s: State, action: Action) -> tuple[str, ...
 
 def expected_codes(model: Model, s: State, action: Action) -> frozenset[str]:
     """Every code a refusal of ``action`` in ``s`` may carry: the union over the failing guards;
-    empty where no guard fails (the model offers the call). ``action`` must name records that exist."""
+    empty where no guard fails (the model offers the call) or only the model's bounds do.
+    ``action`` must name records that exist."""
     codes: frozenset[str] = frozenset()
     for _, fails, names in GUARDS[action.name](model, s, dict(action.args)):
         if fails:
@@ -213,6 +251,17 @@ def failing(model: Model, s: State, action: Action) -> list[tuple[str, frozenset
     return [(name, codes) for name, fails, codes in GUARDS[action.name](model, s, dict(action.args)) if fails]
 
 
+def sendable(model: Model, s: State, action: Action) -> bool:
+    """Whether the protocol refuses ``action`` in ``s``: a guard of the protocol fails. Whether one
+    of the model's bounds (:data:`BOUND`) fails too does not matter: the protocol's guard refuses
+    the call on any implementation, and its codes are the reply's (a bound has none)."""
+    if action.name == "task.suspend" and not model.config.units:
+        # the model keeps no claim time where no unit deadline can pass (``claimed_at`` is 0): whether
+        # the held task is due is unknown there, and an implementation may say so first
+        return False
+    return any(codes for _, codes in failing(model, s, action))
+
+
 def candidates(s: State) -> Iterator[Action]:
     """Every call of an operation of :data:`GUARDS` on records that exist in ``s``, in one fixed order."""
 
@@ -221,6 +270,9 @@ def candidates(s: State) -> Iterator[Action]:
 
     members, tasks = range(len(s.members)), range(len(s.tasks))
     for m in members:
+        yield act("shutdown.request", member=m)
+        yield act("member.restart", member=m)
+        yield act("member.retire", member=m)
         yield act("task.suspend", member=m)
         yield act("member.inspect", member=m)
         for t in tasks:

@@ -202,7 +202,9 @@ def _team_request(name: str, args: dict[str, Any], s: State, config: Config) -> 
         m = args["member"]
         out: dict[str, Any] = {"type": name, "member_id": member_id(m)}
         if name == "shutdown.request":
-            slot = next(i for i, sd in enumerate(s.shutdowns) if sd.status == "")
+            # a free slot's label; with none (a request the model's bound leaves out, sent refused
+            # for another reason), a label no request has
+            slot = next((i for i, sd in enumerate(s.shutdowns) if sd.status == ""), len(s.shutdowns))
             lead = {"actor": {"member_id": LEAD}, "request_key": f"shutdown-{slot}"}
             return {**out, **lead, "reason_text": REASON_TEXT, "ttl_seconds": config.ttl_ticks}
         if name == "task.suspend":

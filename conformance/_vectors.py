@@ -18,10 +18,10 @@ from spec.model import Config, Model, _model, load_config, snapshot
 from spec.model._model import ACTIVE_SHUTDOWN, DEADLINE_EDGES, REQUEST_EXPIRY, Action
 from spec.model._ops import _request_deadline
 from spec.model._reconcile import reconcile
-from spec.model._state import State
+from spec.model._state import NONE, State
 
 from ._abstract import abstract
-from ._refusals import CLAUSES, candidates, failing
+from ._refusals import CLAUSES, candidates, failing, sendable
 from ._translate import init_request, request_for
 
 VECTORS = Path(__file__).parent / "vectors"
@@ -60,6 +60,8 @@ def _edges(before: State, after: State) -> set[str]:
                 which = f"[{row.key[0]}/{min(row.key[2], 2)}]" if keyed else ""
                 edge = f"{field.name}{which}:{was or '-'}->{row.status or '-'}"
                 out.add(edge)
+                if not keyed and i < len(old):
+                    out |= {f"{edge}|{c}" for c in _record_contexts(field.name, old[i], before.clock)}
                 if _on_boundary(field.name, old, i, row, before.clock, after):
                     out.add(f"{edge} on its deadline's boundary")
     return out
@@ -106,6 +108,31 @@ def _fenced(state: State) -> bool:
     bound += [(plan.requester, plan.incarnation) for plan in state.plans if plan.status in _OPEN["plans"]]
     bound += [(task.owner, task.owner_incarnation) for task in state.tasks if task.status in _OPEN["tasks"]]
     return any(m >= 0 and incarnation < current[m] for m, incarnation in bound)
+
+
+_LATE_OPEN = {
+    "approvals": ("requested", "approved"),
+    "plans": ("pending", "approved"),
+    "shutdowns": tuple(sorted(ACTIVE_SHUTDOWN)),
+}
+"""The statuses in which a record with a deadline is still open: past its deadline, the monitor has
+yet to end it."""
+
+
+def _record_contexts(field: str, row: Any, clock: int) -> list[str]:
+    """The contexts of one record in which a move of it, or a refusal of a call on it, is a
+    behaviour of its own (each a coverage item ``…|<context>``, beside the plain one):
+
+    - ``late``: it is open and past its deadline, and the monitor has not yet ended it (a cancel of
+      an approved approval then is still a cancel: outside review 64's P2);
+    - ``again``: a task claimed for the second time or later (what is measured from "the claim"
+      is measured from this one: review 64's P4, a unit deadline counted from the first claim)."""
+    out = []
+    if row.status in _LATE_OPEN.get(field, ()) and clock > row.deadline:
+        out.append("late")
+    if field == "tasks" and row.claims >= 2:
+        out.append("again")
+    return out
 
 
 class _Covering(_Search):
@@ -156,13 +183,13 @@ def refusals(model: Model, state: State) -> dict[str, Refusal]:
     fenced = "|fenced" if _fenced(state) else ""
     out: dict[str, Refusal] = {}
     for action in candidates(state):
-        found = failing(model, state, action)
-        if action.name == "task.suspend" and not model.config.units:
-            continue  # the configuration never lets a unit deadline pass: a bound of the model, not a refusal
-        if len(found) == 1 and request_for(action, state, model.config) is not None:
+        found = [(guard, codes) for guard, codes in failing(model, state, action) if codes]  # the model's bounds aside
+        if len(found) == 1 and sendable(model, state, action) and request_for(action, state, model.config) is not None:
             ((guard, codes),) = found
             clauses = list(CLAUSES[action.name][guard])
-            out.setdefault(f"refuse:{action.name}|{guard}{fenced}", (action, sorted(codes), clauses))
+            contexts = [fenced, *(f"|{c}" for c in _target_contexts(model, state, action))]
+            for c in contexts:
+                out.setdefault(f"refuse:{action.name}|{guard}{c}", (action, sorted(codes), clauses))
     return out
 
 
@@ -176,6 +203,18 @@ def _trace(search: _Covering, parent: int, action: Action) -> list[tuple[Action 
         assert isinstance(restarted, State)
         last.append((restart, restarted))
     return search.trace(parent, *last)
+
+
+def _target_contexts(model: Model, state: State, action: Action) -> list[str]:
+    """:func:`_record_contexts` of the record a call acts on: its approval or plan (``slot``), its
+    task (``task``), or the task its member holds (a suspension)."""
+    args = dict(action.args)
+    family = action.name.split(".")[0]
+    if "slot" in args and family in ("approval", "plan"):
+        field = "approvals" if family == "approval" else "plans"
+        return _record_contexts(field, getattr(state, field)[args["slot"]], state.clock)
+    task = args.get("task", model.holds(state, args["member"]) if action.name == "task.suspend" else NONE)
+    return _record_contexts("tasks", state.tasks[task], state.clock) if task != NONE else []
 
 
 Trace = list[tuple[Action | None, State]]

@@ -377,6 +377,9 @@ class ApprovalProtocol:
             self._running_member(ctx)  # XPR-1: a caller of an older incarnation changes nothing
         if doc["requester_id"] != ctx.actor_id:
             raise ApprovalOtherAgent(pid, doc["requester_id"], ctx.actor_id)
+        now = self.h.clock.now()
+        if broken("late_cancel_refused") and doc["status"] == "approved" and now > doc["deadline"]:
+            raise ApprovalExpired(pid, doc["deadline"], now)
         final = doc["status"] not in ("requested", "approved")
         if final and broken("final_cancel_not_active"):
             raise ApprovalNotActive(pid, doc["status"])

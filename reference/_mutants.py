@@ -50,6 +50,14 @@ MUTANTS: dict[str, str] = {
     "its earlier incarnation got and that is still open",
     "inspect_ignores_stopping_job": "SHD-7, SHD-4: a lost member's task is inspected while a job on it that "
     "was asked to stop has not exited",
+    "late_cancel_refused": "APR-9: a cancel of an approved approval past its deadline, before the monitor's "
+    "pass, is refused as expired (the approval is still approved: its requester may cancel it)",
+    "unit_deadline_from_first_claim": "SHD-9: a unit's deadline is counted from the task's first claim, not "
+    "the current one (a re-claimed task is suspended early)",
+    "shutdown_of_lost_member": "SHD-1: a shutdown request is refused only for a stopped or retired member, so an "
+    "unhealthy or draining one gets a second request",
+    "restart_spares_stopping_jobs": "SHD-4, XPR-1: a restart counts only running jobs: a member restarts while a "
+    "job asked to stop has not exited",
     "final_cancel_not_active": "APR-9: a cancel of a consumed or otherwise final approval is refused as "
     "approval_not_active, not cancel_refused (the refusal names no guard of the cancel)",
     "job_command_stored_raw": "INV-10, AUD-3: a job's record keeps its command as given, secrets and all (the "

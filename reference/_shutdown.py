@@ -92,7 +92,8 @@ class ShutdownProtocol:
         if existing is None:
             target = self.h.member(target_id)
             late = broken("shutdown_refused_after_record")  # mutant: the status judged after the insert
-            if target["status"] != "running" and not late:
+            refused = ("stopped", "retired") if broken("shutdown_of_lost_member") else None
+            if (target["status"] in refused if refused else target["status"] != "running") and not late:
                 raise ShutdownRefused(f"shutdown of {target_id}", f"it is {target['status']}; only a running member")
             now = self.h.clock.now()
             doc = {

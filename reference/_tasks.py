@@ -233,7 +233,8 @@ class Tasks:
             if broken("suspend_refusal_names_stale_task"):
                 raise TaskNotDue(str(task_id), "not held", f"suspend it for {member_id}")
             raise TaskNotDue.none_held(member_id, "suspend it (SHD-9)")
-        claimed_at = max(e["at"] for e in task.doc["history"] if e["event"] == "claimed")
+        claims = [e["at"] for e in task.doc["history"] if e["event"] == "claimed"]
+        claimed_at = claims[0] if broken("unit_deadline_from_first_claim") else max(claims)
         if self.h.clock.now() < claimed_at + unit_seconds:
             raise TaskNotDue(task.key, "claimed", f"suspend it before {claimed_at + unit_seconds}")
         busy = self.h.jobs.busy(member_id)

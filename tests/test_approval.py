@@ -238,6 +238,16 @@ def test_cancel_before_consumption_only(team: Team) -> None:
     assert "consumed" in str(error)
 
 
+@pytest.mark.clause("APR-9")
+def test_an_approved_approval_past_its_deadline_may_still_be_cancelled(team: Team) -> None:
+    """APR-9: the requester may cancel until the approval is consumed. Past its deadline, before the
+    monitor's pass, it is still ``approved`` (only the monitor expires it), so the cancel is taken."""
+    pid = team.approved()
+    team.clock.advance(301)
+    cancelled = team.harness.approvals.cancel(team.ctx(), pid)
+    assert (cancelled["status"], cancelled["reason"]) == ("cancelled", "cancelled")
+
+
 @pytest.mark.clause("STO-2", "MSG-4", "INV-6")
 def test_retry_returns_the_same_record_and_message(team: Team) -> None:
     first = team.harness.approvals.call(team.ctx(), "deploy", ARGS)["protocol_id"]

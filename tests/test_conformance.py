@@ -348,7 +348,7 @@ TRIPPED = [
     (
         "refusal-drifts",
         {"sections": ("random programs",)},
-        {"random-000": "after the refused task.inspect: the snapshot does not abstract to the model's state"},
+        {"random-000": "after the refused task.claim: the snapshot does not abstract to the model's state"},
     ),
     (
         "status-writes",

@@ -73,6 +73,13 @@ MUTANTS = [
     # every guard of a refused operation refuses alone in some vector, with its codes (review 63's P3:
     # an inspection that ignored a job asked to stop was taken where the model refuses it)
     ("inspect_ignores_stopping_job", "SHD-7", {"sections": ("vectors",), "configs": ("shutdown",)}),
+    # outside review 64 (14 plants, 5 caught): each edge and refusal also on a record past its
+    # deadline and on a task claimed again, and the refusals of a shutdown request, a restart, a
+    # retirement
+    ("late_cancel_refused", "APR-9", {"sections": ("vectors",), "configs": ("approval_drain",)}),
+    ("unit_deadline_from_first_claim", "SHD-9", {"sections": ("vectors",), "configs": ("shutdown",)}),
+    ("shutdown_of_lost_member", "SHD-1", {"sections": ("vectors",), "configs": ("fencing",)}),
+    ("restart_spares_stopping_jobs", "XPR-1", {"sections": ("vectors",), "configs": ("shutdown",)}),
 ]
 
 

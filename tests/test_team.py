@@ -264,6 +264,22 @@ def test_a_lost_members_jobs_are_recorded_killed_by_the_inspection(team: Team, a
     assert team.member("m0")["status"] == "stopped"
 
 
+@pytest.mark.clause("SHD-9", "TSK-1")
+def test_a_reclaimed_tasks_unit_deadline_runs_from_its_current_claim(team: Team) -> None:
+    """SHD-9: a unit of work's deadline runs from the claim that holds the task now, not from the
+    task's first claim: suspended, resumed and claimed again, it is not due before a whole unit."""
+    team.h.claim("m0", "t0")
+    team.clock.advance(5)
+    assert team.h.tasks.suspend("m0", unit_seconds=5) == "t0"
+    team.h.tasks.resume("t0")
+    team.clock.advance(1)
+    team.h.claim("m0", "t0")
+    team.clock.advance(4)
+    unchanged(team, lambda: team.h.tasks.suspend("m0", unit_seconds=5), r.TaskNotDue)
+    team.clock.advance(1)
+    assert team.h.tasks.suspend("m0", unit_seconds=5) == "t0"
+
+
 @pytest.mark.clause("JOB-1")
 def test_a_job_that_finished_first_keeps_its_own_outcome(team: Team) -> None:
     team.h.claim("m0", "t0")
@@ -547,6 +563,37 @@ def test_beginning_a_drain_cancels_the_members_own_requests(team: Team) -> None:
 @pytest.mark.clause("MEM-1", "XPR-1")
 def test_restart_needs_a_stopped_member(team: Team) -> None:
     unchanged(team, lambda: team.h.restart_member("m0"), r.MemberBusy)
+
+
+@pytest.mark.clause("SHD-4", "SHD-7", "XPR-1")
+@pytest.mark.parametrize("asked_to_cancel", [False, True], ids=["running", "cancel_requested"])
+def test_a_stopped_member_restarts_or_retires_only_once_its_jobs_exited(team: Team, asked_to_cancel: bool) -> None:
+    """A lost member, inspected, is stopped while its jobs may still run (a lapse stops nothing); a
+    job asked to stop is still on its way out. Neither a restart nor a retirement comes before every
+    job exited; then the restart is taken."""
+    team.h.claim("m0", "t0")
+    team.h.jobs.start("m0", "job-1", "make deploy", cancellable=True)
+    if asked_to_cancel:
+        team.drain("m0")
+        team.h.shutdowns.drain_jobs("m0")
+    team.h.members.lapse("m0")
+    team.h.members.inspect("m0")
+    assert team.member("m0")["status"] == "stopped"
+    assert team.h.jobs.require("job-1").doc["status"] == ("cancel_requested" if asked_to_cancel else "running")
+    unchanged(team, lambda: team.h.restart_member("m0"), r.MemberBusy)
+    unchanged(team, lambda: team.h.members.retire("m0"), r.MemberBusy)
+    team.h.jobs.exited("job-1", 0)
+    assert team.h.restart_member("m0") == 2
+
+
+@pytest.mark.clause("SHD-1", "SHD-2")
+def test_only_a_running_member_is_asked_to_shut_down(team: Team) -> None:
+    """SHD-1: a shutdown request targets a running member; a lost (unhealthy) one is inspected
+    instead, and a draining one already has its request."""
+    team.h.members.lapse("m1")
+    unchanged(team, lambda: team.h.shutdowns.request("lead", "m1", "sd-lost"), r.ShutdownRefused)
+    team.drain("m0")
+    unchanged(team, lambda: team.h.shutdowns.request("lead", "m0", "sd-again"), r.ShutdownRefused)
 
 
 # ---- REC: reconciliation rows of PROTOCOL §5 ---------------------------------------------------

@@ -97,6 +97,7 @@ EXEMPT: dict[str, str] = {
     'reference._approval:ApprovalProtocol._checked:now >= doc["deadline"]': _MUTANT + " (consume_closed_at_deadline)",
     'reference._approval:ApprovalProtocol._due:now >= doc["deadline"]': _MUTANT + " (monitor_expires_at_deadline)",
     "reference._plans:_past:now >= deadline": _MUTANT + " (plan_run_timed_out_at_deadline)",
+    'reference._approval:ApprovalProtocol._cancel_once:now > doc["deadline"]': _MUTANT + " (late_cancel_refused)",
     "reference._shutdown:_past:now >= deadline": _MUTANT + " (shutdown_expires_at_deadline)",
     "reference._member_process:MemberProcess.tick:now - self.last_beat >= self.heartbeat_seconds": (
         "the rate limit of a member process's own heartbeat on its monotonic clock: beating at or just "
