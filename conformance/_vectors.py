@@ -156,8 +156,8 @@ class _Covering(_Search):
         if parent >= 0 and action is not None:
             fenced = "|fenced" if _fenced(self.states[parent]) else ""
             items = {f"{action.name}|{edge}{fenced}" for edge in _edges(self.states[parent], state)}
-            if action.crash_after:
-                items.add(f"crash:{action.crash_after}")
+            if action.crash_after:  # every crash point, once for each variant of its operation
+                items.add(f"crash:{action.crash_after}{_variant(action)}")
             if not items <= self.covered:
                 self.covered |= items
                 self.picks.append((parent, action))
@@ -191,6 +191,19 @@ def refusals(model: Model, state: State) -> dict[str, Refusal]:
             for c in contexts:
                 out.setdefault(f"refuse:{action.name}|{guard}{c}", (action, sorted(codes), clauses))
     return out
+
+
+_WHO = frozenset({"slot", "member", "task"})
+"""The arguments that say which record an operation acts on, not what it does to it."""
+
+
+def _variant(action: Action) -> str:
+    """What an operation does, apart from which record it does it to: ``|decision=rejected`` for a
+    review that rejects. A crash point is crashed once per variant of its operation, for recovery
+    must finish each (outside review 64's P10: reconciliation that re-sent only an approval's
+    *approved* decision conformed while every crash of a review was after an approval)."""
+    what = [f"{key}={value}" for key, value in action.args if key not in _WHO]
+    return "|" + ",".join(what) if what else ""
 
 
 def _trace(search: _Covering, parent: int, action: Action) -> list[tuple[Action | None, State]]:

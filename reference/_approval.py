@@ -484,7 +484,9 @@ class ApprovalProtocol:
                 pass
             elif doc["status"] == "requested":
                 self._post_request(doc)
-            elif doc["status"] in ("approved", "rejected"):
+            elif doc["status"] in (
+                ("approved",) if broken("reconcile_tells_approvals_only") else ("approved", "rejected")
+            ):
                 self._post_decision(doc)
             elif doc["status"] == "consumed":
                 self._take_over_call(doc)

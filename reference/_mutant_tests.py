@@ -329,6 +329,9 @@ CAUGHT_BY: dict[str, list[str]] = {
     "restart_spares_stopping_jobs": [
         "tests/test_team.py::test_a_stopped_member_restarts_or_retires_only_once_its_jobs_exited"
     ],
+    "reconcile_tells_approvals_only": [
+        "tests/test_approval_crashes.py::test_crash_in_a_rejection_converges_and_the_rejection_is_delivered"
+    ],
     "final_cancel_not_active": ["tests/test_approval.py::test_cancel_before_consumption_only"],
     "job_command_stored_raw": ["tests/test_redaction.py::test_a_jobs_command_is_run_as_given_and_stored_redacted"],
     "send_restamps_message": [

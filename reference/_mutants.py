@@ -58,6 +58,8 @@ MUTANTS: dict[str, str] = {
     "unhealthy or draining one gets a second request",
     "restart_spares_stopping_jobs": "SHD-4, XPR-1: a restart counts only running jobs: a member restarts while a "
     "job asked to stop has not exited",
+    "reconcile_tells_approvals_only": "REC-3, INV-7: reconciliation sends again the decision of an approved "
+    "approval cut short, not of a rejected one (the rejection is never told)",
     "final_cancel_not_active": "APR-9: a cancel of a consumed or otherwise final approval is refused as "
     "approval_not_active, not cancel_refused (the refusal names no guard of the cancel)",
     "job_command_stored_raw": "INV-10, AUD-3: a job's record keeps its command as given, secrets and all (the "

@@ -80,6 +80,8 @@ MUTANTS = [
     ("unit_deadline_from_first_claim", "SHD-9", {"sections": ("vectors",), "configs": ("shutdown",)}),
     ("shutdown_of_lost_member", "SHD-1", {"sections": ("vectors",), "configs": ("fencing",)}),
     ("restart_spares_stopping_jobs", "XPR-1", {"sections": ("vectors",), "configs": ("shutdown",)}),
+    # a crash point is crashed once per variant of its operation (an approval's and a rejection's review)
+    ("reconcile_tells_approvals_only", "REC-2", {"sections": ("vectors",), "configs": ("approval_drain",)}),
 ]
 
 
