@@ -198,6 +198,27 @@ SHUTDOWN_RETRY_CHANGES: tuple[tuple[str, str, dict[str, Any]], ...] = (
 target under the same key is another case, ``shutdown_key_race_unjudged``'s)."""
 
 
+PLAN_RETRY_CHANGES: tuple[tuple[str, str, dict[str, Any]], ...] = (
+    ("conflicting-plan-draft-steps", "other steps", {"steps": plan_document(0, 1, 2, 60)["steps"]}),
+    ("conflicting-plan-draft-goal", "another goal", {"goal": "drop the orders table"}),
+    ("conflicting-plan-draft-ttl", "another timeout", {"ttl_seconds": 30}),
+)
+"""STO-2, as :data:`RETRY_CHANGES` for a plan draft: its ``plan_key`` names it, and the plan it drafts
+is what it binds (outside review 64's P12: a draft again under one key with another body got the
+first plan's id back, and passed the suite, which drafted each key once)."""
+
+
+def _redraft(change: dict[str, Any]) -> Callable[[Session, str], dict[str, Any]]:
+    """m1's set-up plan (``plan_pending``) drafted again under its key with ``change`` in its body."""
+
+    def send(session: Session, pid: str) -> dict[str, Any]:
+        actor = {"member_id": "m1", "incarnation": 1}
+        plan = {**plan_document(0, 1, 1, 60), **change}
+        return session.call({"type": "plan.draft", "actor": actor, "task_id": "t1", "plan_key": "plan-0", "plan": plan})
+
+    return send
+
+
 def _ghost(name: str, title: str, clause: str, group: str, request: dict[str, Any]) -> Bad:
     """The case of ``request``, which names :data:`GHOST`: refused ``unknown_id``, nothing changed."""
     return Bad(
@@ -460,22 +481,30 @@ CASES: tuple[Bad, ...] = (
         ("unknown_id",),
         lambda s, p: s.call(review("no-such-protocol")),
     ),
-    Bad(
-        "wrong-correlation-delivery",
-        "m0's request message delivered under another request's correlation id",
-        ("MSG-5",),
-        ("unknown_id",),
-        lambda s, p: s.call(
-            {
-                "type": "message.deliver",
-                "message_id": next(m["message"] for m in s.last["message"] if m["message"]["correlation_id"] == p)[
-                    "message_id"
-                ],
-                "correlation_id": "protocol-00000000deadbeef",
-            }
-        ),
-        (),
-        ("message.deliver",),
+    *(
+        Bad(
+            name,
+            f"m0's request message{when} delivered under another request's correlation id",
+            ("MSG-5",),
+            ("unknown_id",),
+            lambda s, p: s.call(
+                {
+                    "type": "message.deliver",
+                    "message_id": next(m["message"] for m in s.last["message"] if m["message"]["correlation_id"] == p)[
+                        "message_id"
+                    ],
+                    "correlation_id": "protocol-00000000deadbeef",
+                }
+            ),
+            setup,
+            ("message.deliver",),
+        )
+        # MSG-5 deduplicates on the pair (message, correlation id): another pair is no duplicate, in
+        # either phase of the message (review 64's P9 answered a delivered one as the first delivery)
+        for name, when, setup in (
+            ("wrong-correlation-delivery", "", ()),
+            ("wrong-correlation-redelivery", ", already delivered,", ("deliver",)),
+        )
     ),
     Bad(
         "deliver-expired",
@@ -717,6 +746,19 @@ CASES: tuple[Bad, ...] = (
         ("stop_m1",),
         ("shutdown.request", "member.lapse", "member.inspect"),
         "shutdown",
+    ),
+    *(
+        Bad(
+            name,
+            f"m1's plan drafted again under its plan_key, with {what}",
+            ("STO-2", "MSG-4", "PLN-1"),
+            ("protocol_conflict",),
+            _redraft(change),
+            ("plan_pending",),
+            ("plan.draft", "plan.submit"),
+            "plan approval",
+        )
+        for name, what, change in PLAN_RETRY_CHANGES
     ),
     Bad(
         "forged-plan-decider",

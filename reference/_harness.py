@@ -400,6 +400,8 @@ class Harness:
 
     def _deliver_once(self, message_id_: str, correlation_id: str) -> Document:
         stored = self._require("message", message_id_)
+        if broken("redelivery_before_correlation") and stored.doc["recorded_result"] is not None:
+            return dict(stored.doc["recorded_result"])
         if stored.doc["message"]["correlation_id"] != correlation_id:
             actual = stored.doc["message"]["correlation_id"]
             raise UnknownRecord("message", f"{message_id_} of {correlation_id}", f"it belongs to {actual}")

@@ -332,6 +332,10 @@ CAUGHT_BY: dict[str, list[str]] = {
     "reconcile_tells_approvals_only": [
         "tests/test_approval_crashes.py::test_crash_in_a_rejection_converges_and_the_rejection_is_delivered"
     ],
+    "redelivery_before_correlation": [
+        "tests/test_approval.py::test_a_delivery_under_another_correlation_id_is_no_duplicate"
+    ],
+    "plan_body_unbound": ["tests/test_plans.py::test_a_plan_key_again_is_the_same_plan_only_with_the_same_body"],
     "final_cancel_not_active": ["tests/test_approval.py::test_cancel_before_consumption_only"],
     "job_command_stored_raw": ["tests/test_redaction.py::test_a_jobs_command_is_run_as_given_and_stored_redacted"],
     "send_restamps_message": [

@@ -60,6 +60,10 @@ MUTANTS: dict[str, str] = {
     "job asked to stop has not exited",
     "reconcile_tells_approvals_only": "REC-3, INV-7: reconciliation sends again the decision of an approved "
     "approval cut short, not of a rejected one (the rejection is never told)",
+    "redelivery_before_correlation": "MSG-5: a delivered message sent again under another correlation id is "
+    "answered as a duplicate (the first result), not refused as unknown",
+    "plan_body_unbound": "STO-2: a plan drafted again under its plan_key with another plan body gets the first "
+    "plan back (the body is not compared)",
     "final_cancel_not_active": "APR-9: a cancel of a consumed or otherwise final approval is refused as "
     "approval_not_active, not cancel_refused (the refusal names no guard of the cancel)",
     "job_command_stored_raw": "INV-10, AUD-3: a job's record keeps its command as given, secrets and all (the "

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 import reference as r
 import spec
 from spec import invariants
-from spec.ids import arguments_digest, message_id
+from spec.ids import arguments_digest, message_id, protocol_id
 from spec.secret_corpus import SECRETS, carrier
 from tests.conftest import Team
 
@@ -267,6 +267,20 @@ def test_delivery_is_deduplicated_and_reading_completes_nothing(team: Team) -> N
     assert team.harness.deliver(mid, pid) == first
     team.harness.acknowledge(mid)
     assert team.harness.read("operation_approval", pid).doc["status"] == "requested"
+
+
+@pytest.mark.clause("MSG-5")
+@pytest.mark.parametrize("delivered", [False, True], ids=["pending", "delivered"])
+def test_a_delivery_under_another_correlation_id_is_no_duplicate(team: Team, delivered: bool) -> None:
+    """MSG-5 deduplicates on the pair (message, correlation id): the message under another request's
+    correlation id is unknown, whether or not it was delivered under its own (a duplicate check
+    placed before the comparison answers it with the first delivery's result)."""
+    pid = team.harness.approvals.call(team.ctx(), "deploy", ARGS)["protocol_id"]
+    mid = message_id(pid, "request")
+    if delivered:
+        team.harness.deliver(mid, pid)
+    other = protocol_id("m1", "call-9", "operation_approval")
+    refused(team, r.UnknownRecord, lambda: team.harness.deliver(mid, other))
 
 
 @pytest.mark.clause("MSG-3", "MSG-1", "INV-3")

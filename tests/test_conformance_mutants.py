@@ -82,6 +82,9 @@ MUTANTS = [
     ("restart_spares_stopping_jobs", "XPR-1", {"sections": ("vectors",), "configs": ("shutdown",)}),
     # a crash point is crashed once per variant of its operation (an approval's and a rejection's review)
     ("reconcile_tells_approvals_only", "REC-2", {"sections": ("vectors",), "configs": ("approval_drain",)}),
+    # a bad-input case in each phase of its record, and a key conflict for every keyed record kind
+    ("redelivery_before_correlation", "MSG-5", {"sections": ("bad input",), "clauses": ("MSG-5",)}),
+    ("plan_body_unbound", "STO-2", {"sections": ("bad input",), "clauses": ("STO-2",)}),
 ]
 
 
