@@ -246,18 +246,23 @@ def test_a_cancel_request_is_not_a_stopped_job(team: Team) -> None:
     assert team.h.shutdowns.require(team.member("m0")["shutdown_request_id"]).doc["waited_job_ids"] == ["job-1"]
 
 
-@pytest.mark.clause("SHD-7", "JOB-1")
-@pytest.mark.parametrize("asked_to_cancel", [False, True], ids=["running", "cancel_requested"])
-def test_a_lost_members_jobs_are_recorded_killed_by_the_inspection(team: Team, asked_to_cancel: bool) -> None:
-    """SHD-7: the Lead's inspection of a lost member kills its busy jobs and records each one's
-    exit as the kill's, ``-SIGKILL`` (a signal, not a code the job chose): a job still running
-    ``failed``, one already asked to cancel ``cancelled`` (JOB-1: its cancel request came first)."""
+def lapsed_beside_a_job(team: Team, asked_to_cancel: bool) -> None:
+    """m0 holds t0 and runs job-1 (asked to cancel by a drain, if ``asked_to_cancel``); its heartbeat lapses."""
     team.h.claim("m0", "t0")
     team.h.jobs.start("m0", "job-1", "make deploy", cancellable=True)
     if asked_to_cancel:
         team.drain("m0")
         team.h.shutdowns.drain_jobs("m0")
     team.h.members.lapse("m0")
+
+
+@pytest.mark.clause("SHD-7", "JOB-1")
+@pytest.mark.parametrize("asked_to_cancel", [False, True], ids=["running", "cancel_requested"])
+def test_a_lost_members_jobs_are_recorded_killed_by_the_inspection(team: Team, asked_to_cancel: bool) -> None:
+    """SHD-7: the Lead's inspection of a lost member kills its busy jobs and records each one's
+    exit as the kill's, ``-SIGKILL`` (a signal, not a code the job chose): a job still running
+    ``failed``, one already asked to cancel ``cancelled`` (JOB-1: its cancel request came first)."""
+    lapsed_beside_a_job(team, asked_to_cancel)
     assert inspect_lost_member(team.h, "m0") == ["t0"]
     job = team.h.jobs.require("job-1").doc
     assert (job["status"], job["exit_code"]) == ("cancelled" if asked_to_cancel else "failed", -signal.SIGKILL)
@@ -571,12 +576,7 @@ def test_a_stopped_member_restarts_or_retires_only_once_its_jobs_exited(team: Te
     """A lost member, inspected, is stopped while its jobs may still run (a lapse stops nothing); a
     job asked to stop is still on its way out. Neither a restart nor a retirement comes before every
     job exited; then the restart is taken."""
-    team.h.claim("m0", "t0")
-    team.h.jobs.start("m0", "job-1", "make deploy", cancellable=True)
-    if asked_to_cancel:
-        team.drain("m0")
-        team.h.shutdowns.drain_jobs("m0")
-    team.h.members.lapse("m0")
+    lapsed_beside_a_job(team, asked_to_cancel)
     team.h.members.inspect("m0")
     assert team.member("m0")["status"] == "stopped"
     assert team.h.jobs.require("job-1").doc["status"] == ("cancel_requested" if asked_to_cancel else "running")
