@@ -22,7 +22,7 @@ from spec.model._snapshot import plan_body
 from ._abstract import abstract, canonical_ids, differences
 from ._cases import Case, Session
 from ._client import Crashed
-from ._refusals import candidates, clauses_of_refusal, expected_codes, refusal_problem
+from ._refusals import GUARDS, candidates, clauses_of_refusal, expected_codes, refusal_problem
 from ._refusals import sendable as refusable_call
 from ._replay import WORLD_CLAUSES, _id_problem, invariant_problems, resolve, world_problems
 from ._translate import clauses_of, init_request, request_for, restart_clauses
@@ -76,12 +76,7 @@ reconciles its state); that time passes between two steps of one record's life i
 :meth:`Program.approved_call` and :meth:`Program.started_plan` (a deadline is anchored at one event
 of that life: with no time between the events, an anchor at the wrong one looks the same); and that
 a step sends a call of :data:`REFUSING` the model refuses now."""
-REFUSING = frozenset(
-    {
-        "task.claim", "task.suspend", "task.resume", "task.inspect", "member.inspect", "plan.decide", "plan.start",
-        "shutdown.request", "member.restart", "member.retire",
-    }
-)  # fmt: skip
+REFUSING = frozenset(GUARDS) - {"approval.consume", "approval.cancel"}  # those two: :meth:`Program.refusable`
 """The operations whose refusals the model tells from its own bounds (``_refusals.sendable``: a
 restart past ``max_incarnation``, a shutdown request past the configuration's count, a suspension
 where no unit deadline can pass are never sent), so that any call of one on the state's records

@@ -24,6 +24,7 @@ from typing import Any
 
 from spec.model import Model
 from spec.model._model import Action
+from spec.model._ops import _member_live
 from spec.model._state import NONE, State
 
 Guard = tuple[str, bool, frozenset[str]]
@@ -36,11 +37,6 @@ taken by an implementation, so it is never sent refused (:func:`sendable`)."""
 
 def _codes(*names: str) -> frozenset[str]:
     return frozenset(names)
-
-
-def _live(s: State, m: int, incarnation: int) -> bool:
-    member = s.members[m]
-    return member.incarnation == incarnation and member.status in ("running", "draining")
 
 
 def _claim(model: Model, s: State, a: dict[str, int]) -> Iterator[Guard]:
@@ -79,7 +75,7 @@ def _resume(model: Model, s: State, a: dict[str, int]) -> Iterator[Guard]:
 def _inspect_task(model: Model, s: State, a: dict[str, int]) -> Iterator[Guard]:
     t, task = a["task"], s.tasks[a["task"]]
     yield "not_flagged", task.status != "needs_inspection", _codes("task_not_due")  # SHD-7
-    owner_live = task.owner != NONE and _live(s, task.owner, task.owner_incarnation)
+    owner_live = task.owner != NONE and _member_live(s, task.owner, task.owner_incarnation)
     yield "owner_live", owner_live, _codes("task_not_due")  # SHD-7: its member still runs
     # SHD-7, SHD-4: a job on it still runs, or was asked to stop and has not exited (a lapse stops neither)
     yield "job_running", any(job.status == "running" and job.task == t for job in s.jobs), _codes("task_not_due")
@@ -251,15 +247,20 @@ def failing(model: Model, s: State, action: Action) -> list[tuple[str, frozenset
     return [(name, codes) for name, fails, codes in GUARDS[action.name](model, s, dict(action.args)) if fails]
 
 
-def sendable(model: Model, s: State, action: Action) -> bool:
-    """Whether the protocol refuses ``action`` in ``s``: a guard of the protocol fails. Whether one
-    of the model's bounds (:data:`BOUND`) fails too does not matter: the protocol's guard refuses
-    the call on any implementation, and its codes are the reply's (a bound has none)."""
+def refusing(model: Model, s: State, action: Action) -> list[tuple[str, frozenset[str]]]:
+    """(name, codes) of each guard of the protocol that refuses ``action`` in ``s`` (the model's
+    bounds, :data:`BOUND`, aside: the protocol's guard refuses the call on any implementation, and
+    its codes are the reply's); none where the call may not be sent refused at all."""
     if action.name == "task.suspend" and not model.config.units:
         # the model keeps no claim time where no unit deadline can pass (``claimed_at`` is 0): whether
         # the held task is due is unknown there, and an implementation may say so first
-        return False
-    return any(codes for _, codes in failing(model, s, action))
+        return []
+    return [(name, codes) for name, codes in failing(model, s, action) if codes]
+
+
+def sendable(model: Model, s: State, action: Action) -> bool:
+    """Whether the protocol refuses ``action`` in ``s`` (:func:`refusing`)."""
+    return bool(refusing(model, s, action))
 
 
 def candidates(s: State) -> Iterator[Action]:

@@ -21,7 +21,7 @@ from spec.model._reconcile import reconcile
 from spec.model._state import NONE, State
 
 from ._abstract import abstract
-from ._refusals import CLAUSES, candidates, failing, sendable
+from ._refusals import CLAUSES, candidates, refusing
 from ._translate import init_request, request_for
 
 VECTORS = Path(__file__).parent / "vectors"
@@ -183,8 +183,8 @@ def refusals(model: Model, state: State) -> dict[str, Refusal]:
     fenced = "|fenced" if _fenced(state) else ""
     out: dict[str, Refusal] = {}
     for action in candidates(state):
-        found = [(guard, codes) for guard, codes in failing(model, state, action) if codes]  # the model's bounds aside
-        if len(found) == 1 and sendable(model, state, action) and request_for(action, state, model.config) is not None:
+        found = refusing(model, state, action)
+        if len(found) == 1 and request_for(action, state, model.config) is not None:
             ((guard, codes),) = found
             clauses = list(CLAUSES[action.name][guard])
             contexts = [fenced, *(f"|{c}" for c in _target_contexts(model, state, action))]
