@@ -30,6 +30,8 @@ from typing import Any
 from spec.model import Model, parse_config
 from spec.model._state import State
 
+from ._actors import ACTORS, MONITOR
+
 EVENTS = ("requested", "approved", "rejected", "consumed", "cancelled", "expired")
 MAX_STATES = 200_000
 
@@ -129,11 +131,13 @@ def _actor(event: dict[str, Any], header: dict[str, Any], requesters: dict[str, 
     """Who must have done ``event`` (see the module docstring); None for a request, whose actor
     is the requester by definition (it must be one of the header's members)."""
     kind = event["event"].removeprefix("approval.")
-    if kind in ("approved", "rejected"):
+    rule = ACTORS.get(("operation_approval", kind))
+    role = rule[0][0] if rule and kind != "requested" else None  # AUD-1's rule (one party each)
+    if role == "responder":  # an approval's responder is the Lead
         return str(header.get("lead", "lead"))
-    if kind == "expired":
-        return "monitor"
-    if kind in ("consumed", "cancelled"):
+    if role == "monitor":
+        return MONITOR
+    if role == "requester":
         return requesters.get(event["subject"])
     return None
 

@@ -24,7 +24,7 @@ from ._cases import Case, Session
 from ._client import Crashed
 from ._refusals import GUARDS, candidates, clauses_of_refusal, expected_codes, refusal_problem
 from ._refusals import sendable as refusable_call
-from ._replay import WORLD_CLAUSES, _id_problem, invariant_problems, resolve, world_problems
+from ._replay import WORLD_CLAUSES, _id_problem, actor_problems, invariant_problems, resolve, world_problems
 from ._translate import clauses_of, init_request, request_for, restart_clauses
 
 APPROVALS = {
@@ -112,10 +112,13 @@ class Program:
         self.taken: set[str] = set()  # the operations sent (taken, refused, crashed or killed)
         self.between = TICK_BETWEEN  # the odds of time passing inside a chain (none in a set-up)
         self.before: dict[str, Any] = {}
+        self.prior: dict[str, Any] = {}  # the last snapshot checked (``before`` is emptied where a step is not one)
 
     # ---- checks ------------------------------------------------------------------------------
-    def check(self, clauses: tuple[str, ...], what: str) -> bool:
-        """The snapshot abstracts to the model's state and every invariant holds; False if not."""
+    def check(self, clauses: tuple[str, ...], what: str, ran: tuple[str, ...] = ()) -> bool:
+        """The snapshot abstracts to the model's state and every invariant holds, and every event
+        appended names the actor its step's (``ran``: the operations it took; none for a refused
+        call) allows (AUD-1); False if not."""
         snap = self.session.snapshot()
         expected = abstract(snapshot(self.state, self.config))
         actual = abstract(snap)
@@ -127,7 +130,9 @@ class Program:
                 self.session.trace + lines,
             )
             return False
-        problems = invariant_problems(self.before, canonical_ids(snap), snap)
+        after = canonical_ids(snap)
+        problems = invariant_problems(self.before, after, snap)
+        problems += actor_problems(self.prior, after, ran, self.session)
         if problems:
             self.case.fail(f"after {what}: {problems[0][1]}", [c for c, _ in problems], self.session.trace)
             return False
@@ -135,7 +140,7 @@ class Program:
         if world:
             self.case.fail(f"after {what}: {world[0]}", WORLD_CLAUSES, self.session.trace)
             return False
-        self.before = canonical_ids(snap)
+        self.before = self.prior = after
         return True
 
     # ---- steps -------------------------------------------------------------------------------
@@ -216,7 +221,7 @@ class Program:
             return False
         for _, apply in steps:
             self.state = apply(self.state)
-        return self.check(clauses_of(action.name), action.name)
+        return self.check(clauses_of(action.name), action.name, (action.name,))
 
     def writing(self, steps: list[Any]) -> list[int]:
         """The write steps that write something the abstraction sees (a step that changes nothing
@@ -247,7 +252,9 @@ class Program:
             self.state = apply(self.state)
         self.state = reconcile(self.model, replace(self.state, crashed=False))
         self.session.start()
-        return self.check(restart_clauses(action.name), f"the restart after a crash at {name}")
+        return self.check(
+            restart_clauses(action.name), f"the restart after a crash at {name}", (action.name, "restart")
+        )
 
     def sendable(self, action: Action) -> bool:
         """Whether ``action`` can be written as a request in this state: the translation reads the
@@ -266,7 +273,7 @@ class Program:
             self.case.fail("a restart with nothing crashed was refused", ("REC-1", "REC-2"), self.session.trace)
             return False
         self.state = reconcile(self.model, self.state)
-        return self.check(("REC-1", "REC-2"), "a restart with nothing crashed")
+        return self.check(("REC-1", "REC-2"), "a restart with nothing crashed", ("restart",))
 
     def time_passes(self) -> bool:
         """A tick, sometimes (:data:`TICK_BETWEEN`), where the model lets time pass; False if it failed."""
@@ -292,7 +299,7 @@ class Program:
             candidate = reconcile(self.model, replace(prefix, crashed=False))
             if abstract(snapshot(candidate, self.config)) == abstract(snap):
                 self.state = candidate
-                return self.check(("REC-2",), "the restart after SIGKILL")
+                return self.check(("REC-2",), "the restart after SIGKILL", (action.name, "restart"))
         self.case.fail(
             f"after SIGKILL during {action.name}: no crash point of the model explains the snapshot",
             ("REC-2",),
@@ -433,7 +440,7 @@ class Program:
                     # two of the model's steps (fail, rollback) in one call: the step invariants
                     # read pairs of single steps, so here the state is checked, not the step
                     self.before = {}
-                return self.check(("PLN-4",), what)
+                return self.check(("PLN-4",), what, (name,))
         expected = abstract(snapshot(failed, self.config))
         self.case.fail(
             f"after {what}: the execution did not end failed (or failed and rolled back), the step not run",

@@ -19,6 +19,7 @@ from ._abstract import (
     plan_labels,
     shutdown_labels,
 )
+from ._actors import decision_actors, event_actor_problems
 from ._cases import Case, Session, group_of
 from ._client import Crashed
 from ._refusals import refusal_problem
@@ -107,7 +108,9 @@ def _steps(case: Case, session: Session, vector: dict[str, Any], caps: dict[str,
     for step in vector["steps"]:
         op = step["operation"]
         clauses = restart_clauses(crashed) if op == "restart" else clauses_of(op)
+        ran: tuple[str, ...] = (crashed, op) if op == "restart" else (op,)  # the operations it took (AUD-1)
         if "refused" in step:
+            ran = ()
             if op not in caps["operations"]:  # a call the driver lacks is not sent (the vector still runs)
                 continue
             clauses = tuple(step["clauses"])  # the refusing guard's, not every clause of the operation
@@ -144,7 +147,7 @@ def _steps(case: Case, session: Session, vector: dict[str, Any], caps: dict[str,
             )
             return
         after = canonical_ids(snap)
-        problems = invariant_problems(before, after, snap)
+        problems = invariant_problems(before, after, snap) + actor_problems(before, after, ran, session)
         if problems:
             case.fail(f"after {op}: {problems[0][1]}", [c for c, _ in problems], session.trace)
             return
@@ -197,33 +200,13 @@ CHAIN = next(inv for inv in invariants.STATE_INVARIANTS if inv.name == "audit_lo
 ids for the other predicates, and a renamed entry no longer has the hash its fields had."""
 
 
-_APPROVAL_ACTORS = {
-    "requested": "requester_id",
-    "consumed": "requester_id",
-    "cancelled": "requester_id",
-    "approved": "responder_id",
-    "rejected": "responder_id",
-}
-_PLAN_ACTORS = {"approved": "responder_id", "rejected": "responder_id", "needs_revision": "responder_id"}
-
-
-def decision_actors(snap: dict[str, Any]) -> list[str]:
-    """AUD-1, AUD-2 (and the event log's rule, ``--log``): every decision of a protocol record names
-    who took it — an approval is requested, consumed and cancelled by its requester, approved or
-    rejected by its responder, expired by the monitor; a plan is decided by its responder. The
-    audit chain is checked against the records (AUD-5), so a wrong actor in both is seen only here."""
-    problems = []
-    for kind, rules in (("operation_approval", _APPROVAL_ACTORS), ("plan_approval", _PLAN_ACTORS)):
-        for record in snap.get(kind, []):
-            for event in record.get("events", []):
-                field = rules.get(event["event"])
-                wanted = record.get(field) if field else ("monitor" if event["event"] == "expired" else None)
-                if wanted is not None and event["actor"] != wanted:
-                    problems.append(
-                        f"{kind}/{record['protocol_id']}: its {event['event']} event names {event['actor']!r}, "
-                        f"not {wanted!r} ({field or 'the monitor'})"
-                    )
-    return problems
+def actor_problems(
+    before: dict[str, Any], after: dict[str, Any], operations: tuple[str, ...], session: Session
+) -> list[tuple[str, str]]:
+    """:func:`conformance._actors.event_actor_problems` as (clause, message), the session's team's
+    Lead the Lead."""
+    lead = session.impl.init_request["team"]["lead"]
+    return [("AUD-1", f"AUD-1 event actors: {m}") for m in event_actor_problems(before, after, operations, lead)]
 
 
 def invariant_problems(before: dict[str, Any], after: dict[str, Any], own: dict[str, Any]) -> list[tuple[str, str]]:

@@ -96,7 +96,7 @@ def jobs(options: Options, caps: dict[str, Any], root: Path) -> list[Job]:
 
 
 EVERY_STEP = sorted(
-    {inv.clause for inv in (*invariants.STATE_INVARIANTS, *invariants.STEP_INVARIANTS)} | set(WORLD_CLAUSES)
+    {inv.clause for inv in (*invariants.STATE_INVARIANTS, *invariants.STEP_INVARIANTS)} | set(WORLD_CLAUSES) | {"AUD-1"}
 )
 """The clauses every vector and random program checks after each of its steps, whatever its
 operations (the invariants on the implementation's snapshot, the external system's calls): a

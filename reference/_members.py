@@ -135,7 +135,7 @@ class Members:
         task = row.doc
         mine = task["owner_id"] == member["member_id"] and task["owner_incarnation"] == member["incarnation"]
         if task["status"] == "claimed" and mine:
-            history = [*task["history"], self.h.event("lead", "needs_inspection")]
+            history = [*task["history"], self.h.event(self.h.lead_id, "needs_inspection")]
             moved = {**task, "status": "needs_inspection", "history": history}
             self.h.storage.update(step, "task", row.key, moved, row.version)
 

@@ -318,6 +318,11 @@ CAUGHT_BY: dict[str, list[str]] = {
     "inspect_ignores_stopping_job": [
         "tests/test_task_details.py::test_an_inspection_waits_for_every_job_of_the_task_that_has_not_exited"
     ],
+    # AUD-1's actor of every event, after every step of the conformance suite (review 64's P7)
+    "drain_event_by_lead": ["tests/test_event_actors.py::test_a_shutdown_and_its_tasks_name_who_took_each_step"],
+    "rolled_forward_by_lead": [
+        "tests/test_event_actors.py::test_a_plan_step_finished_by_reconciliation_keeps_its_requester_as_actor"
+    ],
     # outside review 64: the vectors' late and again contexts, and the refusals of more operations
     "late_cancel_refused": [
         "tests/test_approval.py::test_an_approved_approval_past_its_deadline_may_still_be_cancelled"

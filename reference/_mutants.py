@@ -64,6 +64,10 @@ MUTANTS: dict[str, str] = {
     "answered as a duplicate (the first result), not refused as unknown",
     "plan_body_unbound": "STO-2: a plan drafted again under its plan_key with another plan body gets the first "
     "plan back (the body is not compared)",
+    "drain_event_by_lead": "AUD-1, SHD-2: a drain's draining event names the Lead (who asked for it) as its "
+    "actor, not the member that began it",
+    "rolled_forward_by_lead": "AUD-1, REC-2: a plan's submission or start that reconciliation finishes after a "
+    "crash is recorded as the Lead's, not its requester's",
     "final_cancel_not_active": "APR-9: a cancel of a consumed or otherwise final approval is refused as "
     "approval_not_active, not cancel_refused (the refusal names no guard of the cancel)",
     "job_command_stored_raw": "INV-10, AUD-3: a job's record keeps its command as given, secrets and all (the "

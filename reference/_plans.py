@@ -903,16 +903,17 @@ def reconcile_plans(h: Harness, owners: Owners | None = None) -> None:
 
 def _plan_row(h: Harness, row: Stored) -> None:
     plans, doc, pid = h.plans, row.doc, row.key
+    actor = h.lead_id if broken("rolled_forward_by_lead") else doc["requester_id"]  # AUD-1: the step's own
     if doc["status"] == "draft" and h.storage.read("message", message_id(pid, "request")) is not None:
         due = doc["deadline"] if broken("cut_submit_keeps_draft_deadline") else h.clock.now() + plans._ttl(doc)
-        doc = plans._move("plan.reconcile/record", row, "pending", "lead", deadline=due)
+        doc = plans._move("plan.reconcile/record", row, "pending", actor, deadline=due)
     elif doc["status"] == "pending" and not broken("reconcile_skips_redelivery"):
         plans.post_request(doc)
     elif doc["status"] in DECISIONS and not broken("reconcile_skips_redelivery"):
         plans.post_decision(doc, "plan.reconcile/message")
     plans._expire_retracted(doc, "plan.reconcile/message")
     if doc["status"] == "approved" and h.storage.read(RUN, pid) is not None:
-        doc = plans._move("plan.reconcile/record", plans.require(pid), "consumed", "lead")
+        doc = plans._move("plan.reconcile/record", plans.require(pid), "consumed", actor)
     if doc["status"] == "expired" and not broken("reconcile_skips_outbox"):
         h.outbox.owe("plan.reconcile/outbox", plans.abandoned(doc))
 

@@ -230,7 +230,8 @@ class ShutdownProtocol:
     def _begin(self, sd: Stored, member: Document) -> None:
         with self.h.step("shutdown.begin_drain/record"):
             if sd.doc["status"] == "requested":
-                self._move("shutdown.begin_drain/record", sd, "draining", member["member_id"])
+                actor = self.h.lead_id if broken("drain_event_by_lead") else member["member_id"]
+                self._move("shutdown.begin_drain/record", sd, "draining", actor)
         with self.h.step("shutdown.begin_drain/member"):
             if member["status"] == "running":
                 self.h.set_member(
@@ -480,7 +481,7 @@ class ShutdownProtocol:
         stored = self.require(pid)
         moved = stored.doc["status"] in sources
         if moved:
-            stored = self._move(step, stored, "completed", "lead")
+            stored = self._move(step, stored, "completed", self.h.lead_id)
         if stored.doc["status"] == "completed":
             self.h.outbox.owe(step, self.h.outbox.shutdown_ack(stored.doc))
         if moved:

@@ -280,7 +280,11 @@ class Tasks:
             if task.doc["status"] != source:
                 raise TaskNotDue(task_id, task.doc["status"], f"move it {source} → {target}")
             spec.ensure_transition("task", source, target)
-            moved = {**task.doc, "status": target, "history": [*task.doc["history"], self.h.event("lead", target)]}
+            moved = {
+                **task.doc,
+                "status": target,
+                "history": [*task.doc["history"], self.h.event(self.h.lead_id, target)],
+            }
             if not keep_owner:
                 moved.update(owner_id=None, owner_incarnation=None, claim_token=None)
             self.h.storage.update(step, "task", task_id, moved, task.version)

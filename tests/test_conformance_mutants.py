@@ -85,12 +85,17 @@ MUTANTS = [
     # a bad-input case in each phase of its record, and a key conflict for every keyed record kind
     ("redelivery_before_correlation", "MSG-5", {"sections": ("bad input",), "clauses": ("MSG-5",)}),
     ("plan_body_unbound", "STO-2", {"sections": ("bad input",), "clauses": ("STO-2",)}),
+    # every event a step appends names the party that took it (AUD-1; review 64's P7: the model
+    # abstracts events away, and the log holds what the record holds)
+    ("drain_event_by_lead", "AUD-1", {"sections": ("vectors",), "configs": ("shutdown",)}),
+    ("rolled_forward_by_lead", "AUD-1", {"sections": ("vectors",), "configs": ("plan",)}),
 ]
 
 
 @pytest.mark.clause(
     "APR-5", "APR-6", "MSG-5", "REC-2", "SHD-6", "SHD-1", "PLN-4", "PLN-6", "PLN-7", "AUD-5", "SHD-7", "MSG-1",
     "INV-12", "AUD-4", "APR-4", "XPR-1", "XPR-4", "SHD-3", "JOB-2", "TSK-1", "AUD-2", "STO-2", "AUD-3", "APR-9",
+    "AUD-1",
 )  # fmt: skip
 @pytest.mark.parametrize(("mutant", "clause", "options"), MUTANTS, ids=[m[0] for m in MUTANTS])
 def test_a_reference_mutant_is_caught_through_the_driver(
