@@ -102,6 +102,11 @@ UNREACHED: dict[str, str] = {
     'f"member/{name}: holds task {current}, which does not exist")': (
         "the model's tasks are fixed slots: no model state names a task that does not exist"
     ),
+    "safety.py:consumed_calls_have_outcomes:problems.append(": (
+        "a call still started after reconciliation: the model's recovery looks every started call up (no mutant "
+        "leaves one started; recovery_assumes_call_failed guesses it failed); model_tests/verdicts.py's near misses "
+        "(an execution's status changed to started) reach it"
+    ),
     "safety.py:restart_raises_incarnation:problems.append(": (
         "only an incarnation that falls reaches it, which no step writes; restart_keeps_incarnation reaches the "
         "branch beside it (a restart that keeps its incarnation)"

@@ -36,6 +36,7 @@ SHORTEST = {
     "call_before_execution_record": 4,  # request, approve, consume cut after its call: no record knows it
     "outcome_before_call": 4,  # request, approve, consume cut after its outcome: a success never called
     "recovery_assumes_call_failed": 5,  # request, approve, consume cut after the call, the restart's look-up
+    "recovery_forgets_unrun_call": 5,  # a claim, request, approve, consume cut after its record, the restart
     "monitor_expires_early": 4,
     "request_message_expires_at_deadline": 5,  # submitted, the clock at the deadline, the monitor's pass
     "monitor_fails_run_at_deadline": 8,  # to the run live at its deadline, then the pass that fails it

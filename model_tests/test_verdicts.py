@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from model_tests import verdicts
-from spec.invariants import INVARIANTS, Invariant
+from spec.invariants import INVARIANTS, WORLD, Invariant
 
 NEVER_FIRE = {
     "audit_log_is_a_chain": "the model keeps no audit log (its snapshots' audit_entry is empty); the reference's "
@@ -52,7 +52,7 @@ def test_the_near_misses_reach_every_predicate_both_ways() -> None:
     for name, problems in pinned["verdicts"].items():
         fired = set().union(*(verdicts._unpack(entry["bits"]) for entry in problems.values()))
         assert len(fired) < pinned["near_misses"], f"{name} reports a problem on every near miss"
-    assert set(pinned["verdicts"]) == {inv.name for inv in INVARIANTS}
+    assert set(pinned["verdicts"]) == {inv.name for inv in (*INVARIANTS, WORLD)}
     # a predicate that checks several things is held to each: its problems are told apart
     assert len(pinned["verdicts"]["messages_agree_with_records"]) > 20
 
@@ -119,3 +119,21 @@ def test_one_condition_of_a_predicate_that_checks_many_is_held_on_its_own(monkey
     bases, pinned = _pinned()
     said, _ = verdicts.flips(pinned, bases, frozenset({"messages_agree_with_records"}))
     assert said and "no longer reports 'plan_decision of ID: decisions numbered [N" in said[0], said[:2]
+
+
+def test_the_world_check_is_held_to_each_condition(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Outside review 65's P5 as a test-local mutant: the world check's "no key called twice" read
+    ``count > 2``, and no near miss of a snapshot reached it (its other argument is the world's
+    calls). The world's own near misses (a call made twice, three times, never, one unrecorded) do."""
+    import spec.invariants as inv
+
+    def weakened(calls: Any, executions: Any) -> list[str]:
+        if any(calls.count(key) == 2 for key in calls):
+            return []
+        return inv.world_agrees(calls, executions)
+
+    monkeypatch.setattr(verdicts, "WORLD", dataclasses.replace(inv.WORLD, check=weakened))
+    bases, pinned = _pinned()
+    said, _ = verdicts.flips(pinned, bases, frozenset({inv.WORLD.name}))
+    assert said and "world_agrees_with_executions no longer reports 'INVN the protected tool was called" in said[0]
+    assert "called twice" in said[0], said[0]

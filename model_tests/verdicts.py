@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import Any
 
 import spec
-from spec.invariants import INVARIANTS, Invariant
+from spec.invariants import INVARIANTS, WORLD, Invariant
 from spec.model import Action, Model, load_config, snapshot
 from spec.schemas import RECORD_KEYS, RECORD_MACHINES, record_id
 from spec.secret_corpus import SECRETS
@@ -217,6 +217,25 @@ def _set(doc: Any, path: tuple[str, ...], value: Any) -> Any:
     return {**doc, path[0]: _set(doc[path[0]], path[1:], value)}
 
 
+def world_near_misses(snap: Snap) -> Iterator[tuple[str, list[str]]]:
+    """The external system's calls (:data:`spec.invariants.WORLD`'s other argument) one step off the
+    world a snapshot's executions tell: each execution recorded ``succeeded`` called once under its
+    key, no other call. Each call made twice and three times, or never; each other execution's key
+    called once; a key no execution records called. An outside review made "called twice" read
+    ``count > 2``, and no near miss of a snapshot reached the world check."""
+    keys = [e["idempotency_key"] for e in snap["tool_execution"]]
+    calls = [e["idempotency_key"] for e in snap["tool_execution"] if e["status"] == "succeeded"]
+    yield "world: as recorded", calls
+    for key in calls:
+        yield f"world: {key} called twice", [*calls, key]
+        yield f"world: {key} called three times", [*calls, key, key]
+        yield f"world: {key} never called", [c for c in calls if c != key]
+    for key in keys:
+        if key not in calls:
+            yield f"world: {key} called", [*calls, key]
+    yield "world: a key no execution records called", [*calls, "unrecorded-key"]
+
+
 def judge(inv: Invariant, before: Snap, near: Snap) -> list[str]:
     """What ``inv`` reports: a state predicate on the near miss, a step one on the step to it."""
     return list(inv.check(near) if inv.kind == "state" else inv.check(before, near))
@@ -268,6 +287,12 @@ def verdicts(bases: list[Base], only: frozenset[str] | None = None) -> tuple[Fir
                     ) from error
                 for problem in problems:
                     fired.setdefault((inv.name, template(problem)), set()).add(bit)
+        world = only is None or WORLD.name in only
+        for description, calls in world_near_misses(after):
+            bit = len(order)
+            order.append((index, description))
+            for problem in WORLD.check(calls, after["tool_execution"]) if world else ():
+                fired.setdefault((WORLD.name, template(problem)), set()).add(bit)
     return fired, order
 
 
@@ -293,7 +318,7 @@ def build(bases: list[Base] | None = None) -> dict[str, Any]:
     text = json.dumps(cover() if bases is None else bases)
     bases = [(name, before, after) for name, before, after in json.loads(text)]
     fired, order = verdicts(bases)
-    pinned: dict[str, dict[str, Any]] = {inv.name: {} for inv in INVARIANTS}
+    pinned: dict[str, dict[str, Any]] = {inv.name: {} for inv in _predicates()}
     for (name, said), bits in sorted(fired.items()):
         pinned[name][said] = {"near_misses": len(bits), "bits": _pack(bits)}
     return {
@@ -324,7 +349,7 @@ def flips(pinned: dict[str, Any], bases: list[Base], only: frozenset[str] | None
             "with `python -m model_tests.verdicts --write`"
         ], fired
     said: list[str] = []
-    for inv in INVARIANTS:
+    for inv in _predicates():
         if only is not None and inv.name not in only:
             continue
         if inv.name not in pinned["verdicts"]:
@@ -352,8 +377,13 @@ def flips(pinned: dict[str, Any], bases: list[Base], only: frozenset[str] | None
     return said, fired
 
 
+def _predicates() -> tuple[Invariant, ...]:
+    """Every predicate the pin holds: the snapshot invariants, and the world's check."""
+    return (*INVARIANTS, WORLD)
+
+
 def _known(name: str) -> bool:
-    return any(inv.name == name for inv in INVARIANTS)
+    return any(inv.name == name for inv in _predicates())
 
 
 def _summary(snap: Snap) -> str:

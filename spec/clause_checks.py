@@ -68,7 +68,7 @@ _CHECKS: dict[str, Checked] = {
     ),
     "APR-6": _C(("approval_consumed_at_most_once", "world_agrees_with_executions")),
     "APR-7": _C(("approval_grants_no_capability",)),
-    "APR-8": _C(("approval_consumed_at_most_once", "world_agrees_with_executions")),
+    "APR-8": _C(("approval_consumed_at_most_once", "world_agrees_with_executions", "consumed_calls_have_outcomes")),
     "APR-9": _C(("transitions_follow_tables",), "spec.model._ops:approval_ops", "cancel_after_consume"),
     "PLN-2": _C(("messages_agree_with_records",)),
     "PLN-3": _C(("plan_starts_only_after_delivery",)),
@@ -163,7 +163,9 @@ _CHECKS: dict[str, Checked] = {
     "XPR-4": _C(("approval_grants_no_capability", "profile_changes_raise_version")),
     "XPR-5": _C(("terminal_outcomes_carry_reasons", "reasons_name_their_causes")),
     "REC-1": _C(("reconcile_is_idempotent",)),
-    "REC-2": _C((*_AFTER_RECONCILE, "members_hold_their_claims", "every_request_can_finish")),
+    "REC-2": _C(
+        (*_AFTER_RECONCILE, "members_hold_their_claims", "consumed_calls_have_outcomes", "every_request_can_finish")
+    ),
     "REC-3": _C(("owed_messages_present", "messages_agree_with_records")),
     "AUD-3": _C(("no_secret_stored",)),
     "INV-1": _C(("approval_consumed_at_most_once",)),

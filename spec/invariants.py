@@ -959,6 +959,14 @@ INVARIANTS: tuple[Invariant, ...] = (
         "REC-2", "members_hold_their_claims", "state", True, safety.members_hold_their_claims, ("member", "task")
     ),
     Invariant(
+        "APR-8",
+        "consumed_calls_have_outcomes",
+        "state",
+        True,
+        safety.consumed_calls_have_outcomes,
+        (_APPROVALS, "tool_execution"),
+    ),
+    Invariant(
         "XPR-5",
         "terminal_outcomes_carry_reasons",
         "state",

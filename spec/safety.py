@@ -1011,6 +1011,34 @@ drain recorded as ``expired`` tells the Lead its request was never taken up) —
 theirs alone: a request cancelled or withdrawn was not rejected, nor did it expire."""
 
 
+_SETTLED_CALL = frozenset({"succeeded", "failed"})
+
+
+def consumed_calls_have_outcomes(snap: Snapshot) -> list[str]:
+    """APR-8, REC-2: once reconciled, every consumed approval's call has its outcome recorded.
+
+    Consuming writes the approval, then the execution record ahead of the call, then the call's
+    outcome; a crash between leaves the call without one, and recovery must settle it — looked up
+    by the idempotency key where the call may have run, ``failed`` where the write-ahead record is
+    missing (the call never ran). A consumed approval with no execution, or with one still
+    ``started``, after reconciliation is a call whose outcome nobody will ever record.
+    """
+    executions = _by(snap["tool_execution"], "idempotency_key")
+    problems = []
+    for ap in snap["operation_approval"]:
+        if ap["status"] != "consumed":
+            continue
+        ex = executions.get(ap["protocol_id"])
+        if ex is None:
+            problems.append(f"operation_approval/{ap['protocol_id']}: consumed, and no execution records its call")
+        elif ex["status"] not in _SETTLED_CALL:
+            problems.append(
+                f"tool_execution/{ap['protocol_id']}: still {ex['status']} after reconciliation: the call's outcome "
+                "was never looked up"
+            )
+    return problems
+
+
 def terminal_outcomes_carry_reasons(snap: Snapshot) -> list[str]:
     """XPR-5: every request that ended other than by success carries a reason from the one taxonomy,
     an outcome the taxonomy names (rejected, expired, timed out) carries that very reason, and a

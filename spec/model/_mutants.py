@@ -679,6 +679,14 @@ MUTANTS: dict[str, Mutant] = {
             "monitor fails a run as soon as its plan's time is up",
         ),
         Mutant(
+            "recovery_forgets_unrun_call",
+            "APR-8",
+            "consumed_calls_have_outcomes",
+            "tiny",
+            "recovery leaves a consumed call whose write-ahead execution record is missing with no outcome (outside "
+            "review 65's P4: only the effects pin moved)",
+        ),
+        Mutant(
             "recovered_execution_unbound",
             "APR-8",
             "INV-1",

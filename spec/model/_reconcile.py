@@ -40,7 +40,9 @@ def _approvals(model: Model, s: State) -> State:
 def _look_up_outcome(model: Model, s: State, a: int) -> State:
     """APR-8: the outcome is looked up by idempotency key; the call is never repeated blindly."""
     ex = s.executions[a]
-    if ex.status == "":  # consumed, but the write-ahead record is missing: the call never ran
+    if ex.status == "" and model.broken("recovery_forgets_unrun_call"):
+        pass  # the call that never ran is left with no outcome at all
+    elif ex.status == "":  # consumed, but the write-ahead record is missing: the call never ran
         ap = s.approvals[a]
         profile = ex.profile_version if model.broken("recovered_execution_unbound") else ap.profile_version
         ex = replace(ex, status="started", requester=ap.requester, task=ap.task, profile_version=profile)
