@@ -86,6 +86,30 @@ def _running_jobs_erased(patch: pytest.MonkeyPatch) -> None:
     patch.setattr(_flat_explore, "erase", plain_erase)
 
 
+def _flagged_owner_erased(patch: pytest.MonkeyPatch) -> None:
+    """Dead-data reduction erases a flagged task's owner as if no guard read it (outside review 65's
+    P11): the inspection reads whether that owner still runs. Under deadline regions the classes
+    the searches reach still agree; only two states of one class with different futures show it."""
+    from spec.model._state import NONE, Task
+
+    erase = _dead.erase
+
+    def model_erase(s: Any, regions: bool = False) -> Any:
+        s = erase(s, regions)
+        if not any(t.status == "needs_inspection" and t.owner != NONE for t in s.tasks):
+            return s
+        flagged = tuple(
+            Task(status=t.status, checkpoint=t.checkpoint) if t.status == "needs_inspection" else t for t in s.tasks
+        )
+        return replace(s, tasks=flagged)
+
+    import spec.explore
+
+    patch.setattr(_dead, "erase", model_erase)
+    patch.setattr(spec.explore, "erase", model_erase)
+    patch.setattr(audit, "erase", model_erase)
+
+
 def _flat_isolation_unchecked(patch: pytest.MonkeyPatch) -> None:
     """The plain-tuple engine alone takes a record's operations alone whether or not it is
     isolated (its copy of ``_por.isolated`` slipped; the model's search is right)."""
@@ -138,6 +162,7 @@ PLANTS: dict[str, tuple[Plant, str, str]] = {
     "idle_test_ignores_the_bus": (_idle_test_ignores_the_bus, "plan", "changes more than monitor_done"),
     "running_jobs_erased": (_running_jobs_erased, "monitor", "classes of states the full search reaches"),
     "flat_isolation_unchecked": (_flat_isolation_unchecked, "pair", "the two engines differ"),
+    "flagged_owner_erased": (_flagged_owner_erased, "fencing", "two states of one class differ"),
 }
 """Plant → (how, the configuration whose counts it moves, what the audit must say)."""
 

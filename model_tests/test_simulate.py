@@ -45,6 +45,10 @@ NARROW = {
     "task claimed again, all before the approval's deadline (11 steps)",
     "consume_ignores_profile_version": "the one profile change of tiny, its tool kept, between the approval and the "
     "consume, before the deadline",
+    "recovery_forgets_unrun_call": "a crash exactly after the consume's first write (its approval consumed, no "
+    "execution written yet), then the restart's reconciliation",
+    "monitor_one_approval_a_pass": "two approvals requested and left alone past their deadlines, then a pass "
+    "before any other step ends either (a walk's next step usually reviews, consumes or cancels one)",
 }
 """Mutants that random walks of their configuration do not find within 3,000 walks (seed 0, default
 crash rate): each needs a narrow interleaving. The exhaustive search finds them."""

@@ -18,7 +18,10 @@ apart on the spot, with two searches beside the one that drifted:
   point and deadlock (the module docstrings argue it), so both searches must report the same
   :meth:`spec.explore.Report.findings`, and the full one finds at least as many states. Beside it:
   a search with dead data and symmetry alone must reach exactly the classes of the full search's
-  states (a key that merges states that differ loses classes); and on :data:`INDEPENDENCE_SAMPLE`
+  states (a key that merges states that differ loses classes), and the states of one class must
+  have one future (:func:`_alike_futures`: the same operations enabled and the same classes one
+  step on — under deadline regions a merge of states that differ can leave the classes reached
+  alike); and on :data:`INDEPENDENCE_SAMPLE`
   states of the full space, wherever the reduced model takes some operations alone, each must stay
   enabled after every other enabled operation and commute with it — or the order it skips must end
   in a class the reduced search reaches anyway (a crash in a send, then the restart, does not
@@ -63,6 +66,9 @@ FULL_STATES = 200_000
 """The most states the unreduced search of one configuration may find (about 40 s of CPU)."""
 INDEPENDENCE_SAMPLE = 2_000
 """At most this many states of the full search are checked for the reductions' independence (C1)."""
+
+ALIKE_SAMPLE = 2_000
+"""At most this many classes holding several states of the full search are checked for one future."""
 
 TWO_STEP_PAIRS = 100_000
 """At most this many pairs of operations are followed two steps ahead of the independence sample."""
@@ -125,6 +131,7 @@ def audit(config: Config, reduced: Report, full_states: int = FULL_STATES) -> Au
             f"({len(reached - classes):,} the other way): a key merges states that differ"
         )
     differ += _independence(config, full_found, _classes(model_found, config))
+    differ += _alike_futures(config, full_found)
     found = [s for s in full_found or () if not s.crashed]
     crash_points = _crash_points(unreduced, found[:: max(1, len(found) // INDEPENDENCE_SAMPLE)])
     result.problems += [f"the crash points on {config.name} are not the write steps': {p}" for p in crash_points]
@@ -188,6 +195,41 @@ def _independence(
         if len(problems) >= 3:
             break
     return problems[:3]
+
+
+def _alike_futures(config: Config, states: Iterable[State] | None, sample: int = ALIKE_SAMPLE) -> list[str]:
+    """The quotients' own condition (outside review 65's P11): states a key puts in one class must
+    have one future — the same operations enabled (by name: symmetry renames their arguments) and
+    the same classes one step on, checked on up to ``sample`` classes of the full search that hold
+    several of its states. A key that merges states which differ in something a guard reads (an
+    erase that drops a flagged task's owner, which the inspection reads) fails here, even where the
+    classes the searches reach happen to agree."""
+    full = Model(dataclasses.replace(config, symmetry=False), reduce=False)
+    groups: dict[Any, list[State]] = {}
+    for state in states or ():
+        if not state.crashed:
+            groups.setdefault(_key(state, config), []).append(state)
+    shared = [members for members in groups.values() if len(members) > 1]
+    for members in shared[:: max(1, len(shared) // sample)]:
+        futures = []
+        for state in members[:4]:
+            moves = _moves(full, state)
+            names = sorted(action.name for action in moves)
+            after = frozenset(_key(x, config) if x is not None else None for x in moves.values())
+            futures.append((names, after, state))
+        (names, after, first), *others = futures
+        for other_names, other_after, other in others:
+            if other_names != names or other_after != after:
+                what = "the operations enabled" if other_names != names else "the classes one step on"
+                return [
+                    f"two states of one class differ in {what} (a key merges states that differ): {first} and {other}"
+                ]
+    return []
+
+
+def _key(state: State, config: Config) -> Any:
+    alike = erase(state, config.regions)
+    return canonical_key(alike) if config.symmetry else alike
 
 
 def _two_steps_ahead(full: Model, ample: set[Any], moves: dict[Any, State | None], budget: list[int]) -> list[str]:

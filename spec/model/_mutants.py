@@ -679,6 +679,21 @@ MUTANTS: dict[str, Mutant] = {
             "monitor fails a run as soon as its plan's time is up",
         ),
         Mutant(
+            "monitor_one_shutdown_a_pass",
+            "SHD-6",
+            "INV-12",
+            "monitor_pair",
+            "the deadline monitor moves one overdue shutdown request a pass; the next waits a pass (outside review "
+            "65's P1: no configuration had two records of a kind under a clock)",
+        ),
+        Mutant(
+            "monitor_one_approval_a_pass",
+            "INV-12",
+            "INV-12",
+            "approvals_two",
+            "the deadline monitor expires one overdue approval a pass; the next waits a pass",
+        ),
+        Mutant(
             "recovery_forgets_unrun_call",
             "APR-8",
             "consumed_calls_have_outcomes",

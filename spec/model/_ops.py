@@ -907,6 +907,8 @@ def monitor_pass(model: Model, s: State) -> State:
     for a, ap in enumerate(s.approvals):
         if ap.status in ("requested", "approved") and now + early > ap.deadline:
             s = _approval(s, a, "expired", reason="expired")
+            if model.broken("monitor_one_approval_a_pass"):
+                break  # the next overdue approval waits for the next pass
     for p, plan in enumerate(s.plans):
         if plan.status in ("pending", "approved") and now > plan.deadline:
             if plan.status == "pending" and model.broken("timeout_approves_plan"):
@@ -925,6 +927,10 @@ def monitor_pass(model: Model, s: State) -> State:
         elif sd.status == "draining":
             reason = "expired" if model.broken("timeout_recorded_as_expired") else "timed_out"
             s = _shutdown(s, slot, "timed_out", reason=reason)
+        else:
+            continue
+        if model.broken("monitor_one_shutdown_a_pass"):
+            break  # the next overdue request waits for the next pass
     for message in s.bus:
         kind, ref, _ = message.key
         early = 1 if model.broken("request_message_expires_at_deadline") else 0  # at the deadline itself
