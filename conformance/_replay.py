@@ -105,10 +105,12 @@ def _steps(case: Case, session: Session, vector: dict[str, Any], caps: dict[str,
     ids: dict[str, str] = {}
     before = canonical_ids(session.last)
     crashed = ""  # the operation the last crash cut short: its restart is judged on its clauses
+    cut = ""  # the same, until that restart: only it may append that operation's events (AUD-1)
     for step in vector["steps"]:
         op = step["operation"]
         clauses = restart_clauses(crashed) if op == "restart" else clauses_of(op)
-        ran: tuple[str, ...] = (crashed, op) if op == "restart" else (op,)  # the operations it took (AUD-1)
+        ran: tuple[str, ...] = (cut, op) if op == "restart" else (op,)  # the operations it took (AUD-1)
+        cut = "" if op == "restart" else cut
         if "refused" in step:
             ran = ()
             if op not in caps["operations"]:  # a call the driver lacks is not sent (the vector still runs)
@@ -121,7 +123,7 @@ def _steps(case: Case, session: Session, vector: dict[str, Any], caps: dict[str,
         else:
             request = resolve(step["request"], session.last)
             if "crash_after" in step:
-                crashed = op
+                crashed = cut = op
                 reply = session.crash_call(request, step["crash_after"])
                 if reply is not None:
                     case.fail(
