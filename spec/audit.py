@@ -289,11 +289,7 @@ def _replace_action(action: Any) -> Any:
 def _classes(states: Iterable[State] | None, config: Config) -> set[Any]:
     """The key of each state's class, as the explorer keys it: dead data erased (and the clock in
     deadline regions, :func:`spec.model._dead.erase`), then the least image under symmetry."""
-    out: set[Any] = set()
-    for state in states or ():
-        alike = erase(state, config.regions)
-        out.add(canonical_key(alike) if config.symmetry else alike)
-    return out
+    return {_key(state, config) for state in states or ()}
 
 
 def _differences(reduced: Report, other: Report, only: tuple[str, str], exact: bool) -> list[str]:
