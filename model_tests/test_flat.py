@@ -40,9 +40,10 @@ from typing import Any
 import pytest
 
 from spec._flat_explore import Canonical, erase, explore_flat, search_flat
+from spec._flat_explore import at_last_instant as flat_at_last_instant
 from spec._records import Report
 from spec._tables import IllegalTransition
-from spec.explore import _search, explore, flat_engine
+from spec.explore import _search, at_last_instant, explore, flat_engine
 from spec.model import MUTANTS, Model, _flat, _model, load_config, manifest
 from spec.model._dead import erase as model_erase
 from spec.model._flat import FlatModel, decode, encode, supports, unsupported
@@ -122,6 +123,8 @@ def differences(model: Model, states: list[State], flat: FlatModel | None = None
             found.append(f"edges differ from {state}: {sorted(want_edges ^ got_edges)}")
         if not state.crashed and model.is_goal(state) != flat.is_goal(f):
             found.append(f"is_goal differs at {state}")
+        if at_last_instant(state) != flat_at_last_instant(f):
+            found.append(f"at_last_instant differs at {state}")
     return found
 
 
@@ -146,10 +149,9 @@ def _findings(report: Report) -> tuple[Any, ...]:
 def test_scope_is_the_feature_set_of_pair_crashes_pair_plan_and_standard() -> None:
     assert {"pair", "pair_crashes", "wide", "pair_plan"} <= set(IN_SCOPE)
     assert supports(load_config("standard"))  # deadline regions, the tick and the monitor
-    assert unsupported(load_config("plan"), None) == ["the liveness check"]
+    assert unsupported(load_config("plan"), None) == []  # the liveness check too (test_liveness_reduced.py)
     assert unsupported(load_config("shutdown"), None) == [
         "heartbeat lapses",
-        "the liveness check",
         "unit deadlines (task.suspend, a clock reaching unit_ticks)",
     ]
     assert unsupported(load_config("pair"), "consume_unapproved") == ["model mutant consume_unapproved"]
@@ -270,10 +272,10 @@ def test_a_bounded_flat_search_stops_as_the_models_does(monkeypatch: pytest.Monk
 
 def test_mutants_and_unsupported_configurations_stay_on_the_model() -> None:
     assert not flat_engine(Model(load_config("pair"), next(iter(MUTANTS))))
-    assert not flat_engine(Model(load_config("plan")))
+    assert not flat_engine(Model(load_config("shutdown")))
     assert not flat_engine(Model(load_config("pair"), reduce=False))
-    with pytest.raises(ValueError, match="liveness"):
-        FlatModel(load_config("plan"))
+    with pytest.raises(ValueError, match="heartbeat lapses"):
+        FlatModel(load_config("shutdown"))
 
 
 # ---- time: the tick, the monitor pass, deadline regions ----------------------------------------

@@ -225,10 +225,12 @@ def _violations(config: Config, mutant: str | None) -> set[str]:
 def test_the_parts_report_what_the_whole_reports(mutant: str | None) -> None:
     """On ``approval_plan`` with every model mutant (healthy: also with a shutdown, and with two
     members) the parts together find the violations the whole with ``crash_between`` finds, no more
-    and no fewer (a part's deadlock too: none here). The premises are checked on the healthy model."""
+    and no fewer (a part's deadlock too: none here), the liveness check's included (with deadline
+    regions, where some mutants are found by it alone: ``test_liveness_reduced.py``). The premises
+    are checked on the healthy model."""
     for name in MUTANT_WHOLES[: 1 if mutant else 3]:
         base, changes, _ = WHOLES[name]
-        whole = _whole(base, **changes)
+        whole = dataclasses.replace(_whole(base, **changes), liveness=True)
         full = _violations(dataclasses.replace(whole, split=False, crash_between=True), mutant)
         split = set().union(*(_violations(part, mutant) for part in parts(whole)))
         assert split == full, (name, mutant)
@@ -237,13 +239,14 @@ def test_the_parts_report_what_the_whole_reports(mutant: str | None) -> None:
 def test_split_configurations_are_refused_where_the_split_does_not_hold() -> None:
     document = {f.name: getattr(load_config("approval_plan"), f.name) for f in dataclasses.fields(Config)}
     del document["name"]
-    with pytest.raises(BadConfig, match="liveness"):
-        parse_config("x", {**document, "split": True})
+    with pytest.raises(BadConfig, match="set by a split configuration"):
+        parse_config("x", {**document, "split": True, "part": "plans"})
     with pytest.raises(BadConfig, match="needs approvals and plans"):
         parse_config("x", {**document, "split": True, "liveness": False, "plans": 0})
     with pytest.raises(BadConfig, match="true or false"):
         parse_config("x", {**document, "crash_between": 1, "liveness": False})
     assert parse_config("x", {**document, "split": True, "liveness": False}).split
+    assert parse_config("x", {**document, "split": True}).liveness  # the parts check it (spec/split.py)
 
 
 def test_parts_are_named_and_shaped() -> None:

@@ -34,7 +34,8 @@ search can be saved (:meth:`FlatSearch.save`, plain data naming its engine) and 
 ``_Search``'s contract: no I/O here; ``spec.check`` stores it; each engine refuses the other's.
 
 ``spec.explore.explore`` runs it whenever :func:`spec.model._flat.supports` the configuration and
-mutant and no option asks for what it lacks (liveness, the dead-data switch).
+mutant and no option asks for what it lacks (the dead-data switch). With the liveness check it
+keeps the graph the check reads (``FlatSearch.keep_graph``), as the model's search does.
 ``bench/explore.py --engine-configs pinned mutants``, ``model_tests/test_flat.py`` and
 ``model_tests/test_flat_fingerprints.py`` check that it reports what the model's search reports,
 and the same with fingerprints as without.
@@ -54,13 +55,16 @@ from ._records import Report, Violation
 from ._tables import IllegalTransition
 from .explore import (
     _WORLD_KEY,
+    LAST_INSTANT,
     POLL_EVERY,
+    LastInstants,
     _Fingerprints,
     check_boundaries,
     check_saved,
     hash_probe,
     note_first,
     poll,
+    report_liveness,
     stop,
     witness,
     world_problems,
@@ -69,11 +73,24 @@ from .model import _model
 from .model._action import Action
 from .model._dead import _FINAL_JOBS, _FINAL_TASKS, FINAL_JOB, FINAL_TASK
 from .model._flat import (
+    A_DEADLINE,
+    A_STATUS,
+    APPROVALS,
+    CLOCK,
     CRASHED,
     JOBS,
     MEMBERS,
     MONITOR_DONE,
+    P_DEADLINE,
+    P_STATUS,
+    PLANS,
     PROFILE_CHANGES,
+    R_DEADLINE,
+    R_STATUS,
+    RUNS,
+    S_DEADLINE,
+    S_STATUS,
+    SHUTDOWNS,
     TASKS,
     Flat,
     FlatModel,
@@ -757,9 +774,26 @@ class FlatSearch:
         self.me, self.workers = 0, 1
         self.outbox: list[list[Any]] = []  # per process: (parent, action, state, its checks' results)
         self.owners: dict[tuple[int, ...], int] = {}  # signature -> its owner (+ workers once sent)
-        self.sent: set[bytes] = set()  # the keys of the classes sent to their owners, packed
+        self.sent: dict[bytes, int] = {}  # the keys of the classes sent to their owners, packed -> slot
         self.lazy: list[tuple[str, int, tuple[tuple[Action, Flat], ...]]] | None = None
         self.keyed: tuple[tuple[int, ...], Flat] = ((), ())  # the last key :meth:`owner` computed
+        # The graph, for the liveness check (spec.explore.report_liveness): the moves of the states
+        # expanded, in order — state n's are targets[offsets[n]:offsets[n + 1]], a crash edge as
+        # -target - 1 — and whether each is a goal state. Spread over processes, a target is a
+        # global number (spec._parallel), and one kept by another process is a placeholder until
+        # the join resolves it: ``remote`` holds (its place in targets, owner, slot, crash edge),
+        # its slot being its class's place among those this process sent that owner, ``slots``
+        # each remote signature's slot, and ``arrived[p]`` the number here of each class process p
+        # sent, in p's slot order.
+        self.keep_graph = model.config.liveness and not fingerprints
+        self.offsets = array("q", [0])
+        self.targets = array("q")
+        self.goal = bytearray()
+        self.instants = LastInstants()
+        self.remote = array("q")
+        self.slots: dict[tuple[int, ...], int] = {}
+        self.sent_count: dict[int, int] = {}  # per process: how many classes were sent there
+        self.arrived: list[array[int]] = []
 
     def view(self, state: Flat) -> _View:
         last = self.last
@@ -806,14 +840,17 @@ class FlatSearch:
             self.keyed = (sig, key)
         return found
 
-    def send_once(self) -> bool:
-        """Whether the class of the state :meth:`owner` has just placed elsewhere was never sent
-        there before (by its key: another state of the class counts as sent)."""
+    def send_once(self, owner: int) -> tuple[int, bool]:
+        """The slot of the class of the state :meth:`owner` has just placed with process ``owner``
+        (its place among the classes sent there), and whether it was never sent there before (by
+        its key: another state of the class counts as sent)."""
         packed = array("I", self.memo.signature(self.keyed[1])).tobytes()
-        if packed in self.sent:
-            return False
-        self.sent.add(packed)
-        return True
+        slot = self.sent.get(packed)
+        if slot is not None:
+            return slot, False
+        slot = self.sent[packed] = self.sent_count.get(owner, 0)
+        self.sent_count[owner] = slot + 1
+        return slot, True
 
     def add(
         self, state: Flat, parent: int, action: Action | None, depth: int = -1, sent_key: Flat | None = None
@@ -1060,9 +1097,35 @@ def search_flat(
     report.edges_taken |= edges
     report.states = search.count
     finish(report, search.depth, search.first, search.witness, search.count - 1)
+    if search.keep_graph and report.complete and not search.stopped():
+        every_cycle = model.config.part != ""
+        report_liveness(report, search.violate, search.offsets, search.targets, search.goal, every_cycle)
+        search.instants.report(search.violate, lambda number: search.flat.successors(search.state(number)))
     if report.complete and not search.stopped():
         check_boundaries(model, report, search.first, search.trace)
     return search
+
+
+_INSTANT_POSITIONS = {
+    "approvals": (APPROVALS, A_STATUS, A_DEADLINE),
+    "plans": (PLANS, P_STATUS, P_DEADLINE),
+    "runs": (RUNS, R_STATUS, R_DEADLINE),
+    "shutdowns": (SHUTDOWNS, S_STATUS, S_DEADLINE),
+}
+_INSTANTS = tuple((field, live, *_INSTANT_POSITIONS[field]) for field, live, _, _ in LAST_INSTANT)
+
+
+def at_last_instant(f: Flat) -> tuple[str, ...]:
+    """:func:`spec.explore.at_last_instant` on a plain tuple: the kinds of record of which ``f`` has
+    one live at its deadline (the clock), in a status the monitor ends it from; none if crashed."""
+    if f[CRASHED]:
+        return ()
+    now = f[CLOCK]
+    return tuple(
+        field
+        for field, live, records, status, deadline in _INSTANTS
+        if any(r[status] in live and r[deadline] == now for r in f[records])
+    )
 
 
 def finish(
@@ -1117,6 +1180,13 @@ def _expand(search: FlatSearch, number: int, state: Flat, before: _View) -> None
     """Every move from stored state ``number``; a state with none that is not a goal is a deadlock."""
     flat, report = search.flat, search.report
     outgoing = 0
+    graph = search.keep_graph
+    workers, me = search.workers, search.me
+    if graph:
+        search.goal.append(flat.is_goal(state))
+        fields = at_last_instant(state)
+        if fields:
+            search.instants.note(number * workers + me, fields, state[MONITOR_DONE])
     for action, after_state in flat.successors(state):
         if isinstance(after_state, IllegalTransition):
             message = str(after_state)
@@ -1127,29 +1197,45 @@ def _expand(search: FlatSearch, number: int, state: Flat, before: _View) -> None
         search.note(number, action)
         if taken is None or after is None:
             continue
-        if search.workers > 1:  # spec._parallel: this process keeps the state, or its owner does
-            if after.numbers in search.stored:  # kept here and known: as add() finds it
+        if workers > 1:  # spec._parallel: this process keeps the state, or its owner does
+            known = search.stored.get(after.numbers)
+            if known is not None:  # kept here and known: as add() finds it
+                if graph:
+                    _edge(search, known * workers + me, crashed is not None)
                 continue
             owner = search.owner(taken, after.numbers)
-            if owner != search.me:
-                search.owners[after.numbers] = owner % search.workers + search.workers
-                if owner < search.workers and search.send_once():  # checked here, as if new
-                    problems = search.memo.check_state(after, not taken[12], came)
-                    found = [(inv.clause, inv.name, message) for inv, message in problems]
-                    kept = search.memo.kept(after)
-                    search.outbox[owner].append(
-                        (number * search.workers + search.me, action, taken, search.keyed[1], kept, after.clean, found)
-                    )
+            if owner != me:
+                search.owners[after.numbers] = owner % workers + workers
+                if owner < workers:
+                    slot, first = search.send_once(owner)
+                    if graph:
+                        search.slots[after.numbers] = slot
+                    if first:  # checked here, as if new
+                        problems = search.memo.check_state(after, not taken[12], came)
+                        found = [(inv.clause, inv.name, message) for inv, message in problems]
+                        kept = search.memo.kept(after)
+                        search.outbox[owner].append(
+                            (number * workers + me, action, taken, search.keyed[1], kept, after.clean, found)
+                        )
+                if graph:
+                    search.remote.extend((len(search.targets), owner % workers, search.slots[after.numbers]))
+                    _edge(search, 0, crashed is not None)  # a placeholder, resolved by the join
                 continue
-            target, new = search.add(taken, number * search.workers + search.me, action, search.depth[number] + 1)
+            target, new = search.add(taken, number * workers + me, action, search.depth[number] + 1)
+            if graph:
+                _edge(search, target * workers + me, crashed is not None)
             if new:
                 _check_state(search, target, after, came)
             continue
         target, new = search.add(taken, number, action)
+        if graph:
+            _edge(search, target, crashed is not None)
         if new and crashed is not None and not search.fingerprints:
             search.crash_prefix[target] = came.numbers
         if new:
             _check_state(search, target, after, came)
+    if graph:
+        search.offsets.append(len(search.targets))
     if outgoing == 0 and not flat.is_goal(state):
         report.deadlocks += 1
         search.violate(
@@ -1158,6 +1244,11 @@ def _expand(search: FlatSearch, number: int, state: Flat, before: _View) -> None
             "no action is enabled and some request is not final",
             number,
         )
+
+
+def _edge(search: FlatSearch, target: int, crash: bool) -> None:
+    """A move of the state being expanded, into the graph (``FlatSearch.targets``)."""
+    search.targets.append(-target - 1 if crash else target)
 
 
 def _take(

@@ -40,7 +40,7 @@ from typing import Any
 from ._flat_explore import TRIM_EVERY, FlatSearch, _check_state, _expand, _View, finish, replay
 from ._records import Report, Violation
 from .errors import ProtocolError
-from .explore import POLL_EVERY, check_boundaries, flat_engine
+from .explore import POLL_EVERY, LastInstants, check_boundaries, flat_engine, report_liveness
 from .model import _model
 from .model._action import Action
 from .model._bounds import unreached_bounds
@@ -75,10 +75,13 @@ def search_parallel(
     out_of_time: Callable[[], bool] | None = None,
     fingerprints: bool = False,
     bounds_reached: bool = False,
+    graph_out: list[Any] | None = None,
 ) -> Report:
     """:func:`spec.explore.explore` of ``model`` on ``processes`` forked processes (see the module
     docstring); ``bounds_reached`` also fills the report's ``unreached_bounds`` when the search
-    completes without fingerprints (as ``teamproto check`` does from the stored states)."""
+    completes without fingerprints (as ``teamproto check`` does from the stored states). With the
+    liveness check, the joined graph the check read is appended to ``graph_out`` (for the tests):
+    (offsets, targets, goal, and the :class:`_Joined` that numbers the states)."""
     if processes < 2:
         raise ValueError(f"a search spread over processes needs at least 2, not {processes}")
     if not flat_engine(model):
@@ -98,7 +101,7 @@ def search_parallel(
     for child in children:
         child.start()
     try:
-        report = _lead(model, children, orders, results, max_states, progress, fingerprints, bounds_reached)
+        report = _lead(model, children, orders, results, max_states, progress, fingerprints, bounds_reached, graph_out)
     except BaseException:  # a process failed, or Ctrl-C: the others would wait for it for ever
         for child in children:
             child.kill()
@@ -118,6 +121,7 @@ def _lead(
     progress: Callable[[int, int, int], None] | None,
     fingerprints: bool,
     bounds_reached: bool,
+    graph_out: list[Any] | None,
 ) -> Report:
     """The parent's part: tell the processes when to go on, relay their progress, join their reports."""
     processes = len(children)
@@ -166,7 +170,7 @@ def _lead(
     while len(parts) < processes:  # a process that has ended has sent its part
         parts.append(receive(len(parts)))
     parts.sort(key=lambda p: p[1])
-    return _join(model, processes, [p[2] for p in parts], over, fingerprints, bounds_reached)
+    return _join(model, processes, [p[2] for p in parts], over, fingerprints, bounds_reached, graph_out)
 
 
 @dataclass
@@ -208,6 +212,7 @@ def _search(part: _Part) -> dict[str, Any]:
     search = FlatSearch(model, stop_on, None, fingerprints)
     search.me, search.workers = me, processes
     search.outbox = [[] for _ in range(processes)]
+    search.arrived = [array("q") for _ in range(processes)]
     search.lazy = []
     report = search.report
     _model.EDGE_LOG.append(set())
@@ -238,10 +243,11 @@ def _search(part: _Part) -> dict[str, Any]:
                     break
         for other in range(processes):
             if other != me:
-                inboxes[other].put(search.outbox[other])
+                inboxes[other].put((me, search.outbox[other]))
                 search.outbox[other] = []
         for _ in range(processes - 1):
-            keep(search, inboxes[me].get(), level + 1)
+            sender, sent = inboxes[me].get()
+            keep(search, sent, level + 1, search.arrived[sender] if search.keep_graph else None)
         found_at += [level] * (len(search.lazy) - len(found_at))
         stopping = timed_out or search.stopped()
         results.put(("level", me, search.count, search.waiting(), stopping))
@@ -278,14 +284,28 @@ def _search(part: _Part) -> dict[str, Any]:
         "expanded_through": report.expanded_through,
         "unreached": unreached,
         "seen_bits": search.seen.bits if fingerprints else 0,
+        "graph": None
+        if not (search.keep_graph and complete and not search.waiting())  # every state expanded
+        else {
+            "offsets": search.offsets.tobytes(),
+            "targets": search.targets.tobytes(),
+            "remote": search.remote.tobytes(),
+            "arrived": [a.tobytes() for a in search.arrived],
+            "goal": bytes(search.goal),
+            "before": search.instants.before,
+            "after": search.instants.after,
+        },
     }
 
 
-def keep(search: FlatSearch, sent: list[Any], depth: int) -> None:
+def keep(search: FlatSearch, sent: list[Any], depth: int, arrived: array[int] | None = None) -> None:
     """Keep the states another process sent (found at ``depth``) that are new here, with their
-    checks' results, as computed by the sender (``_expand``, as ``_check_state`` does)."""
+    checks' results, as computed by the sender (``_expand``, as ``_check_state`` does); with
+    ``arrived``, note there the number here of each (new or known), in the sender's slot order."""
     for parent, action, state, key, kept, clean, found in sent:
         target, new = search.add(state, parent, action, depth, key)
+        if arrived is not None:
+            arrived.append(target)
         if new:
             for clause, name, message in found:
                 search.violate(clause, name, message, target)
@@ -331,7 +351,13 @@ class _Joined:
 
 
 def _join(
-    model: Model, processes: int, parts: list[dict[str, Any]], over: bool, fingerprints: bool, bounds_reached: bool
+    model: Model,
+    processes: int,
+    parts: list[dict[str, Any]],
+    over: bool,
+    fingerprints: bool,
+    bounds_reached: bool,
+    graph_out: list[Any] | None = None,
 ) -> Report:
     """One report from the processes' (the one-process search's fields, see ``search_flat``)."""
     config = model.config
@@ -366,6 +392,9 @@ def _join(
     # process), as a one-process search's is the last it found
     last = max(((len(depths) - 1) * processes + who for who, depths in enumerate(joined.depths) if depths), default=0)
     finish(report, [d for depth in joined.depths for d in depth], first, joined.witness, last)
+    graphs = [p["graph"] for p in parts]
+    if report.complete and config.liveness and all(g is not None for g in graphs):
+        _liveness(model, report, flat, joined, graphs, graph_out)
     if report.complete:
         check_boundaries(model, report, first, lambda n: replay(flat, joined.actions_to(n)))
     if bounds_reached and report.complete and not fingerprints and model.mutant is None:
@@ -373,6 +402,78 @@ def _join(
         if len(lists) == processes:  # a bound is unreached when no process's states reach it
             report.unreached_bounds = [b for b in lists[0] if all(b in other for other in lists[1:])]
     return report
+
+
+def _liveness(
+    model: Model,
+    report: Report,
+    flat: FlatModel,
+    joined: _Joined,
+    graphs: list[dict[str, Any]],
+    graph_out: list[Any] | None,
+) -> None:
+    """The liveness checks (``spec.explore.report_liveness``, ``LastInstants``) on the processes'
+    graphs joined: each placeholder resolved to the number its owner gave the class, and the
+    states numbered globally (holes, where one process kept fewer states, are goal states without
+    moves)."""
+    processes = len(graphs)
+    offsets, targets, arrived = [], [], []
+    for graph in graphs:
+        numbers, moves = array("q"), array("q")
+        numbers.frombytes(graph["offsets"])
+        moves.frombytes(graph["targets"])
+        offsets.append(numbers)
+        targets.append(moves)
+        lists = []
+        for raw in graph["arrived"]:
+            got = array("q")
+            got.frombytes(raw)
+            lists.append(got)
+        arrived.append(lists)
+    for me, graph in enumerate(graphs):
+        remote = array("q")
+        remote.frombytes(graph["remote"])
+        moves = targets[me]
+        for k in range(0, len(remote), 3):
+            place, owner, slot = remote[k], remote[k + 1], remote[k + 2]
+            number = arrived[owner][me][slot] * processes + owner
+            moves[place] = -number - 1 if moves[place] < 0 else number
+    size = max(len(o) - 1 for o in offsets) * processes
+    all_offsets, all_targets, goal = array("q", [0]), array("q"), bytearray(b"\x01") * size
+    for number in range(size):
+        who, local = number % processes, number // processes
+        if local < len(offsets[who]) - 1:
+            all_targets.extend(targets[who][offsets[who][local] : offsets[who][local + 1]])
+            goal[number] = graphs[who]["goal"][local]
+        all_offsets.append(len(all_targets))
+    if graph_out is not None:
+        graph_out.append((all_offsets, all_targets, goal, joined))
+
+    def violate(clause: str, name: str, message: str, number: int, *last: tuple[Action, Any]) -> None:
+        if name not in report.violations:
+            trace = replay(flat, joined.actions_to(number))
+            report.violations[name] = Violation(
+                clause, name, message, trace + [(action, decode(state)) for action, state in last]
+            )
+
+    report_liveness(report, violate, all_offsets, all_targets, goal, model.config.part != "")
+    instants = LastInstants()
+    for graph in graphs:
+        other = LastInstants()
+        other.before, other.after = graph["before"], graph["after"]
+        instants.join(other)
+
+    def successors(number: int) -> Any:
+        return flat.successors(flat_state(flat, joined.actions_to(number)))
+
+    instants.report(violate, successors)
+
+
+def flat_state(flat: FlatModel, actions: list[Action]) -> Any:
+    """The flat state the actions reach from the initial state (as :func:`replay` takes them)."""
+    from .model._flat import encode
+
+    return encode(replay(flat, actions)[-1][1])
 
 
 __all__ = ["SearchFailed", "search_parallel"]

@@ -3,9 +3,12 @@
 It checks every INV-* predicate of :mod:`spec.invariants` on the snapshot of every reachable
 state (state invariants) and of every transition (step invariants), that reconciliation is
 idempotent after every restart (REC-1), that every edge of every machine table is taken, that
-every crash point is crashed, that no state is a deadlock, and — for configurations without
-symmetry reduction — liveness: from every state a state where every request is final is
-reachable, and no cycle avoids such states. Counterexamples are shortest (BFS order).
+every crash point is crashed, that no state is a deadlock, and — where the configuration asks for
+it — liveness: from every state a state where every request is final is reachable, and no cycle
+avoids such states (under symmetry too: the goal names no member, so a class reaches the goal
+exactly when each of its states does, and a cycle of states is a cycle of classes, or a step from
+a class to itself, which :func:`liveness_problems` counts as one). Counterexamples are shortest
+(BFS order).
 
 Reductions: crashed states are transient (checked, then restarted at once), an owed outbox send
 is taken alone (partial-order reduction, ``Model.operations``), the visited set is keyed by the
@@ -25,7 +28,7 @@ import gc
 import os
 from array import array
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from operator import itemgetter
 from typing import Any, Protocol
 
@@ -773,6 +776,7 @@ def explore_states(
     over that many processes (:func:`spec._parallel.search_parallel`); its states stay there, so
     the states returned are ``None`` and the report's ``unreached_bounds`` are filled by the
     processes when the search completes without fingerprints."""
+    refuse_fingerprinted_liveness(model, bool(how.get("fingerprints")))
     if flat_engine(model) and dead_data is None:
         if processes > 1 and how.get("checkpoint") is None and how.get("resume") is None:
             from ._parallel import search_parallel
@@ -785,6 +789,14 @@ def explore_states(
         return flat.report, flat.model_states()
     search = _search(model, dead_data=dead_data, **how)
     return search.report, search.states
+
+
+def refuse_fingerprinted_liveness(model: Model, fingerprints: bool) -> None:
+    """ValueError: the liveness check needs every state and edge, which fingerprints do not keep."""
+    if fingerprints and model.config.liveness:
+        raise ValueError(
+            f"{model.config.name}: the liveness check needs every state and edge; it cannot run with fingerprints"
+        )
 
 
 def engine_name(model: Model) -> str:
@@ -821,10 +833,7 @@ def _search(
 ) -> _Search:
     """As :func:`explore`, returning the whole search (its states too, without fingerprints).
     ``plain`` runs every check on every snapshot, unmemoised: the contract the tests compare with."""
-    if fingerprints and model.config.liveness:
-        raise ValueError(
-            f"{model.config.name}: the liveness check needs every state and edge; it cannot run with fingerprints"
-        )
+    refuse_fingerprinted_liveness(model, fingerprints)
     if (resume is not None or checkpoint is not None) and not fingerprints:
         raise ValueError("only a search with fingerprints can be saved and resumed")
     search = _Search(model, stop_on, max_states, progress, fingerprints)
@@ -1022,37 +1031,128 @@ def _check_step(search: _Search, number: int, steps: list[tuple[Action, State]],
 
 def _liveness(search: _Search) -> None:
     """From every state a goal state is reachable, and no cycle avoids goal states (REC-2, INV-12)."""
-    search.report.liveness_checked = True
     goal = [search.model.is_goal(s) for s in search.states]
-    predecessors: list[list[int]] = [[] for _ in search.states]
-    for source, targets in enumerate(search.successors):
-        for target in targets:
-            predecessors[target if target >= 0 else -target - 1].append(source)
-    can_finish = list(goal)
-    queue = deque(i for i, g in enumerate(goal) if g)
-    while queue:
-        for source in predecessors[queue.popleft()]:
-            if not can_finish[source]:
-                can_finish[source] = True
-                queue.append(source)
-    stuck = [i for i, ok in enumerate(can_finish) if not ok]
+    offsets, targets = array("q", [0]), array("q")
+    for successors in search.successors:
+        targets.extend(successors)
+        offsets.append(len(targets))
+
+    def violate(clause: str, name: str, message: str, number: int, *last: tuple[Action, Any]) -> None:
+        search.violate(clause, name, message, search.trace(number, *last))
+
+    report_liveness(search.report, violate, offsets, targets, goal, search.model.config.part != "")
+
+
+Violate = Callable[..., None]
+"""How a search takes a violation: ``violate(clause, name, message, number, *last)``, with the
+trace to stored state ``number`` and then ``last``'s (action, state) pairs."""
+
+
+def report_liveness(
+    report: Report,
+    violate: Violate,
+    offsets: Sequence[int],
+    targets: Sequence[int],
+    goal: Sequence[int],
+    every_cycle: bool,
+) -> None:
+    """The liveness check on a search's graph, as every engine stores it (REC-2, INV-12): state
+    ``n``'s moves are ``targets[offsets[n]:offsets[n + 1]]``, a crash edge (crash + restart) as
+    ``-target - 1``; ``goal[n]``: every request of state ``n`` is final (``Model.is_goal``). A part
+    of a split configuration (``every_cycle``) is held to have no cycle at all, through goal states
+    or not (:mod:`spec.split` says why)."""
+    report.liveness_checked = True
+    stuck, cycle = liveness_problems(offsets, targets, goal, every_cycle)
     if stuck:
-        search.violate(
+        violate(
             "INV-12",
             "every_request_can_finish",
             f"{len(stuck)} state(s) cannot reach a state where every request is final",
-            search.trace(stuck[0]),
+            stuck[0],
         )
-    # Crashes are finitely many in any fair run: cycles through a crash edge are not livelocks.
-    fair = [[t for t in targets if t >= 0] for targets in search.successors]
-    cycle = _cycle_avoiding(fair, goal)
     if cycle is not None:
-        search.violate(
+        avoids = all(not goal[n] for n in cycle)
+        violate(
             "INV-12",
             "no_cycle_avoids_finish",
-            f"a cycle of {len(cycle)} state(s) never reaches a state where every request is final",
-            search.trace(cycle[0]),
+            f"a cycle of {len(cycle)} state(s) never reaches a state where every request is final"
+            if avoids
+            else f"a cycle of {len(cycle)} state(s) in a part of a split configuration, through a state where "
+            "every request is final: the parts cannot show that no cycle of the whole avoids one (spec/split.py); "
+            "explore the whole",
+            cycle[0],
         )
+
+
+def liveness_problems(
+    offsets: Sequence[int], targets: Sequence[int], goal: Sequence[int], every_cycle: bool = False
+) -> tuple[list[int], list[int] | None]:
+    """The states that cannot reach a goal state (in number order), and a cycle of non-goal states
+    (of any states, with ``every_cycle``) that takes no crash edge — crashes are finitely many in any
+    fair run, so a cycle through one is not a livelock — or None; the graph as :func:`report_liveness`
+    reads it. A cycle is also one state with a step back to itself: the stored graph is a quotient
+    (dead data erased, and under symmetry the least image), where a concrete cycle may become a step
+    from a state to its own class (``s`` to ``s`` with its members swapped) — a run that never
+    reaches the goal all the same. The cycle is found as what Kahn's elimination of the states
+    without a predecessor leaves (every state left has a predecessor left), walked backwards from
+    the least state left; it starts at its least state."""
+    count = len(goal)
+    skip = [False] * count if every_cycle else list(goal)
+    starts = array("q", [0]) * (count + 1)  # the predecessors, by counting: a crash edge as -source - 1
+    for source in range(count):
+        for k in range(offsets[source], offsets[source + 1]):
+            target = targets[k]
+            starts[(target if target >= 0 else -target - 1) + 1] += 1
+    for n in range(count):
+        starts[n + 1] += starts[n]
+    fill = starts[:-1]
+    before = array("q", [0]) * len(targets)
+    waiting = array("q", [0]) * count  # each state's fair predecessors not yet eliminated
+    for source in range(count):
+        for k in range(offsets[source], offsets[source + 1]):
+            target = targets[k]
+            node = target if target >= 0 else -target - 1
+            before[fill[node]] = source if target >= 0 else -source - 1
+            fill[node] += 1
+            if target >= 0 and not skip[source] and not skip[target]:
+                waiting[target] += 1
+    can_finish = [bool(g) for g in goal]
+    queue = deque(n for n in range(count) if can_finish[n])
+    while queue:
+        node = queue.popleft()
+        for k in range(starts[node], starts[node + 1]):
+            source = before[k]
+            source = source if source >= 0 else -source - 1
+            if not can_finish[source]:
+                can_finish[source] = True
+                queue.append(source)
+    stuck = [n for n in range(count) if not can_finish[n]]
+    free = [n for n in range(count) if not skip[n] and waiting[n] == 0]
+    while free:
+        node = free.pop()
+        for k in range(offsets[node], offsets[node + 1]):
+            target = targets[k]
+            if target >= 0 and not skip[target]:
+                waiting[target] -= 1
+                if waiting[target] == 0:
+                    free.append(target)
+    left = next((n for n in range(count) if not skip[n] and waiting[n] > 0), None)
+    if left is None:
+        return stuck, None
+    walk: list[int] = []
+    place: dict[int, int] = {}
+    node = left
+    while node not in place:
+        place[node] = len(walk)
+        walk.append(node)
+        node = next(
+            source
+            for source in before[starts[node] : starts[node + 1]]
+            if source >= 0 and not skip[source] and waiting[source] > 0
+        )
+    cycle = walk[place[node] :][::-1]  # walked backwards: reversed, each state's successor follows it
+    least = cycle.index(min(cycle))
+    return stuck, cycle[least:] + cycle[:least]
 
 
 LAST_INSTANT = (
@@ -1123,78 +1223,65 @@ def _last_instants(search: _Search) -> None:
     predicate: a plan's execution may fail at any time (``plan.fail``), so the snapshots alone
     cannot tell the monitor's failure from its own. Existential, over the whole graph: run with the
     liveness check, on the states the search kept."""
-    before: dict[str, int] = {}
-    after: set[str] = set()
+    instants = LastInstants()
     for number, state in enumerate(search.states):
-        if state.crashed:
-            continue
-        for field, live, _, _ in LAST_INSTANT:
-            if any(r.status in live and r.deadline == state.clock for r in getattr(state, field)):
-                if state.monitor_done:
-                    after.add(field)
-                else:
-                    before.setdefault(field, number)
-    for field, _, clause, what in LAST_INSTANT:
-        if field in before and field not in after:
-            state = search.states[before[field]]
-            passes = [(a, s) for a, s in search.model.successors(state) if a.name == "monitor.pass"]
-            search.violate(
-                clause,
-                "deadline_is_the_last_instant",
-                f"{what} live at its deadline is ended by the monitor's pass of that very instant, never after it",
-                search.trace(before[field], *[(a, s) for a, s in passes[:1] if isinstance(s, State)]),
-            )
+        instants.note(number, at_last_instant(state), state.monitor_done)
+
+    def violate(clause: str, name: str, message: str, number: int, *last: tuple[Action, Any]) -> None:
+        search.violate(clause, name, message, search.trace(number, *last))
+
+    instants.report(violate, lambda number: search.model.successors(search.states[number]))
 
 
-def _cycle_avoiding(successors: list[list[int]], goal: list[bool]) -> list[int] | None:
-    """A strongly connected component of more than one non-goal state (iterative Tarjan)."""
-    count = len(successors)
-    number = [-1] * count
-    low = [0] * count
-    on_stack = [False] * count
-    stack: list[int] = []
-    counter = 0
-    for root in range(count):
-        if number[root] >= 0 or goal[root]:
-            continue
-        work = [(root, 0)]
-        while work:
-            node, edge = work.pop()
-            if edge == 0:
-                number[node] = low[node] = counter
-                counter += 1
-                stack.append(node)
-                on_stack[node] = True
-            recurse = False
-            targets = successors[node]
-            while edge < len(targets):
-                target = targets[edge]
-                edge += 1
-                if goal[target]:
-                    continue
-                if number[target] < 0:
-                    work.append((node, edge))
-                    work.append((target, 0))
-                    recurse = True
-                    break
-                if on_stack[target]:
-                    low[node] = min(low[node], number[target])
-            if recurse:
-                continue
-            if low[node] == number[node]:
-                component = []
-                while True:
-                    member = stack.pop()
-                    on_stack[member] = False
-                    component.append(member)
-                    if member == node:
-                        break
-                if len(component) > 1:
-                    return component
-            if work:
-                parent = work[-1][0]
-                low[parent] = min(low[parent], low[node])
-    return None
+def at_last_instant(state: State) -> tuple[str, ...]:
+    """The kinds of record (:data:`LAST_INSTANT`'s fields) of which ``state`` has one live at its
+    deadline — ``state.clock`` — in a status the monitor ends it from; none in a crashed state."""
+    if state.crashed:
+        return ()
+    return tuple(
+        field
+        for field, live, _, _ in LAST_INSTANT
+        if any(r.status in live and r.deadline == state.clock for r in getattr(state, field))
+    )
+
+
+class LastInstants:
+    """What :func:`_last_instants` gathers over the stored states, from either engine: for each kind
+    of record, the first state with one live at its deadline before the monitor's pass of that
+    instant, and whether any state has one after it."""
+
+    def __init__(self) -> None:
+        self.before: dict[str, int] = {}
+        self.after: set[str] = set()
+
+    def note(self, number: int, fields: Iterable[str], monitor_done: bool) -> None:
+        for field in fields:
+            if monitor_done:
+                self.after.add(field)
+            else:
+                self.before.setdefault(field, number)
+
+    def join(self, other: LastInstants) -> None:
+        """Another process's states too (:mod:`spec._parallel`; ``other``'s numbers global)."""
+        self.after |= other.after
+        for field, number in other.before.items():
+            if field not in self.before or number < self.before[field]:
+                self.before[field] = number
+
+    def report(self, violate: Violate, successors: Callable[[int], Iterable[tuple[Action, Any]]]) -> None:
+        """Each kind seen before the pass and never after it is a violation, its trace the state
+        before, then its monitor's pass (``successors(n)``: stored state ``n``'s moves)."""
+        for field, _, clause, what in LAST_INSTANT:
+            if field in self.before and field not in self.after:
+                number = self.before[field]
+                passes = [(a, s) for a, s in successors(number) if a.name == "monitor.pass"]
+                violate(
+                    clause,
+                    "deadline_is_the_last_instant",
+                    f"{what} live at its deadline is ended by the monitor's pass of that very instant, never after it",
+                    number,
+                    *[(a, s) for a, s in passes[:1] if not isinstance(s, IllegalTransition)],
+                )
 
 
 # ---- traces ----------------------------------------------------------------------------------

@@ -60,9 +60,37 @@ it matters to a part), so no deadlock of the whole is missed. A part's deadlock 
 the whole (the other protocol may still move), so a reported ``no_deadlock`` of a part is a lead,
 to be confirmed on the whole; ``standard``'s parts have none.
 
-**What it does not cover.** The liveness check (a cycle of the whole is not a pair of cycles of
-the parts): a split configuration refuses it. And the state count of the whole: the manifest pins
-each part's.
+**Liveness** (REC-2, INV-12) is judged per part too, each part with ``crash_between`` as above.
+The goal (``Model.is_goal``: every request final, no task left suspended or to inspect) is a
+conjunction over records: a state of the whole is a goal state exactly when both its projections
+are goal states of their parts.
+
+- *Every request can finish.* From a state of the whole, its approval projection reaches a goal
+  state of its part along some path; each move of that path is the projection of a move of the
+  whole from the state the whole is in (the converse above), so the whole follows it, its plan
+  projection moving only by g's operations. Then the plan projection — a reachable state of its
+  part — reaches its part's goal the same way, and the approval records stay final: no operation
+  leaves a final status (the machines' tables), and a new approval is made only by an approval
+  operation. So the whole reaches a goal state, and a state of a part that cannot is a state of
+  the whole that cannot (the part's run is the whole's, the other protocol never started).
+- *No cycle avoids the goal.* Every move of the whole changes one part's key at least (the key of
+  the whole is the two keys together; an idle monitor pass, which the parts' keys count as taken,
+  cannot be undone without a tick, which changes a region of one part), so a cycle of the whole
+  projects on a closed walk with a move in one part at least — a cycle, or a step back to itself,
+  of that part's graph. A part is therefore held to have **no cycle at all** without a crash
+  (``Config.part``; ``spec.explore.report_liveness``): then the whole has none, and no cycle avoids
+  its goal. A part's cycle that avoids the goal is the whole's livelock; one through a goal state
+  is reported as what the parts cannot decide (explore the whole). Measured: no pinned
+  configuration's graph has a cycle without a crash.
+- *A deadline is its record's last instant* (``spec.explore.LastInstants``): existential over the
+  states of a kind of record live at its deadline before and after the monitor's pass; each such
+  state of the whole projects on one of the part that holds that kind, and each state of a part is
+  one of the whole, so the whole and its parts see the same kinds before and after.
+
+``model_tests/test_liveness_reduced.py`` and ``test_split.py`` compare the parts' liveness findings
+with the whole's, healthy and with every model mutant (two of which only a liveness check finds).
+
+**What it does not cover.** The state count of the whole: the manifest pins each part's.
 """
 
 from __future__ import annotations
@@ -85,8 +113,8 @@ def parts(config: Config) -> list[Config]:
     assert config.split, f"{config.name} is not a split configuration"
     whole = dataclasses.replace(config, split=False, crash_between=True)
     return [
-        dataclasses.replace(whole, name=f"{config.name}/approvals", plans=0),
-        dataclasses.replace(whole, name=f"{config.name}/plans", approvals=0),
+        dataclasses.replace(whole, name=f"{config.name}/approvals", plans=0, part="approvals"),
+        dataclasses.replace(whole, name=f"{config.name}/plans", approvals=0, part="plans"),
     ]
 
 

@@ -138,7 +138,8 @@ def record_page(kind: str) -> str:
 def config_page(name: str) -> str:
     config = load_config(name)
     pinned = manifest()[name]
-    params = [[f"`{k}`", v] for k, v in vars(config).items() if k not in ("name", "description")]
+    shown = vars(config).items()  # a config's own fields (part: set by a split for its parts, never in a file)
+    params = [[f"`{k}`", v] for k, v in shown if k not in ("name", "description", "part")]
     mutants = [
         [f"`{m.name}`", f"`{m.breaks}`", f"`{m.caught_by}`", m.description]
         for m in MUTANTS.values()

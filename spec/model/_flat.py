@@ -22,8 +22,8 @@ of every successor against ``Model.successors``), and the explorer uses it only 
 the idle monitor pass taken alone) and :mod:`spec.model._time` (``tick_matters``, and
 :func:`relative`, the deadline-region key the explorer keys the visited set by); the records'
 partial-order reduction applies only where ``_por.time_frozen`` holds (a bounded clock at its
-bound, never under regions). Everything else (lapses, profile changes, restarts of members, unit
-deadlines, liveness, every model mutant) runs on the model itself.
+bound, never under regions, and never with the liveness check on). Everything else (lapses,
+profile changes, restarts of members, unit deadlines, every model mutant) runs on the model itself.
 """
 
 from __future__ import annotations
@@ -165,8 +165,6 @@ def unsupported(config: Config, mutant: str | None) -> list[str]:
         reasons.append("member restarts (max_incarnation > 1)")
     if config.profile_changes:
         reasons.append("profile changes")
-    if config.liveness:
-        reasons.append("the liveness check")
     if config.units:
         reasons.append("unit deadlines (task.suspend, a clock reaching unit_ticks)")
     return reasons
@@ -806,9 +804,10 @@ class FlatModel:
 
     def ample(self, f: Flat, operations: list[Operation]) -> list[Operation] | None:
         """``spec.model._por.ample``: only where time is frozen (``_por.time_frozen``: a bounded
-        clock at its bound, its monitor pass done; never under deadline regions)."""
+        clock at its bound, its monitor pass done; never under deadline regions) and the liveness
+        check is off."""
         bound = self.config.max_ticks
-        if bound is None or not f[MONITOR_DONE] or f[CRASHED] or f[CLOCK] < bound:
+        if bound is None or self.config.liveness or not f[MONITOR_DONE] or f[CRASHED] or f[CLOCK] < bound:
             return None
         return smallest_isolated(
             operations, lambda kind, slot: self._isolated(f, kind, slot), lambda op: _effective(f, op)
