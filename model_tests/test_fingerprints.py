@@ -88,10 +88,23 @@ def test_cli_fingerprints(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_cli_refuses_fingerprints_where_they_cannot_apply(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["check", "--config", "tiny", "--config", "pair", "--fingerprints"]) == 2
-    out = capsys.readouterr().err  # errors go to stderr
-    assert "--fingerprints" in out and "tiny" in out and "pair" not in out.split("not to:")[1]
     assert main(["check", "--simulate", "--config", "pair", "--fingerprints"]) == 2
+    out = capsys.readouterr().err  # errors go to stderr
+    assert "--fingerprints" in out and "pair" in out.split("not to:")[1]
+
+
+def test_cli_runs_without_the_liveness_check_under_fingerprints_and_says_so(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The liveness check needs every state and edge: with --fingerprints a configuration that
+    checks it runs without it, says so in a line (stderr beside --json), and reports it unchecked."""
+    assert main(["check", "--config", "tiny", "--config", "pair", "--fingerprints", "--json", "--jobs", "1"]) == 0
+    captured = capsys.readouterr()
+    assert "the liveness check is off in tiny:" in " ".join(captured.err.split())
+    runs = {run["config"]: run for run in json.loads(captured.out)["runs"]}
+    assert runs["tiny"]["fingerprints"] and not runs["tiny"]["liveness_checked"]
+    assert main(["check", "--config", "tiny", "--json", "--jobs", "1"]) == 0
+    assert json.loads(capsys.readouterr().out)["runs"][0]["liveness_checked"]
 
 
 def test_waiting_states_are_encoded_and_decoded_unchanged() -> None:

@@ -94,7 +94,7 @@ def _record_configs() -> dict[str, Config]:
     plan_pair = dataclasses.replace(
         load_config("standard"), name="plan_pair", tasks=1, approvals=0, crashes=False, jobs=False, max_ticks=0
     )
-    plan_pair = dataclasses.replace(plan_pair, symmetry=False)
+    plan_pair = dataclasses.replace(plan_pair, symmetry=False, liveness=False)
     small = {"approval_plan@0": dataclasses.replace(approval_plan, max_ticks=0), "plan_pair@0": plan_pair}
     # Isolation at a clock bound that deadlines pass before (ttl 1: expired, timed out by tick 2):
     # the records a deadline ended, and the drains it timed out, are reached before time freezes.
