@@ -106,7 +106,10 @@ def fresh(root: Path) -> tuple[bool, str]:
             f"the record is of another source (digest {record['digest'][:12]}, this one {now[:12]}): "
             "spec/, teamproto/, pyproject.toml or a dependency changed since standard was explored"
         )
-    parts = ", ".join(f"{p['config']} {p['states']:,} states" for p in record.get("parts", []))
+    parts = ", ".join(
+        f"{p['config']} {p['states']:,} states{', liveness checked' if p.get('liveness_checked') else ''}"
+        for p in record.get("parts", [])
+    )
     return True, f"standard held on this very source ({parts}; explored {record.get('explored_at', '?')})"
 
 
@@ -133,7 +136,13 @@ def run(root: Path) -> int:
         "seconds": round(time.monotonic() - started, 1),
         "compiled": report.get("compiled"),
         "parts": [
-            {"config": r["config"], "states": r["states"], "transitions": r["transitions"], "complete": r["complete"]}
+            {
+                "config": r["config"],
+                "states": r["states"],
+                "transitions": r["transitions"],
+                "complete": r["complete"],
+                "liveness_checked": r["liveness_checked"],
+            }
             for r in report["runs"]
         ],
     }
